@@ -1,0 +1,38 @@
+# Every command is defined once here; `demo` and `test` install what they need first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+# torch first, pinned: any other torch request downloads a multi-GB CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: setup demo test test-unit lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/hopindex quickstart
+
+test: setup
+	$(PY) -m pytest -q
+
+test-unit: setup
+	$(PY) -m pytest -q -m "not integration"
+
+lint: setup
+	$(VENV)/bin/ruff check hopindex tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) benchmarks/ingest_2wiki.py
+	$(PY) benchmarks/query_latency.py
+
+clean:
+	rm -rf $(VENV) .hopindex .mypy_cache .ruff_cache .pytest_cache

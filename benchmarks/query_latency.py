@@ -1,0 +1,75 @@
+"""Query latency of ``extractive`` on the 2Wiki index vs its parts alone.
+
+Parts: query embedding + vector search + BM25 search, the work no retrieval can
+skip. Each query runs the parts and the full method back to back (order
+alternating) so machine noise hits both alike. Targets: p50 <= 1.5x the
+parts' p50 and <= 40 ms. Needs the index built by ingest_2wiki.py.
+
+    .venv/bin/python benchmarks/query_latency.py [--queries N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import OUT, SHARED_DATA, require, write_result
+
+from hopindex.api.service import Hopindex
+from hopindex.core.settings import Settings
+from hopindex.evaluation.metrics import percentile
+from hopindex.methods.base import QueryOptions
+
+INDEX = "twowiki"
+TEMPLATES = ("Who was the father of {}?", "Where was {} born?", "What is {} known for?",
+             "Who directed {}?", "When did {} die?")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queries", type=int, default=300)
+    args = parser.parse_args()
+    corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+    step = max(1, len(corpus) // args.queries)
+    questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
+                 for i, r in enumerate(corpus[::step][: args.queries])]
+    data_dir = require(OUT / "2wiki-data")
+    options = QueryOptions(k=10)
+    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
+        b = service.backends
+        for q in questions[:10]:  # warm caches, model and searchers
+            service.query(INDEX, q, "extractive", options)
+        full_ms: list[float] = []
+        parts_ms: list[float] = []
+        for i, q in enumerate(questions):
+            for which in ((0, 1) if i % 2 else (1, 0)):
+                t0 = time.perf_counter()
+                if which == 0:
+                    vector = b.embedder.embed_query(q)
+                    b.vectors.search_vectors(INDEX, vector, options.candidates)
+                    b.keywords.search_text(INDEX, q, options.candidates)
+                    parts_ms.append((time.perf_counter() - t0) * 1000)
+                else:
+                    service.query(INDEX, q, "extractive", options)
+                    full_ms.append((time.perf_counter() - t0) * 1000)
+    figures = {
+        "queries": len(questions), "k": options.k, "candidates": options.candidates,
+        "extractive_p50_ms": percentile(full_ms, 50), "extractive_p95_ms": percentile(full_ms, 95),
+        "parts_p50_ms": percentile(parts_ms, 50), "parts_p95_ms": percentile(parts_ms, 95),
+    }
+    figures["ratio_p50"] = figures["extractive_p50_ms"] / figures["parts_p50_ms"]
+    print(f"extractive: p50 {figures['extractive_p50_ms']:.1f} ms, "
+          f"p95 {figures['extractive_p95_ms']:.1f} ms (target p50 <= 40 ms)")
+    print(f"parts alone: p50 {figures['parts_p50_ms']:.1f} ms, "
+          f"p95 {figures['parts_p95_ms']:.1f} ms; ratio p50 {figures['ratio_p50']:.2f}x "
+          "(target <= 1.5x)")
+    print(f"wrote {write_result('query_latency', figures)}")
+
+
+if __name__ == "__main__":
+    main()

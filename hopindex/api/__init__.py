@@ -1,0 +1,1 @@
+"""The front doors: the in-process service facade and the ``hopindex`` CLI."""

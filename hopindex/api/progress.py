@@ -1,0 +1,54 @@
+"""A terminal progress bar that follows a job record while its tasks run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hopindex.backends.protocols import JobStore
+from hopindex.core.models import Job, Stage
+
+_SHOWN = (Stage.STAGE1, Stage.EMBED, Stage.LINK, Stage.STAGE2)
+POLL_S = 0.2
+
+
+@contextmanager
+def follow_newest_job(jobs: JobStore, index: str, console: Console,
+                      enabled: bool = True) -> Iterator[None]:
+    """Poll the index's newest job from a side thread; tasks may run in this process
+    (eager) or on workers, the job record is the one truth either way."""
+    if not enabled:
+        yield
+        return
+    known = {j.job_id for j in jobs.list_jobs(index, limit=5)}
+    stop = threading.Event()
+    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        bars = {stage: progress.add_task(stage.value, total=None) for stage in _SHOWN}
+
+        def update(job: Job) -> None:
+            for stage, bar in bars.items():
+                counts = job.counts[stage]
+                progress.update(bar, total=counts.total or None,
+                                completed=counts.done + counts.failed + counts.skipped)
+
+        thread = threading.Thread(target=_poll, args=(jobs, index, known, stop, update),
+                                  daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _poll(jobs: JobStore, index: str, known: set[str], stop: threading.Event,
+          update: Callable[[Job], None]) -> None:
+    while not stop.wait(POLL_S):
+        newest = [j for j in jobs.list_jobs(index, limit=1) if j.job_id not in known]
+        if newest:
+            update(newest[0])

@@ -1,0 +1,44 @@
+"""``hopindex quickstart`` (and ``make demo``): the bundled sample end to end."""
+
+from __future__ import annotations
+
+import time
+from importlib.resources import as_file, files
+
+from rich.console import Console
+
+from hopindex.api.render import render_job, render_result
+from hopindex.api.service import Hopindex
+from hopindex.evaluation.datasets import DatasetFormat, load_questions
+from hopindex.evaluation.report import EvalReport, render_table
+from hopindex.evaluation.runner import evaluate, passage_texts
+from hopindex.methods.base import QueryOptions
+
+SAMPLE = "hotpotqa-100"
+
+
+def run_quickstart(service: Hopindex, console: Console, *, index: str,
+                   n_questions: int) -> EvalReport:
+    sample = files("hopindex") / "sample" / SAMPLE
+    with as_file(sample / "corpus.json") as corpus, as_file(sample / "questions.json") as qfile:
+        console.rule(f"1. ingest the bundled sample ({SAMPLE}) into index {index!r}")
+        started = time.perf_counter()
+        job = service.ingest_paths(index, [corpus])
+        render_job(console, job)
+        units = service.backends.state.count_units(index)
+        console.print(f"ingest took {time.perf_counter() - started:.1f}s; units in index: "
+                      + ", ".join(f"{k.value}={v}" for k, v in sorted(units.items())))
+        questions = load_questions(qfile, DatasetFormat.HOTPOTQA)
+
+    console.rule(f"2. {n_questions} sample questions, method 'extractive', top 5 passages")
+    for question in questions[:n_questions]:
+        result = service.query(index, question.question, "extractive", QueryOptions(k=5))
+        render_result(console, result)
+        found = set(passage_texts(service, result)) & set(question.gold_passages)
+        console.print(f"      gold answer: {question.answers[0]!r}; gold passages in top 5: "
+                      f"{len(found)}/{len(question.gold_passages)}")
+
+    console.rule(f"3. Recall@k over all {len(questions)} questions: naive vs extractive")
+    report = evaluate(service, index, SAMPLE, questions, ["naive", "extractive"])
+    console.print(render_table(report), markup=False)
+    return report

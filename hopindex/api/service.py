@@ -1,0 +1,100 @@
+"""One object a program (the CLI, the evaluation runner, tests) drives hopindex through."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from hopindex.backends.protocols import IndexInfo
+from hopindex.backends.registry import Backends, open_backends
+from hopindex.core.errors import NotFoundError
+from hopindex.core.ids import validate_index_name
+from hopindex.core.logging import configure_logging
+from hopindex.core.models import Document, Job
+from hopindex.core.settings import Settings
+from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
+from hopindex.readers import RawDocument, ReadError, read_paths
+from hopindex.scheduler.submit import submit_delete, submit_ingest
+from hopindex.workers.app import configure_app
+from hopindex.workers.runtime import Runtime, bind_runtime
+
+
+class Hopindex:
+    """Ingest, query, delete and inspect jobs; tasks run eagerly in this process unless a
+    broker URL sends them to workers."""
+
+    def __init__(self, settings: Settings | None = None,
+                 backends: Backends | None = None) -> None:
+        self.settings = settings or Settings.from_env()
+        configure_logging(self.settings)
+        configure_app(self.settings)
+        self.backends = backends or open_backends(self.settings)
+        self.runtime = Runtime(settings=self.settings, backends=self.backends)
+        bind_runtime(self.runtime)
+        self._search = SearchContext(vectors=self.backends.vectors,
+                                     keywords=self.backends.keywords,
+                                     units=self.backends.state,
+                                     embedder=self.backends.embedder)
+
+    def __enter__(self) -> Hopindex:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        bind_runtime(None)
+        self.backends.close()
+
+    # -- ingest and delete ------------------------------------------------------------
+    def ingest_paths(self, index: str, paths: Sequence[Path]) -> Job:
+        validate_index_name(index)
+        read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
+        return self.ingest_documents(index, read.documents, read.errors)
+
+    def ingest_documents(self, index: str, documents: Sequence[RawDocument],
+                         read_errors: Sequence[ReadError] = ()) -> Job:
+        return submit_ingest(self.runtime, index, documents, read_errors)
+
+    def delete_documents(self, index: str, doc_ids: Sequence[str]) -> Job:
+        self._require_index(index)
+        return submit_delete(self.runtime, index, doc_ids)
+
+    # -- queries ----------------------------------------------------------------------
+    def query(self, index: str, question: str, method: str = "extractive",
+              options: QueryOptions | None = None) -> QueryResult:
+        self._require_index(index)
+        started = time.perf_counter()
+        result = create_method(method, self._search).run_query(index, question,
+                                                               options or QueryOptions())
+        result.latency_s = time.perf_counter() - started
+        return result
+
+    # -- inspection -------------------------------------------------------------------
+    def get_job(self, job_id: str) -> Job:
+        job = self.backends.state.get_job(job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id!r}")
+        return job
+
+    def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
+        return self.backends.state.list_jobs(index, limit)
+
+    def list_indexes(self) -> list[IndexInfo]:
+        return self.backends.state.list_indexes()
+
+    def get_documents(self, index: str, doc_ids: Sequence[str]) -> list[Document]:
+        return self.backends.state.get_documents(index, doc_ids)
+
+    def count_documents(self, index: str) -> int:
+        return len(self.backends.state.document_hashes(index))
+
+    def _require_index(self, index: str) -> IndexInfo:
+        validate_index_name(index)
+        info = self.backends.state.get_index(index)
+        if info is None:
+            raise NotFoundError(f"no index {index!r}; ingest documents into it first")
+        return info

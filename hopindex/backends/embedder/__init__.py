@@ -1,0 +1,5 @@
+"""Embedder adapters: texts to unit-length float32 vectors."""
+
+from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
+
+__all__ = ["SentenceTransformerEmbedder"]

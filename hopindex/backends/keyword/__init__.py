@@ -1,0 +1,1 @@
+"""BM25 keyword indexes behind the ``KeywordIndex`` protocol (embedded: tantivy)."""

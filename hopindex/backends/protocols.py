@@ -1,0 +1,187 @@
+"""Small protocols, one per backend role. Methods never see a concrete adapter.
+
+Every adapter of a protocol passes the same contract suite under
+``tests/backends/contracts/``; a server adapter inherits it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from hopindex.core.models import (
+    Document,
+    EntityMention,
+    Hit,
+    Job,
+    MentionSource,
+    TextAnalysis,
+    Unit,
+    UnitKind,
+)
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class UnitFilter:
+    """Restrict a search to units matching every given field (any value within a field)."""
+
+    kinds: tuple[UnitKind, ...] = ()
+    source_doc_ids: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.kinds or self.source_doc_ids or self.entities)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitPayload:
+    """The fields stored beside a vector or posting so searches can filter on them."""
+
+    kind: UnitKind
+    source_doc_ids: tuple[str, ...]
+    entities: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, unit: Unit) -> UnitPayload:
+        return cls(kind=unit.kind, source_doc_ids=unit.source_doc_ids, entities=unit.entities)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    unit_id: str
+    vector: Vector
+    payload: UnitPayload
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRecord:
+    unit_id: str
+    text: str
+    payload: UnitPayload
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Dense vectors, one collection per hopindex index, keyed by unit id."""
+
+    def ensure_index(self, index: str, dimension: int) -> None: ...
+    def upsert_vectors(self, index: str, records: Sequence[VectorRecord]) -> None: ...
+    def delete_vectors(self, index: str, unit_ids: Sequence[str]) -> None: ...
+    def search_vectors(self, index: str, vector: Vector, k: int,
+                       unit_filter: UnitFilter | None = None) -> list[Hit]: ...
+    def count_vectors(self, index: str) -> int: ...
+    def drop_index(self, index: str) -> None: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """BM25 postings, one index per hopindex index, keyed by unit id."""
+
+    def ensure_index(self, index: str) -> None: ...
+    def index_units(self, index: str, records: Sequence[KeywordRecord]) -> None: ...
+    def delete_units(self, index: str, unit_ids: Sequence[str]) -> None: ...
+    def search_text(self, index: str, query: str, k: int,
+                    unit_filter: UnitFilter | None = None) -> list[Hit]: ...
+    def search_phrase(self, index: str, phrase: str, k: int,
+                      unit_filter: UnitFilter | None = None) -> list[Hit]: ...
+    def count_units(self, index: str) -> int: ...
+    def drop_index(self, index: str) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    name: str
+    method: str
+    created_at: float
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class IndexCatalog(Protocol):
+    """The hopindex indexes that exist and the method each was built for."""
+
+    def create_index(self, info: IndexInfo) -> IndexInfo: ...
+    def get_index(self, name: str) -> IndexInfo | None: ...
+    def list_indexes(self) -> list[IndexInfo]: ...
+    def delete_index(self, name: str) -> None: ...
+
+
+class DocumentStore(Protocol):
+    """Documents as ingested (tasks read them by id) and their NLP analyses."""
+
+    def put_documents(self, documents: Sequence[Document]) -> None: ...
+    def get_documents(self, index: str, doc_ids: Sequence[str]) -> list[Document]: ...
+    def document_hashes(self, index: str) -> dict[str, str]: ...
+    def delete_documents(self, index: str, doc_ids: Sequence[str]) -> None: ...
+    def put_analyses(self, index: str, analyses: dict[str, TextAnalysis]) -> None: ...
+    def get_analyses(self, index: str, doc_ids: Sequence[str]) -> dict[str, TextAnalysis]: ...
+
+
+class UnitStore(Protocol):
+    """Unit texts and provenance; what a search hit resolves to."""
+
+    def put_units(self, units: Sequence[Unit]) -> None: ...
+    def get_units(self, index: str, unit_ids: Sequence[str]) -> list[Unit]: ...
+    def units_of_documents(self, index: str, doc_ids: Sequence[str],
+                           kinds: Sequence[UnitKind] = ()) -> list[Unit]: ...
+    def delete_units(self, index: str, unit_ids: Sequence[str]) -> None: ...
+    def mark_embedded(self, index: str, unit_ids: Sequence[str]) -> None: ...
+    def unembedded_units(self, index: str, unit_ids: Sequence[str]) -> list[str]: ...
+    def count_units(self, index: str) -> dict[UnitKind, int]: ...
+
+
+class EntityCatalogue(Protocol):
+    """Entity → documents and bridge entity → units: where incremental planning looks."""
+
+    def replace_mentions(self, index: str, doc_id: str, mentions: Sequence[EntityMention],
+                         sources: Sequence[MentionSource]) -> set[str]: ...
+    def delete_mentions(self, index: str, doc_ids: Sequence[str]) -> set[str]: ...
+    def mentions_of_entities(self, index: str,
+                             entities: Sequence[str]) -> dict[str, list[EntityMention]]: ...
+    def title_lexicon(self, index: str) -> dict[str, list[str]]: ...
+    def replace_bridge_units(self, index: str, entity: str,
+                             unit_ids: Sequence[str]) -> list[str]: ...
+    def bridge_units_of_entities(self, index: str,
+                                 entities: Sequence[str]) -> dict[str, list[str]]: ...
+
+
+class JobStore(Protocol):
+    """Job records; ``update_job`` is an atomic read-modify-write."""
+
+    def create_job(self, job: Job) -> None: ...
+    def get_job(self, job_id: str) -> Job | None: ...
+    def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job: ...
+    def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]: ...
+
+
+class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore, Protocol):
+    """Everything the ``state`` URL holds (SQLite embedded, Redis distributed)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to unit-length float32 vectors (cosine = dot product)."""
+
+    @property
+    def dimension(self) -> int: ...
+    @property
+    def model_name(self) -> str: ...
+    def embed_texts(self, texts: Sequence[str]) -> Vector: ...
+    def embed_query(self, text: str) -> Vector: ...
+
+
+@runtime_checkable
+class NlpAnalyzer(Protocol):
+    """Sentence bounds and named entities for a batch of texts."""
+
+    def analyze_texts(self, texts: Sequence[str]) -> list[TextAnalysis]: ...

@@ -1,0 +1,120 @@
+"""Entity mentions and bridge units: what incremental planning reads (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from hopindex.backends.state.connection import SqliteConnection, dumps, id_list
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.models import EntityMention, MentionSource
+
+
+def _entities_of(conn: sqlite3.Connection, index: str, doc_id: str) -> set[str]:
+    rows = conn.execute("SELECT DISTINCT entity FROM mentions WHERE idx = ? AND doc_id = ?",
+                        (index, doc_id)).fetchall()
+    return {entity for (entity,) in rows}
+
+
+class CatalogueMixin(SqliteConnection):
+    def replace_mentions(self, index: str, doc_id: str, mentions: Sequence[EntityMention],
+                         sources: Sequence[MentionSource]) -> set[str]:
+        """Replace the document's mentions from ``sources``; return entities it joined or left.
+
+        Only a change in an entity's set of documents is reported: a new count, or
+        a mention moving from one source to another, leaves the bridge as it was.
+        """
+        source_values = {MentionSource(s).value for s in sources}
+        for mention in mentions:
+            if mention.doc_id != doc_id:
+                raise InvalidInputError(f"mention of {mention.entity!r} belongs to document "
+                                        f"{mention.doc_id!r}, not {doc_id!r}", where="mentions")
+            if mention.source.value not in source_values:
+                raise InvalidInputError(f"mention of {mention.entity!r} has source "
+                                        f"{mention.source.value!r}, outside the replaced "
+                                        f"sources {sorted(source_values)}", where="mentions")
+        rows = [(index, doc_id, m.source.value, m.entity, m.count) for m in mentions]
+        with self._transaction("replace_mentions", write=True) as conn:
+            before = _entities_of(conn, index, doc_id)
+            conn.execute("DELETE FROM mentions WHERE idx = ? AND doc_id = ? AND source IN"
+                         " (SELECT value FROM json_each(?))",
+                         (index, doc_id, dumps(sorted(source_values))))
+            # The same entity listed twice by one source is one mention counted twice.
+            conn.executemany(
+                "INSERT INTO mentions (idx, doc_id, source, entity, count) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (idx, doc_id, source, entity) DO UPDATE"
+                " SET count = mentions.count + excluded.count", rows)
+            after = _entities_of(conn, index, doc_id)
+        return before ^ after
+
+    def delete_mentions(self, index: str, doc_ids: Sequence[str]) -> set[str]:
+        """Forget the documents' mentions; return every entity that lost a document."""
+        if not doc_ids:
+            return set()
+        ids = id_list(doc_ids)
+        with self._transaction("delete_mentions", write=True) as conn:
+            rows = conn.execute("SELECT DISTINCT entity FROM mentions WHERE idx = ? AND doc_id IN"
+                                " (SELECT value FROM json_each(?))", (index, ids)).fetchall()
+            conn.execute("DELETE FROM mentions WHERE idx = ? AND doc_id IN"
+                         " (SELECT value FROM json_each(?))", (index, ids))
+        return {entity for (entity,) in rows}
+
+    def mentions_of_entities(self, index: str,
+                             entities: Sequence[str]) -> dict[str, list[EntityMention]]:
+        """Each entity's mentions, one per (document, source); unmentioned entities are absent."""
+        if not entities:
+            return {}
+        with self._transaction("mentions_of_entities", write=False) as conn:
+            rows = conn.execute(
+                "SELECT entity, doc_id, source, count FROM mentions WHERE idx = ? AND entity IN"
+                " (SELECT value FROM json_each(?)) ORDER BY entity, doc_id, source",
+                (index, id_list(entities))).fetchall()
+        result: dict[str, list[EntityMention]] = {}
+        for entity, doc_id, source, count in rows:
+            result.setdefault(entity, []).append(
+                EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
+                              count=count))
+        return result
+
+    def title_lexicon(self, index: str) -> dict[str, list[str]]:
+        """Title entity → the documents it is the title of (sorted)."""
+        with self._transaction("title_lexicon", write=False) as conn:
+            rows = conn.execute("SELECT entity, doc_id FROM mentions WHERE idx = ? AND source = ?"
+                                " ORDER BY entity, doc_id",
+                                (index, MentionSource.TITLE.value)).fetchall()
+        lexicon: dict[str, list[str]] = {}
+        for entity, doc_id in rows:
+            lexicon.setdefault(entity, []).append(doc_id)
+        return lexicon
+
+    def replace_bridge_units(self, index: str, entity: str,
+                             unit_ids: Sequence[str]) -> list[str]:
+        """Record the units the entity's bridge produced; return the ones it had before.
+
+        An empty list forgets the entity, so it stops appearing as a bridge.
+        """
+        with self._transaction("replace_bridge_units", write=True) as conn:
+            row = conn.execute("SELECT unit_ids FROM bridges WHERE idx = ? AND entity = ?",
+                               (index, entity)).fetchone()
+            if unit_ids:
+                conn.execute("INSERT INTO bridges (idx, entity, unit_ids) VALUES (?, ?, ?)"
+                             " ON CONFLICT (idx, entity)"
+                             " DO UPDATE SET unit_ids = excluded.unit_ids",
+                             (index, entity, id_list(unit_ids)))
+            elif row is not None:
+                conn.execute("DELETE FROM bridges WHERE idx = ? AND entity = ?", (index, entity))
+        previous: list[str] = json.loads(row[0]) if row else []
+        return previous
+
+    def bridge_units_of_entities(self, index: str,
+                                 entities: Sequence[str]) -> dict[str, list[str]]:
+        """Entity → its bridge unit ids, for the entities that have any."""
+        if not entities:
+            return {}
+        with self._transaction("bridge_units_of_entities", write=False) as conn:
+            rows = conn.execute(
+                "SELECT b.entity, b.unit_ids FROM json_each(?) AS j JOIN bridges AS b"
+                " ON b.idx = ? AND b.entity = j.value ORDER BY j.key",
+                (id_list(list(dict.fromkeys(entities))), index)).fetchall()
+        return {entity: json.loads(ids) for entity, ids in rows}

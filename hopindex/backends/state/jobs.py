@@ -1,0 +1,60 @@
+"""Job records as JSON documents; updates are serialised read-modify-writes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+
+from hopindex.backends.state.connection import SqliteConnection, dumps
+from hopindex.core.errors import BackendError, NotFoundError
+from hopindex.core.models import Job
+
+
+class JobsMixin(SqliteConnection):
+    def create_job(self, job: Job) -> None:
+        """Store a new job; an id already in use is refused rather than overwritten."""
+        try:
+            with self._transaction("create_job", write=True) as conn:
+                conn.execute("INSERT INTO jobs (job_id, idx, created_at, data) VALUES (?, ?, ?, ?)",
+                             (job.job_id, job.index, job.created_at, dumps(job.as_dict())))
+        except BackendError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise BackendError(f"job {job.job_id} already exists") from exc
+            raise
+
+    def get_job(self, job_id: str) -> Job | None:
+        with self._transaction("get_job", write=False) as conn:
+            row = conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return Job.from_dict(json.loads(row[0])) if row else None
+
+    def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job:
+        """Apply ``change`` to the stored job and save it, with no other writer in between.
+
+        BEGIN IMMEDIATE takes the database write lock before the read, so two
+        processes counting finished tasks on one job never lose an increment.
+        If ``change`` raises, nothing is written and the exception propagates.
+        """
+        with self._transaction("update_job", write=True) as conn:
+            row = conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"job {job_id} not found")
+            job = Job.from_dict(json.loads(row[0]))
+            change(job)
+            if job.job_id != job_id:
+                raise BackendError(f"update_job: the change renamed job {job_id} "
+                                   f"to {job.job_id}")
+            conn.execute("UPDATE jobs SET idx = ?, created_at = ?, data = ? WHERE job_id = ?",
+                         (job.index, job.created_at, dumps(job.as_dict()), job_id))
+        return job
+
+    def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
+        """Jobs newest first, optionally of one index only."""
+        if limit <= 0:
+            return []
+        where, params = ("WHERE idx = ?", [index]) if index is not None else ("", [])
+        with self._transaction("list_jobs", write=False) as conn:
+            rows = conn.execute(f"SELECT data FROM jobs {where}"
+                                " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                [*params, limit]).fetchall()
+        return [Job.from_dict(json.loads(data)) for (data,) in rows]

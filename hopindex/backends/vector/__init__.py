@@ -1,0 +1,1 @@
+"""Dense vector stores behind the ``VectorStore`` protocol (embedded: Qdrant Edge)."""

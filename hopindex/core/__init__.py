@@ -1,0 +1,1 @@
+"""Settings, models, errors, ids, text utilities and logging shared by every layer."""

@@ -1,0 +1,64 @@
+"""One error root; whether an error is worth retrying is part of its type."""
+
+from __future__ import annotations
+
+
+class HopindexError(Exception):
+    """Root of every error hopindex raises on purpose."""
+
+    retryable: bool = False
+
+
+class ConfigError(HopindexError):
+    """A setting is missing or malformed; names the environment variable."""
+
+
+class InvalidInputError(HopindexError):
+    """A user input (file, line, field, name) is malformed.
+
+    ``where`` names the file, line or field so the message can be acted on.
+    """
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class InvalidIndexNameError(InvalidInputError):
+    """An index name outside the one safe pattern (it becomes paths and collection names)."""
+
+
+class NotFoundError(HopindexError):
+    """An index, job, document or unit that does not exist."""
+
+
+class BackendError(HopindexError):
+    """A storage or model backend failed."""
+
+
+class BackendUnavailableError(BackendError):
+    """A backend could not be reached; trying again later may work."""
+
+    retryable = True
+
+
+class StageError(HopindexError):
+    """A pipeline stage failed for one document or entity."""
+
+
+class RetryableStageError(StageError):
+    """A transient failure: the task is retried after ``retry_after_s``."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
+
+
+class PermanentStageError(StageError):
+    """A failure that retrying cannot fix: recorded on the job, the rest goes on."""
+
+
+class JobCancelledError(HopindexError):
+    """The job was cancelled; remaining work is not scheduled."""

@@ -1,0 +1,1 @@
+"""Evaluation: dataset loaders, answer and retrieval metrics, and reports."""

@@ -1,0 +1,1 @@
+"""The seed methods as plain functions and classes over backend protocols."""

@@ -1,0 +1,45 @@
+"""Query side of ``extractive``: hybrid search over passages and bridges, then expansion."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from hopindex.methods.base import (
+    QueryOptions,
+    QueryResult,
+    Retrieval,
+    SearchContext,
+    register_method,
+)
+from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.search import retrieve_candidates
+
+
+class ExtractiveMethod:
+    name = "extractive"
+
+    def __init__(self, context: SearchContext) -> None:
+        self._context = context
+
+    def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
+        started = time.perf_counter()
+        retrieval = options.retrieval or Retrieval.HYBRID
+        found = retrieve_candidates(self._context, index, question, options,
+                                    retrieval=retrieval)
+        t0 = time.perf_counter()
+        passages = expand_to_passages(index, found.hits, found.units, self._context.units,
+                                      options.k)
+        found.phases_s["expand"] = time.perf_counter() - t0
+        kinds = Counter(found.units[h.unit_id].kind.value for h in found.hits[: options.k])
+        result = QueryResult(
+            question=question, method=self.name, index=index, passages=passages,
+            trace={"retrieval": retrieval.value, "fusion": options.fusion.value,
+                   "engines": found.engines, "top_k_unit_kinds": dict(kinds)},
+        )
+        result.usage.phases_s = found.phases_s
+        result.latency_s = time.perf_counter() - started
+        return result
+
+
+register_method(ExtractiveMethod.name, ExtractiveMethod)

@@ -1,0 +1,45 @@
+"""``naive``: passages only, dense by default (hybrid with ``retrieval=hybrid``)."""
+
+from __future__ import annotations
+
+import time
+
+from hopindex.backends.protocols import UnitFilter
+from hopindex.core.models import UnitKind
+from hopindex.methods.base import (
+    QueryOptions,
+    QueryResult,
+    Retrieval,
+    SearchContext,
+    register_method,
+)
+from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.search import retrieve_candidates
+
+_PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
+
+
+class NaiveMethod:
+    name = "naive"
+
+    def __init__(self, context: SearchContext) -> None:
+        self._context = context
+
+    def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
+        started = time.perf_counter()
+        retrieval = options.retrieval or Retrieval.DENSE
+        found = retrieve_candidates(self._context, index, question, options,
+                                    retrieval=retrieval, unit_filter=_PASSAGES)
+        t0 = time.perf_counter()
+        passages = expand_to_passages(index, found.hits, found.units, self._context.units,
+                                      options.k)
+        found.phases_s["expand"] = time.perf_counter() - t0
+        result = QueryResult(question=question, method=self.name, index=index,
+                             passages=passages,
+                             trace={"retrieval": retrieval.value, "engines": found.engines})
+        result.usage.phases_s = found.phases_s
+        result.latency_s = time.perf_counter() - started
+        return result
+
+
+register_method(NaiveMethod.name, NaiveMethod)

@@ -1,0 +1,1 @@
+"""Building blocks every query method shares: searches, fusion, provenance expansion."""

@@ -1,0 +1,73 @@
+"""Provenance expansion: turn ranked units of any kind into ranked source passages.
+
+Walking the fused list, a passage hit contributes its document and a bridge (or
+any multi-source) hit contributes each of its source documents. Within one
+bridge, sources that were hits themselves come first, by their own fused score,
+then the rest in the bridge's order (documents with the most mentions first).
+On HotpotQA-100 this order beat ordering by bridge position alone
+(R@5 0.885 vs 0.875) and needs no extra vector reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hopindex.backends.protocols import UnitStore
+from hopindex.core.models import Hit, Unit, UnitKind
+from hopindex.methods.base import RankedPassage
+
+
+def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
+                       unit_store: UnitStore, k: int) -> list[RankedPassage]:
+    doc_score: dict[str, float] = {}
+    for hit in hits:
+        unit = units[hit.unit_id]
+        if unit.kind is UnitKind.PASSAGE:
+            for doc_id in unit.source_doc_ids:
+                doc_score.setdefault(doc_id, hit.score)
+    order: list[tuple[str, Hit, Unit]] = []
+    seen: set[str] = set()
+    for hit in hits:
+        unit = units[hit.unit_id]
+        sources = list(unit.source_doc_ids)
+        if len(sources) > 1:
+            position = {d: i for i, d in enumerate(sources)}
+            sources.sort(key=lambda d: (d not in doc_score, -doc_score.get(d, 0.0), position[d]))
+        for doc_id in sources:
+            if doc_id not in seen:
+                seen.add(doc_id)
+                order.append((doc_id, hit, unit))
+        if len(order) >= k:
+            break
+    order = order[:k]
+    passages_by_doc = _best_passage_per_doc(index, [d for d, _, _ in order], units, hits,
+                                            unit_store)
+    result: list[RankedPassage] = []
+    for rank, (doc_id, hit, unit) in enumerate(order, start=1):
+        passage = passages_by_doc.get(doc_id)
+        if passage is None:
+            continue  # the document was deleted after its bridge was written
+        result.append(RankedPassage(
+            rank=rank, doc_id=doc_id, title=str(passage.metadata.get("title", "")),
+            text=passage.text, score=hit.score, via_unit_id=unit.unit_id,
+            via_kind=unit.kind.value, via_text="" if unit is passage else unit.text,
+        ))
+    return result
+
+
+def _best_passage_per_doc(index: str, doc_ids: Sequence[str], units: dict[str, Unit],
+                          hits: Sequence[Hit], unit_store: UnitStore) -> dict[str, Unit]:
+    """The passage unit to show for each document: the best-ranked hit, else its first chunk."""
+    best: dict[str, Unit] = {}
+    for hit in hits:
+        unit = units[hit.unit_id]
+        if unit.kind is UnitKind.PASSAGE:
+            for doc_id in unit.source_doc_ids:
+                best.setdefault(doc_id, unit)
+    missing = [d for d in doc_ids if d not in best]
+    if missing:
+        loaded = unit_store.units_of_documents(index, missing, kinds=(UnitKind.PASSAGE,))
+        for unit in sorted(loaded, key=lambda u: int(u.metadata.get("chunk", 0))):
+            for doc_id in unit.source_doc_ids:
+                best.setdefault(doc_id, unit)
+    return best

@@ -1,0 +1,160 @@
+"""Input readers: files and folders in, RawDocuments and ReadErrors out.
+
+One module per format; ``register_reader`` maps file suffixes to a reader, so a
+new format is one module and one call. Every problem with the input becomes a
+``ReadError`` naming the file, line or field, and never stops the other records.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.ids import doc_id_from_title
+from hopindex.readers.base import (
+    Item,
+    RawDocument,
+    Reader,
+    ReadError,
+    ReadOptions,
+    ReadResult,
+    Source,
+)
+from hopindex.readers.jsonfile import read_json
+from hopindex.readers.jsonl import read_jsonl
+from hopindex.readers.textfile import read_text_file
+
+__all__ = [
+    "RawDocument",
+    "ReadError",
+    "ReadOptions",
+    "ReadResult",
+    "Reader",
+    "Source",
+    "accepted_suffixes",
+    "iter_documents",
+    "read_paths",
+    "register_reader",
+]
+
+_READERS: dict[str, Reader] = {}
+
+
+def register_reader(suffixes: Iterable[str], reader: Reader) -> None:
+    """Route files with these suffixes (".ext", any case) to ``reader``; the last call wins."""
+    for suffix in suffixes:
+        if not suffix.startswith("."):
+            raise InvalidInputError(f"a suffix starts with '.', got {suffix!r}", where="suffixes")
+        _READERS[suffix.lower()] = reader
+
+
+def accepted_suffixes() -> tuple[str, ...]:
+    return tuple(sorted(_READERS))
+
+
+register_reader((".jsonl", ".ndjson"), read_jsonl)
+register_reader((".json",), read_json)
+register_reader((".txt", ".md", ".markdown"), read_text_file)
+
+
+def _accepted_text() -> str:
+    return ", ".join(accepted_suffixes()) + ", or a folder of such files"
+
+
+def _read_file(source: Source, options: ReadOptions) -> Iterator[Item]:
+    suffix = source.path.suffix.lower()
+    reader = _READERS.get(suffix)
+    if reader is None:
+        kind = f"file type {suffix!r}" if suffix else "file without an extension"
+        yield ReadError(source.origin, f"unsupported {kind}; accepted: {_accepted_text()}")
+        return
+    yield from reader(source, options)
+
+
+def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:
+    """Every file under ``folder``, sorted by relative path, hidden files and folders skipped.
+
+    Hidden entries (.git, .obsidian, .DS_Store) are tool state, not documents.
+    Symlinked folders are not followed, so a link cycle cannot loop the walk.
+    A subfolder that cannot be listed is reported rather than silently skipped.
+    """
+    found: list[Path] = []
+    errors: list[ReadError] = []
+
+    def unreadable(exc: OSError) -> None:
+        errors.append(ReadError(str(exc.filename or folder),
+                                f"cannot list folder: {exc.strerror or exc}"))
+
+    for root, dirs, files in os.walk(folder, onerror=unreadable):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(root) / name for name in files if not name.startswith("."))
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix()), errors
+
+
+def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
+    origin = str(path)
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as exc:
+        yield ReadError(origin, f"cannot access: {exc.strerror or exc}")
+        return
+    if is_dir:
+        files, errors = _folder_files(path)
+        yield from errors
+        if not files and not errors:
+            yield ReadError(origin, f"folder holds no files; accepted: {_accepted_text()}")
+        for file in files:
+            relative = file.relative_to(path).as_posix()
+            yield from _read_file(Source(file, str(file), relative), options)
+    elif exists:
+        yield from _read_file(Source(path, origin, path.name), options)
+    else:
+        yield ReadError(origin, "no such file or directory")
+
+
+def _identity(doc: RawDocument) -> tuple[str, str] | None:
+    # Downstream a document without an id is identified by its title, so two
+    # id-less records with one title would silently overwrite each other.
+    if doc.doc_id is not None:
+        return ("id", doc.doc_id)
+    if doc.title:
+        return ("title", doc_id_from_title(doc.title))
+    return None
+
+
+def iter_documents(paths: Sequence[Path], *,
+                   max_document_bytes: int = 2_000_000) -> Iterator[Item]:
+    """Documents and errors in input order, streamed; duplicates reported, first one kept."""
+    if max_document_bytes < 1:
+        raise InvalidInputError(f"must be positive, got {max_document_bytes}",
+                                where="max_document_bytes")
+    options = ReadOptions(max_document_bytes=max_document_bytes)
+    first_seen: dict[tuple[str, str], str] = {}
+    for path in paths:
+        for item in _read_path(Path(path), options):
+            if isinstance(item, RawDocument):
+                key = _identity(item)
+                if key is not None:
+                    earlier = first_seen.get(key)
+                    if earlier is not None:
+                        what = (f"id {item.doc_id!r}" if key[0] == "id"
+                                else f"title {item.title!r} (records without an id are "
+                                     "identified by their title)")
+                        yield ReadError(item.origin, f"duplicate {what}: first seen at "
+                                                     f"{earlier}; kept that one")
+                        continue
+                    first_seen[key] = item.origin
+            yield item
+
+
+def read_paths(paths: Sequence[Path], *, max_document_bytes: int = 2_000_000) -> ReadResult:
+    """Read files and folders into RawDocuments; every problem is a ReadError, none fatal."""
+    result = ReadResult()
+    for item in iter_documents(paths, max_document_bytes=max_document_bytes):
+        if isinstance(item, RawDocument):
+            result.documents.append(item)
+        else:
+            result.errors.append(item)
+    return result

@@ -1,0 +1,217 @@
+"""The types every reader shares, and the one place a record becomes a RawDocument.
+
+Readers never raise for bad input: each problem becomes a ``ReadError`` naming
+where it is, and reading goes on, so one bad line never costs a whole corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+# Keys that carry the user's id, in order of preference.
+ID_KEYS = ("id", "_id", "doc_id")
+# ``paragraph_text`` is MuSiQue's name for the body; ``text`` wins when both are present.
+TEXT_KEYS = ("text", "paragraph_text")
+_KNOWN_KEYS = frozenset((*ID_KEYS, *TEXT_KEYS, "title", "metadata"))
+
+
+@dataclass(frozen=True, slots=True)
+class RawDocument:
+    """One input record before validation into a core ``Document``."""
+
+    doc_id: str | None
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadError:
+    """One record, line or file that could not be read, and why."""
+
+    origin: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.origin}: {self.reason}"
+
+
+@dataclass(slots=True)
+class ReadResult:
+    documents: list[RawDocument] = field(default_factory=list)
+    errors: list[ReadError] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    max_document_bytes: int = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A file to read: where to open it, how to name it, and its name inside the folder given.
+
+    ``relative`` is the path relative to the folder the user named (or the file
+    name when the file was named directly); plain-text readers use it as the id.
+    """
+
+    path: Path
+    origin: str
+    relative: str
+
+
+Item = RawDocument | ReadError
+Reader = Callable[[Source, ReadOptions], Iterator[Item]]
+
+
+_JSON_NAMES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),  # before int: bool is an int subclass
+    (int, "number"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages a JSON author recognises."""
+    for kind, name in _JSON_NAMES:
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def decode_utf8(data: bytes, origin: str, *, base_offset: int = 0) -> str | ReadError:
+    """Decode strictly, dropping a leading BOM; a bad byte is reported by its file offset."""
+    skipped = 0
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+        skipped = len(UTF8_BOM)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = base_offset + skipped + exc.start
+        return ReadError(origin, f"invalid UTF-8 at byte offset {offset} ({exc.reason})")
+
+
+class _InvalidRecordError(Exception):
+    """Carries the first problem found in a record out of the field checks."""
+
+    def __init__(self, error: ReadError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _check_encodable(value: str, name: str, origin: str) -> None:
+    # JSON escapes allow lone surrogates ("\ud800"), which UTF-8 cannot store.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _InvalidRecordError(ReadError(
+            f"{origin}:{name}", f"field {name!r} holds an unpaired surrogate escape at "
+                                f"character {exc.start}, which is not valid Unicode text",
+        )) from None
+
+
+def _record_label(doc_id: str | None, title: str) -> str:
+    if doc_id is not None:
+        return f"id {doc_id!r}"
+    return f"title {title!r}" if title else "without id or title"
+
+
+def _read_id(record: dict[str, Any], origin: str) -> str | None:
+    found: list[tuple[str, str]] = []
+    for key in ID_KEYS:
+        value = record.get(key)
+        if value is None:
+            continue
+        # bool is an int subclass; an id of ``true`` is a mistake, not the id "True".
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise _InvalidRecordError(ReadError(
+                f"{origin}:{key}",
+                f"field {key!r} must be a string or integer, got {json_type(value)}"))
+        text = str(value)
+        if not text.strip():
+            raise _InvalidRecordError(ReadError(f"{origin}:{key}", f"field {key!r} is empty"))
+        _check_encodable(text, key, origin)
+        found.append((key, text))
+    if not found:
+        return None
+    first_key, first = found[0]
+    for key, other in found[1:]:
+        if other != first:
+            raise _InvalidRecordError(ReadError(
+                f"{origin}:{key}", f"fields {first_key!r} ({first!r}) and {key!r} ({other!r}) "
+                                   "disagree about the record's id"))
+    return first
+
+
+def _read_title(record: dict[str, Any], origin: str) -> str:
+    title = record.get("title")
+    if title is None:
+        return ""
+    if not isinstance(title, str):
+        raise _InvalidRecordError(ReadError(
+            f"{origin}:title", f"field 'title' must be a string, got {json_type(title)}"))
+    _check_encodable(title, "title", origin)
+    return title
+
+
+def _read_text(record: dict[str, Any], origin: str) -> str:
+    key = next((k for k in TEXT_KEYS if k in record), None)
+    if key is None:
+        hint = "; this record looks like a question, not a document" if "question" in record else ""
+        raise _InvalidRecordError(ReadError(
+            f"{origin}:text", f"missing field 'text' (or 'paragraph_text'){hint}"))
+    text = record[key]
+    if not isinstance(text, str):
+        raise _InvalidRecordError(ReadError(
+            f"{origin}:{key}", f"field {key!r} must be a string, got {json_type(text)}"))
+    if not text.strip():
+        raise _InvalidRecordError(ReadError(f"{origin}:{key}", f"field {key!r} is empty"))
+    _check_encodable(text, key, origin)
+    return text
+
+
+def _read_metadata(record: dict[str, Any], origin: str) -> dict[str, Any]:
+    explicit = record.get("metadata")
+    if explicit is not None and not isinstance(explicit, dict):
+        raise _InvalidRecordError(ReadError(
+            f"{origin}:metadata", f"field 'metadata' must be an object, "
+                                  f"got {json_type(explicit)}"))
+    metadata = {key: value for key, value in record.items() if key not in _KNOWN_KEYS}
+    if explicit:
+        metadata.update(explicit)
+    return metadata
+
+
+def document_from_record(record: object, origin: str, options: ReadOptions) -> Item:
+    """Validate one parsed JSON record into a RawDocument, or say which field is wrong.
+
+    Keys other than id, title, text and metadata are kept in ``metadata`` (an
+    explicit ``metadata`` object wins on a clash), so no user data is dropped.
+    """
+    if not isinstance(record, dict):
+        return ReadError(origin, f"expected a JSON object with a 'text' field, "
+                                 f"got {json_type(record)}")
+    try:
+        doc_id = _read_id(record, origin)
+        title = _read_title(record, origin)
+        text = _read_text(record, origin)
+        metadata = _read_metadata(record, origin)
+    except _InvalidRecordError as invalid:
+        return invalid.error
+    size = len(text.encode("utf-8"))
+    if size > options.max_document_bytes:
+        return ReadError(origin, f"document {_record_label(doc_id, title)} is {size:,} bytes "
+                                 f"of UTF-8 text, over max_document_bytes="
+                                 f"{options.max_document_bytes:,}")
+    return RawDocument(doc_id=doc_id, title=title, text=text, metadata=metadata, origin=origin)

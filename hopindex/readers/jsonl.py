@@ -1,0 +1,119 @@
+"""JSON Lines (``.jsonl``, ``.ndjson``): one record per line, read as a stream.
+
+The file is read line by line as bytes and each line decoded on its own, so a
+corpus larger than memory can be ingested and one bad line (invalid JSON or
+invalid UTF-8) costs only that line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from hopindex.readers.base import (
+    UTF8_BOM,
+    Item,
+    ReadError,
+    ReadOptions,
+    Source,
+    decode_utf8,
+    document_from_record,
+)
+
+# A JSON line holds escapes (up to 6 bytes per text byte for control characters)
+# and metadata besides the text, so the per-line ceiling is generous; it exists
+# so that a single runaway line cannot exhaust memory.
+LINE_BYTES_PER_DOCUMENT_BYTE = 8
+LINE_SLACK_BYTES = 64 * 1024
+_SKIP_CHUNK = 1024 * 1024
+
+
+def line_limit(options: ReadOptions) -> int:
+    return options.max_document_bytes * LINE_BYTES_PER_DOCUMENT_BYTE + LINE_SLACK_BYTES
+
+
+def _physical_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[int, int, bytes | None, int]]:
+    """Yield (line number, byte offset, bytes or None when over ``limit``, size in bytes)."""
+    lineno = 0
+    offset = 0
+    while True:
+        chunk = fh.readline(limit + 1)
+        if not chunk:
+            return
+        lineno += 1
+        start = offset
+        size = len(chunk)
+        if size > limit and not chunk.endswith(b"\n"):
+            # Skip the rest of the runaway line in bounded chunks, counting it.
+            while not chunk.endswith(b"\n"):
+                chunk = fh.readline(_SKIP_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+            offset += size
+            yield lineno, start, None, size
+            continue
+        offset += size
+        yield lineno, start, chunk, size
+
+
+def parse_line(line: str, origin: str, options: ReadOptions) -> Item | None:
+    """One decoded line: a document, an error, or None for a blank line."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return ReadError(origin, f"invalid JSON: {exc.msg} (column {exc.colno})")
+    return document_from_record(record, origin, options)
+
+
+def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
+    limit = line_limit(options)
+    try:
+        fh = source.path.open("rb")
+    except OSError as exc:
+        yield ReadError(source.origin, f"cannot open: {exc.strerror or exc}")
+        return
+    with fh:
+        try:
+            seen_content = False
+            for lineno, offset, raw, size in _physical_lines(fh, limit):
+                origin = f"{source.origin}:{lineno}"
+                if raw is None:
+                    yield ReadError(origin, f"line is {size:,} bytes, too large for a document "
+                                            f"of at most max_document_bytes="
+                                            f"{options.max_document_bytes:,}")
+                    continue
+                if not seen_content and raw.strip():
+                    seen_content = True
+                    if raw.removeprefix(UTF8_BOM).lstrip().startswith(b"["):
+                        # A JSON array saved as .jsonl: hand the whole file to the JSON reader.
+                        # Skipped blank lines come back as newlines so line numbers still match.
+                        pad = b"\n" * (lineno - 1)
+                        yield from _read_as_json_array(source, options, pad + raw + fh.read(),
+                                                       offset - len(pad))
+                        return
+                # decode_utf8 drops a BOM: at line 1, and where files were concatenated.
+                line = decode_utf8(raw, origin, base_offset=offset)
+                if isinstance(line, ReadError):
+                    yield line
+                    continue
+                item = parse_line(line, origin, options)
+                if item is not None:
+                    yield item
+        except OSError as exc:
+            yield ReadError(source.origin, f"read failed: {exc.strerror or exc}")
+
+
+def _read_as_json_array(source: Source, options: ReadOptions, data: bytes,
+                        base_offset: int) -> Iterator[Item]:
+    # Imported here: jsonfile imports this module for the opposite fallback.
+    from hopindex.readers.jsonfile import read_json_text
+
+    text = decode_utf8(data, source.origin, base_offset=base_offset)
+    if isinstance(text, ReadError):
+        yield text
+        return
+    yield from read_json_text(text, source, options)

@@ -1,0 +1,1 @@
+"""Job planning: validation, the ingest canvas, incremental planning, control tasks."""

@@ -1,0 +1,98 @@
+"""Control tasks: the chord callbacks that plan each next phase of a job.
+
+validate → stage1 → embed passages → link → plan stage 2 → stage2 → embed bridges → finalize
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import chain
+from typing import Any
+
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Job, JobState, Stage
+from hopindex.scheduler.canvas import fan_out
+from hopindex.scheduler.linking import documents_to_relink
+from hopindex.workers.app import app
+from hopindex.workers.progress import batched, is_cancelled, record_progress
+from hopindex.workers.runtime import current_runtime
+from hopindex.workers.tasks.embed import embed
+from hopindex.workers.tasks.link import link
+from hopindex.workers.tasks.stage2 import stage2
+
+log = get_logger(__name__)
+
+
+def _embed_then(job_id: str, index: str, unit_ids: list[str], callback: Any) -> None:
+    settings = current_runtime().settings
+    state = current_runtime().backends.state
+    record_progress(state, job_id, Stage.EMBED, total=len(unit_ids))
+    fan_out([embed.si(job_id, index, b) for b in batched(unit_ids, settings.embed_batch_units)],
+            callback)
+
+
+@app.task(name="hopindex.control.after_stage1")  # type: ignore[untyped-decorator]  # untyped
+def after_stage1(results: list[dict[str, Any]], job_id: str, index: str,
+                 job_doc_ids: list[str], dropped_titles: list[str]) -> None:
+    if is_cancelled(current_runtime().backends.state, job_id):
+        return
+    unit_ids = list(chain.from_iterable(r["unit_ids"] for r in results))
+    touched = sorted(set(chain.from_iterable(r["touched"] for r in results)))
+    _embed_then(job_id, index, unit_ids,
+                start_linking.si(job_id, index, touched, job_doc_ids, dropped_titles))
+
+
+@app.task(name="hopindex.control.start_linking")  # type: ignore[untyped-decorator]  # untyped
+def start_linking(job_id: str, index: str, touched: list[str], job_doc_ids: list[str],
+                  dropped_titles: list[str]) -> None:
+    runtime = current_runtime()
+    state = runtime.backends.state
+    if is_cancelled(state, job_id):
+        return
+    rescan = documents_to_relink(runtime.backends, index, job_doc_ids, dropped_titles,
+                                 runtime.settings.tau)
+    record_progress(state, job_id, Stage.LINK, total=len(rescan))
+    batches = batched(rescan, runtime.settings.stage1_batch_docs * 4)
+    fan_out([link.s(job_id, index, b) for b in batches],
+            plan_stage2.s(job_id, index, sorted(set(touched) | set(dropped_titles))))
+
+
+@app.task(name="hopindex.control.plan_stage2")  # type: ignore[untyped-decorator]  # untyped
+def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
+                touched: list[str]) -> None:
+    runtime = current_runtime()
+    state = runtime.backends.state
+    if is_cancelled(state, job_id):
+        return
+    entities = sorted(set(touched).union(*link_results))
+    record_progress(state, job_id, Stage.STAGE2, total=len(entities))
+    log.info("stage2_planned", job_id=job_id, index=index, entities=len(entities))
+    batches = batched(entities, runtime.settings.stage2_batch_entities)
+    fan_out([stage2.s(job_id, index, b) for b in batches], after_stage2.s(job_id, index))
+
+
+@app.task(name="hopindex.control.after_stage2")  # type: ignore[untyped-decorator]  # untyped
+def after_stage2(results: list[dict[str, Any]], job_id: str, index: str) -> None:
+    if is_cancelled(current_runtime().backends.state, job_id):
+        return
+    unit_ids = list(chain.from_iterable(r["unit_ids"] for r in results))
+    _embed_then(job_id, index, unit_ids, finalize.si(job_id, index))
+
+
+@app.task(name="hopindex.control.finalize")  # type: ignore[untyped-decorator]  # untyped
+def finalize(job_id: str, index: str) -> None:
+    state = current_runtime().backends.state
+
+    def change(job: Job) -> None:
+        if job.state is JobState.CANCELLED:
+            return
+        job.counts[Stage.FINALIZE].total = 1
+        job.counts[Stage.FINALIZE].done = 1
+        job.state = JobState.SUCCEEDED
+        job.finished_at = time.time()
+
+    job = state.update_job(job_id, change)
+    units = state.count_units(index)
+    log.info("index_ready", job_id=job_id, index=index, state=job.state.value,
+             units={k.value: v for k, v in units.items()},
+             duration_s=round((job.finished_at or time.time()) - job.created_at, 3))

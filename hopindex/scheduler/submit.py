@@ -1,0 +1,161 @@
+"""Turn an ingest or delete request into a job record and launch its canvas."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from hopindex.backends.protocols import IndexInfo
+from hopindex.core.errors import HopindexError
+from hopindex.core.ids import content_hash, doc_id_from_title, job_id, validate_index_name
+from hopindex.core.logging import get_logger
+from hopindex.core.models import (
+    Document,
+    ItemError,
+    Job,
+    JobKind,
+    JobState,
+    MentionSource,
+    Stage,
+    UnitKind,
+)
+from hopindex.readers import RawDocument, ReadError
+from hopindex.scheduler.canvas import fan_out
+from hopindex.scheduler.control import after_stage1, start_linking
+from hopindex.workers.progress import batched
+from hopindex.workers.runtime import Runtime
+from hopindex.workers.tasks.stage1 import stage1
+from hopindex.workers.writes import delete_units_everywhere
+
+log = get_logger(__name__)
+
+DEFAULT_METHOD = "extractive"
+
+
+def ensure_index(runtime: Runtime, index: str, method: str = DEFAULT_METHOD) -> IndexInfo:
+    validate_index_name(index)
+    return runtime.backends.state.create_index(
+        IndexInfo(name=index, method=method, created_at=time.time()))
+
+
+def validate_documents(index: str, raw: Sequence[RawDocument], max_document_bytes: int
+                       ) -> tuple[list[Document], list[ItemError]]:
+    """Core documents from reader records; a bad record fails alone, naming where it was."""
+    documents: list[Document] = []
+    errors: list[ItemError] = []
+    seen: dict[str, str] = {}
+    for record in raw:
+        title = " ".join(record.title.split())
+        text = record.text.strip()
+        doc_id = (record.doc_id or "").strip() or (doc_id_from_title(title) if title else "")
+        item = doc_id or record.origin
+        reason = ""
+        if not text:
+            reason = "field 'text' is empty"
+        elif not doc_id:
+            reason = "record has neither 'id' nor 'title' to identify it"
+        elif len(text.encode("utf-8")) > max_document_bytes:
+            reason = (f"document is {len(text.encode('utf-8'))} bytes, over the limit of "
+                      f"{max_document_bytes} (HOPINDEX_MAX_DOCUMENT_BYTES)")
+        elif doc_id in seen:
+            reason = f"duplicate id {doc_id!r}, first seen at {seen[doc_id]}"
+        if reason:
+            errors.append(ItemError(item=item, stage=Stage.VALIDATE, reason=reason,
+                                    where=record.origin))
+            continue
+        seen[doc_id] = record.origin
+        documents.append(Document(doc_id=doc_id, index=index, title=title, text=text,
+                                  content_hash=content_hash(title, text),
+                                  metadata={**record.metadata, "origin": record.origin}))
+    return documents, errors
+
+
+def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
+                  read_errors: Sequence[ReadError] = ()) -> Job:
+    ensure_index(runtime, index)
+    state = runtime.backends.state
+    documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
+    errors = [ItemError(item=e.origin, stage=Stage.VALIDATE, reason=e.reason, where=e.origin)
+              for e in read_errors] + errors
+    known = state.document_hashes(index)
+    todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
+    job = Job(job_id=job_id(), index=index, kind=JobKind.INGEST, state=JobState.RUNNING,
+              started_at=time.time())
+    validate = job.counts[Stage.VALIDATE]
+    validate.total = len(raw) + len(read_errors)
+    validate.done = len(documents)
+    validate.failed = len(errors)
+    job.counts[Stage.STAGE1].total = len(todo)
+    job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
+    job.errors.extend(errors)
+    state.create_job(job)
+    state.put_documents(todo)
+    log.info("job_submitted", job_id=job.job_id, index=index, documents=len(documents),
+             to_process=len(todo), unchanged=len(documents) - len(todo), invalid=len(errors))
+    doc_ids = [d.doc_id for d in todo]
+    header = [stage1.s(job.job_id, index, b)
+              for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
+    _launch(runtime, job, lambda: fan_out(
+        header, after_stage1.s(job.job_id, index, doc_ids, [])))
+    return _reload(runtime, job)
+
+
+def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str]) -> Job:
+    validate_index_name(index)
+    state = runtime.backends.state
+    known = state.document_hashes(index)
+    job = Job(job_id=job_id(), index=index, kind=JobKind.DELETE, state=JobState.RUNNING,
+              started_at=time.time())
+    present = sorted({d for d in doc_ids if d in known})
+    job.counts[Stage.VALIDATE].total = len(doc_ids)
+    job.counts[Stage.VALIDATE].done = len(present)
+    for missing in sorted(set(doc_ids) - set(present)):
+        job.counts[Stage.VALIDATE].failed += 1
+        job.errors.append(ItemError(item=missing, stage=Stage.VALIDATE,
+                                    reason=f"no document {missing!r} in index {index!r}"))
+    state.create_job(job)
+    touched: set[str] = set()
+    dropped_titles: set[str] = set()
+    if present:
+        units = state.units_of_documents(index, present)
+        touched = {e for u in units if u.kind is UnitKind.BRIDGE for e in u.entities}
+        own_titles = {e for e, owners in state.title_lexicon(index).items()
+                      if set(owners) <= set(present)}
+        passages = [u.unit_id for u in units if u.kind is not UnitKind.BRIDGE]
+        delete_units_everywhere(runtime.backends, index, passages)
+        touched |= state.delete_mentions(index, present)
+        # A title whose only holders left now names no document: its lexicon
+        # mentions elsewhere must go too.
+        remaining = state.mentions_of_entities(index, sorted(own_titles))
+        dropped_titles = {e for e in own_titles
+                          if not any(m.source is MentionSource.TITLE
+                                     for m in remaining.get(e, []))}
+        state.delete_documents(index, present)
+    _launch(runtime, job, lambda: start_linking.si(
+        job.job_id, index, sorted(touched), [], sorted(dropped_titles)).apply_async())
+    return _reload(runtime, job)
+
+
+def _launch(runtime: Runtime, job: Job, start: Callable[[], object]) -> None:
+    try:
+        start()
+    except HopindexError as exc:
+        _fail(runtime, job, f"{type(exc).__name__}: {exc}")
+        raise
+    except Exception as exc:
+        _fail(runtime, job, f"unexpected {type(exc).__name__}: {exc}")
+        raise
+
+
+def _fail(runtime: Runtime, job: Job, reason: str) -> None:
+    def change(record: Job) -> None:
+        record.state = JobState.FAILED
+        record.reason = reason
+        record.finished_at = time.time()
+
+    runtime.backends.state.update_job(job.job_id, change)
+    log.error("job_failed", job_id=job.job_id, index=job.index, reason=reason)
+
+
+def _reload(runtime: Runtime, job: Job) -> Job:
+    return runtime.backends.state.get_job(job.job_id) or job

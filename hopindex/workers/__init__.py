@@ -1,0 +1,1 @@
+"""Celery app, queue routing and thin task wrappers around methods."""

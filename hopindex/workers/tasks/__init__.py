@@ -1,0 +1,1 @@
+"""Thin Celery tasks: ids in, a method call, idempotent writes out. One module per stage."""

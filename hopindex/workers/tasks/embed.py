@@ -1,0 +1,50 @@
+"""Embed task: vectors and postings for a batch of units, skipping ones already written."""
+
+from __future__ import annotations
+
+import time
+
+from hopindex.backends.protocols import KeywordRecord, UnitPayload, VectorRecord
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Job, Stage
+from hopindex.workers.app import app
+from hopindex.workers.progress import is_cancelled
+from hopindex.workers.runtime import current_runtime
+
+log = get_logger(__name__)
+
+
+@app.task(name="hopindex.embed")  # type: ignore[untyped-decorator]  # celery is untyped
+def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
+    """Returns how many units were embedded (0 when all were already)."""
+    runtime = current_runtime()
+    backends = runtime.backends
+    state = backends.state
+    if is_cancelled(state, job_id):
+        return 0
+    started = time.perf_counter()
+    todo = state.unembedded_units(index, unit_ids)
+    units = state.get_units(index, todo)
+    if units:
+        vectors = backends.embedder.embed_texts([u.text for u in units])
+        backends.vectors.ensure_index(index, backends.embedder.dimension)
+        backends.keywords.ensure_index(index)
+        backends.vectors.upsert_vectors(index, [
+            VectorRecord(unit_id=u.unit_id, vector=v, payload=UnitPayload.of(u))
+            for u, v in zip(units, vectors, strict=True)])
+        backends.keywords.index_units(index, [
+            KeywordRecord(unit_id=u.unit_id, text=u.text, payload=UnitPayload.of(u))
+            for u in units])
+        state.mark_embedded(index, [u.unit_id for u in units])
+
+    def change(job: Job) -> None:
+        counts = job.counts[Stage.EMBED]
+        counts.done += len(units)
+        counts.skipped += len(unit_ids) - len(units)
+        job.units_embedded += len(units)
+
+    state.update_job(job_id, change)
+    log.info("stage_finished", stage="embed", job_id=job_id, index=index, units=len(units),
+             skipped=len(unit_ids) - len(units),
+             duration_s=round(time.perf_counter() - started, 3))
+    return len(units)

@@ -1,0 +1,107 @@
+"""Stage 1 task: NLP analysis and passage units for a batch of documents."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hopindex.core.errors import HopindexError
+from hopindex.core.logging import get_logger
+from hopindex.core.models import (
+    Document,
+    ItemError,
+    MentionSource,
+    Stage,
+    TextAnalysis,
+    Unit,
+    UnitKind,
+)
+from hopindex.methods.extractive.stage1 import extract_document
+from hopindex.workers.app import app
+from hopindex.workers.progress import is_cancelled, record_progress
+from hopindex.workers.runtime import Runtime, current_runtime
+from hopindex.workers.writes import delete_units_everywhere
+
+log = get_logger(__name__)
+
+_STAGE1_SOURCES = (MentionSource.NER, MentionSource.TITLE)
+
+
+@app.task(name="hopindex.stage1")  # type: ignore[untyped-decorator]  # celery is untyped
+def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
+    """Returns the unit ids written and the entities whose bridges may have changed."""
+    runtime = current_runtime()
+    state = runtime.backends.state
+    if is_cancelled(state, job_id):
+        return {"unit_ids": [], "touched": []}
+    started = time.perf_counter()
+    documents = state.get_documents(index, doc_ids)
+    analyses, errors = _analyze(runtime, documents)
+    state.put_analyses(index, analyses)
+    units: list[Unit] = []
+    touched: set[str] = set()
+    for document in documents:
+        if document.doc_id not in analyses:
+            continue
+        try:
+            units_of_doc, touched_of_doc = _extract_one(runtime, document,
+                                                        analyses[document.doc_id])
+        except HopindexError as exc:
+            errors.append(ItemError(item=document.doc_id, stage=Stage.STAGE1, reason=str(exc)))
+            continue
+        units.extend(units_of_doc)
+        touched |= touched_of_doc
+    state.put_units(units)
+    failed_ids = {e.item for e in errors}
+    _forget_failed(runtime, [d for d in documents if d.doc_id in failed_ids])
+    record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
+                    failed=len(failed_ids), errors=errors)
+    log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
+             documents=len(documents), units=len(units), failed=len(failed_ids),
+             duration_s=round(time.perf_counter() - started, 3))
+    return {"unit_ids": [u.unit_id for u in units], "touched": sorted(touched)}
+
+
+def _analyze(runtime: Runtime, documents: list[Document]
+             ) -> tuple[dict[str, TextAnalysis], list[ItemError]]:
+    nlp = runtime.backends.nlp
+    try:
+        found = nlp.analyze_texts([d.text for d in documents])
+        return {d.doc_id: a for d, a in zip(documents, found, strict=True)}, []
+    except Exception:  # retried one by one below to isolate the bad document
+        log.warning("batch_analysis_failed", documents=len(documents))
+    analyses: dict[str, TextAnalysis] = {}
+    errors: list[ItemError] = []
+    for document in documents:
+        try:
+            analyses[document.doc_id] = nlp.analyze_texts([document.text])[0]
+        except Exception as exc:  # one document's failure must not stop the rest
+            errors.append(ItemError(item=document.doc_id, stage=Stage.STAGE1,
+                                    reason=f"NLP analysis failed: {exc}"))
+    return analyses, errors
+
+
+def _extract_one(runtime: Runtime, document: Document,
+                 analysis: TextAnalysis) -> tuple[list[Unit], set[str]]:
+    state = runtime.backends.state
+    output = extract_document(document, analysis, runtime.chunk_policy)
+    new_ids = {u.unit_id for u in output.units}
+    previous = state.units_of_documents(document.index, [document.doc_id])
+    stale = [u.unit_id for u in previous
+             if u.kind is UnitKind.PASSAGE and u.unit_id not in new_ids]
+    delete_units_everywhere(runtime.backends, document.index, stale)
+    # Every bridge quoting this document may quote changed text: recompute them all.
+    touched = {e for u in previous if u.kind is UnitKind.BRIDGE for e in u.entities}
+    touched |= state.replace_mentions(document.index, document.doc_id, output.mentions,
+                                      _STAGE1_SOURCES)
+    if stale or not previous:
+        touched |= {m.entity for m in output.mentions}
+    return output.units, touched
+
+
+def _forget_failed(runtime: Runtime, documents: list[Document]) -> None:
+    """A failed document keeps no content hash, so the next ingest tries it again."""
+    if documents:
+        runtime.backends.state.put_documents([
+            Document(doc_id=d.doc_id, index=d.index, title=d.title, text=d.text,
+                     content_hash="", metadata=d.metadata) for d in documents])

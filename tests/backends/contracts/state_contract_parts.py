@@ -1,0 +1,219 @@
+"""The entity-catalogue and job halves of the ``StateStore`` contract.
+
+Mixed into ``StateStoreContract``, which provides the ``store``, ``index`` and
+``other`` fixtures these tests use.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from hopindex.backends.protocols import StateStore
+from hopindex.core.errors import BackendError, InvalidInputError, NotFoundError
+from hopindex.core.models import ItemError, Job, JobKind, JobState, Stage
+from tests.backends.contracts.state_records import LEXICON, NER, TITLE, mention, new_job
+
+
+class EntityCatalogueContract:
+    """Mentions, the touched-entity sets incremental planning relies on, bridge units."""
+
+
+    def test_first_mentions_touch_every_entity(self, store: StateStore, index: str) -> None:
+        """A document's first mentions report every entity it mentions."""
+        touched = store.replace_mentions(index, "d1", [
+            mention("paris", "d1", count=2), mention("france", "d1"),
+            mention("paris", "d1", TITLE)], [NER, TITLE])
+        assert touched == {"paris", "france"}
+
+    def test_count_or_source_changes_touch_nothing(self, store: StateStore, index: str) -> None:
+        """Changing only counts, or moving a mention between replaced sources, reports nothing."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1"), mention("rome", "d1")],
+                               [NER, LEXICON])
+        assert store.replace_mentions(index, "d1", [
+            mention("paris", "d1", count=5), mention("rome", "d1", LEXICON)],
+            [NER, LEXICON]) == set()
+        assert store.mentions_of_entities(index, ["rome"]) == {
+            "rome": [mention("rome", "d1", LEXICON)]}
+
+    def test_replace_reports_gained_and_lost_entities(self, store: StateStore,
+                                                      index: str) -> None:
+        """Entities the document newly mentions or no longer mentions are reported."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1"), mention("rome", "d1")],
+                               [NER])
+        touched = store.replace_mentions(index, "d1", [mention("paris", "d1"),
+                                                       mention("berlin", "d1")], [NER])
+        assert touched == {"rome", "berlin"}
+        assert store.mentions_of_entities(index, ["rome"]) == {}
+
+    def test_replace_keeps_other_sources(self, store: StateStore, index: str) -> None:
+        """Mentions from sources not replaced stay, and keep the document on the entity."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1", TITLE)], [TITLE])
+        assert store.replace_mentions(index, "d1", [mention("paris", "d1")], [NER]) == set()
+        assert store.replace_mentions(index, "d1", [], [NER]) == set()
+        assert store.mentions_of_entities(index, ["paris"]) == {
+            "paris": [mention("paris", "d1", TITLE)]}
+        assert store.replace_mentions(index, "d1", [], [TITLE]) == {"paris"}
+
+    def test_other_documents_do_not_hide_a_change(self, store: StateStore, index: str) -> None:
+        """An entity losing one document is reported even if other documents still mention it."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1")], [NER])
+        store.replace_mentions(index, "d2", [mention("paris", "d2")], [NER])
+        assert store.replace_mentions(index, "d2", [], [NER]) == {"paris"}
+        assert [m.doc_id for m in store.mentions_of_entities(index, ["paris"])["paris"]] == ["d1"]
+
+    def test_duplicate_mentions_add_up(self, store: StateStore, index: str) -> None:
+        """One entity listed twice by one source is stored once with the summed count."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1", count=2),
+                                             mention("paris", "d1", count=3)], [NER])
+        assert store.mentions_of_entities(index, ["paris"]) == {
+            "paris": [mention("paris", "d1", count=5)]}
+
+    def test_replace_rejects_foreign_mentions(self, store: StateStore, index: str) -> None:
+        """Mentions of another document or of a source not being replaced are refused."""
+        with pytest.raises(InvalidInputError):
+            store.replace_mentions(index, "d1", [mention("paris", "d2")], [NER])
+        with pytest.raises(InvalidInputError):
+            store.replace_mentions(index, "d1", [mention("paris", "d1", TITLE)], [NER])
+        assert store.mentions_of_entities(index, ["paris"]) == {}
+
+    def test_delete_mentions_reports_entities(self, store: StateStore, index: str) -> None:
+        """Deleting documents' mentions reports each entity they mentioned, from any source."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1"),
+                                             mention("france", "d1", TITLE)], [NER, TITLE])
+        store.replace_mentions(index, "d2", [mention("paris", "d2"), mention("rome", "d2")],
+                               [NER])
+        assert store.delete_mentions(index, ["d1", "missing"]) == {"paris", "france"}
+        assert store.mentions_of_entities(index, ["paris", "france", "rome"]) == {
+            "paris": [mention("paris", "d2")], "rome": [mention("rome", "d2")]}
+        assert store.delete_mentions(index, ["d1"]) == set()
+        assert store.delete_mentions(index, []) == set()
+
+    def test_mentions_of_entities_one_per_doc_and_source(self, store: StateStore,
+                                                         index: str, other: str) -> None:
+        """Each (document, source) pair is one mention with its count; unmentioned are absent."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1", count=3),
+                                             mention("paris", "d1", TITLE)], [NER, TITLE])
+        store.replace_mentions(index, "d2", [mention("paris", "d2", LEXICON)], [LEXICON])
+        store.replace_mentions(other, "d3", [mention("paris", "d3")], [NER])
+        got = store.mentions_of_entities(index, ["paris", "nowhere"])
+        assert set(got) == {"paris"}
+        assert sorted(got["paris"], key=lambda m: (m.doc_id, m.source)) == [
+            mention("paris", "d1", NER, 3), mention("paris", "d1", TITLE),
+            mention("paris", "d2", LEXICON)]
+        assert store.mentions_of_entities(index, []) == {}
+
+    def test_title_lexicon(self, store: StateStore, index: str) -> None:
+        """The lexicon maps title entities to their documents and ignores other sources."""
+        store.replace_mentions(index, "d1", [mention("paris", "d1", TITLE),
+                                             mention("france", "d1")], [NER, TITLE])
+        store.replace_mentions(index, "d2", [mention("paris", "d2", TITLE)], [TITLE])
+        lexicon = store.title_lexicon(index)
+        assert set(lexicon) == {"paris"}
+        assert sorted(lexicon["paris"]) == ["d1", "d2"]
+
+    def test_bridge_units_replace_returns_previous(self, store: StateStore, index: str) -> None:
+        """Replacing an entity's bridge units returns the old ones; an empty list forgets it."""
+        assert store.replace_bridge_units(index, "paris", ["u1", "u2"]) == []
+        assert store.replace_bridge_units(index, "paris", ["u3"]) == ["u1", "u2"]
+        store.replace_bridge_units(index, "rome", ["u4"])
+        assert store.bridge_units_of_entities(index, ["paris", "rome", "nowhere"]) == {
+            "paris": ["u3"], "rome": ["u4"]}
+        assert store.replace_bridge_units(index, "paris", []) == ["u3"]
+        assert store.bridge_units_of_entities(index, ["paris"]) == {}
+        assert store.bridge_units_of_entities(index, []) == {}
+
+
+class JobStoreContract:
+    """Job records and the atomicity of ``update_job``."""
+
+
+    def test_job_round_trips(self, store: StateStore, index: str) -> None:
+        """A job with counts and errors comes back equal; unknown ids are None."""
+        job = new_job(index)
+        job.counts[Stage.STAGE1].total = 7
+        job.errors.append(ItemError(item="d1", stage=Stage.STAGE1, reason="empty", where="text"))
+        store.create_job(job)
+        assert store.get_job(job.job_id) == job
+        assert store.get_job("no-such-job") is None
+
+    def test_create_job_refuses_duplicate_id(self, store: StateStore, index: str) -> None:
+        """A second create with the same id fails and leaves the first record."""
+        job = new_job(index)
+        store.create_job(job)
+        clash = Job(job_id=job.job_id, index=index, kind=JobKind.DELETE)
+        with pytest.raises(BackendError):
+            store.create_job(clash)
+        assert store.get_job(job.job_id) == job
+
+    def test_update_job_applies_and_persists(self, store: StateStore, index: str) -> None:
+        """The change is applied, saved and returned."""
+        job = new_job(index)
+        store.create_job(job)
+
+        def start(j: Job) -> None:
+            j.state = JobState.RUNNING
+            j.started_at = 42.0
+            j.counts[Stage.EMBED].done += 3
+
+        updated = store.update_job(job.job_id, start)
+        assert updated.state is JobState.RUNNING
+        assert store.get_job(job.job_id) == updated
+        assert updated.counts[Stage.EMBED].done == 3
+
+    def test_update_unknown_job_is_not_found(self, store: StateStore) -> None:
+        """Updating a job id that does not exist raises NotFoundError."""
+        with pytest.raises(NotFoundError):
+            store.update_job("no-such-job", lambda j: None)
+
+    def test_failing_change_writes_nothing(self, store: StateStore, index: str) -> None:
+        """An exception inside the change propagates and the stored job is unchanged."""
+        job = new_job(index)
+        store.create_job(job)
+
+        def broken(j: Job) -> None:
+            j.llm_calls = 99
+            raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError, match="boom"):
+            store.update_job(job.job_id, broken)
+        assert store.get_job(job.job_id) == job
+
+    def test_concurrent_updates_lose_nothing(self, store: StateStore, index: str) -> None:
+        """Threads incrementing one counter at once lose no increment."""
+        job = new_job(index)
+        store.create_job(job)
+        threads, rounds = 8, 25
+
+        def bump(j: Job) -> None:
+            value = j.llm_calls
+            time.sleep(0.0005)  # widen the read-modify-write window a racy store would lose in
+            j.llm_calls = value + 1
+
+        def worker() -> None:
+            for _ in range(rounds):
+                store.update_job(job.job_id, bump)
+
+        pool = [threading.Thread(target=worker) for _ in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        final = store.get_job(job.job_id)
+        assert final is not None
+        assert final.llm_calls == threads * rounds
+
+    def test_list_jobs_newest_first_by_index(self, store: StateStore, index: str,
+                                             other: str) -> None:
+        """Jobs list newest first, filter by index, and honour the limit."""
+        old, mid, new = new_job(index, 100.0), new_job(index, 200.0), new_job(index, 300.0)
+        foreign = new_job(other, 250.0)
+        for job in (mid, old, foreign, new):
+            store.create_job(job)
+        assert [j.job_id for j in store.list_jobs(index)] == [new.job_id, mid.job_id, old.job_id]
+        assert [j.job_id for j in store.list_jobs(index, limit=2)] == [new.job_id, mid.job_id]
+        everywhere = [j.job_id for j in store.list_jobs(limit=1000)]
+        assert everywhere.index(foreign.job_id) < everywhere.index(mid.job_id)
+        assert {new.job_id, mid.job_id, old.job_id, foreign.job_id} <= set(everywhere)

@@ -1,0 +1,119 @@
+"""Reports: terminal table, JSON, Markdown and PNG chart carry every method's figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hopindex.evaluation.report import (
+    EvalReport,
+    MethodReport,
+    read_json,
+    render_table,
+    write_all,
+    write_bar_chart,
+    write_json,
+    write_markdown,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def sample_report() -> EvalReport:
+    return EvalReport(
+        dataset="hotpotqa-100", index="hp100", created_at="2026-11-21T10:00:00+00:00",
+        ks=(2, 5),
+        methods=[
+            MethodReport(method="naive", n_questions=100, recall={2: 0.655, 5: 0.81},
+                         latency_p50_ms=12.25, latency_p95_ms=30.5, extra={"f1": 0.4321}),
+            MethodReport(method="extractive|v2", n_questions=100, recall={2: 0.702, 5: 0.874},
+                         latency_p50_ms=20.0, latency_p95_ms=41.75, extra={}),
+        ],
+    )
+
+
+def test_render_table_aligns_columns_and_shows_every_figure() -> None:
+    """The terminal table has a title, a header, a rule and one row per method; figure
+    columns line up on their right edge; a missing extra shows as '-'."""
+    table = render_table(sample_report())
+    title, header, rule, naive, extractive = table.splitlines()
+    assert "hotpotqa-100" in title
+    assert "hp100" in title
+    assert header.split() == ["method", "n", "R@2", "R@5", "p50", "ms", "p95", "ms", "f1"]
+    assert set(rule) == {"-"}
+    assert naive.split() == ["naive", "100", "0.655", "0.810", "12.2", "30.5", "0.432"]
+    assert extractive.split() == ["extractive|v2", "100", "0.702", "0.874", "20.0", "41.8", "-"]
+    # Right-aligned: each R@5 value ends where the R@5 header ends.
+    end = header.index("R@5") + len("R@5")
+    assert naive[:end].endswith("0.810")
+    assert extractive[:end].endswith("0.874")
+
+
+def test_write_json_round_trips_every_figure(tmp_path: Path) -> None:
+    """The JSON holds each method's recall per k, latencies and extras, and reads back equal."""
+    report = sample_report()
+    path = tmp_path / "out" / "report.json"
+    write_json(report, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["dataset"] == "hotpotqa-100"
+    assert data["ks"] == [2, 5]
+    assert data["methods"][0]["recall"] == {"2": 0.655, "5": 0.81}
+    assert data["methods"][1]["latency_p95_ms"] == 41.75
+    assert data["methods"][0]["extra"] == {"f1": 0.4321}
+    assert read_json(path) == report
+
+
+def test_write_markdown_has_header_line_and_a_row_per_method(tmp_path: Path) -> None:
+    """The Markdown names dataset, index and date on one line, then a table with each method's
+    figures; a '|' in a method name is escaped so the table keeps its columns."""
+    path = tmp_path / "report.md"
+    write_markdown(sample_report(), path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == ("**Dataset:** hotpotqa-100 · **Index:** hp100 · "
+                        "**Date:** 2026-11-21T10:00:00+00:00")
+    assert lines[2] == "| method | n | R@2 | R@5 | p50 ms | p95 ms | f1 |"
+    assert lines[3] == "|:---|---:|---:|---:|---:|---:|---:|"
+    assert lines[4] == "| naive | 100 | 0.655 | 0.810 | 12.2 | 30.5 | 0.432 |"
+    assert lines[5] == "| extractive\\|v2 | 100 | 0.702 | 0.874 | 20.0 | 41.8 | - |"
+
+
+def test_write_bar_chart_is_a_png(tmp_path: Path) -> None:
+    """The chart is a real PNG file of non-trivial size."""
+    path = tmp_path / "chart.png"
+    write_bar_chart(sample_report(), path)
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC)
+    assert len(data) > 5_000
+
+
+def test_write_bar_chart_tolerates_missing_k_and_no_methods(tmp_path: Path) -> None:
+    """A method without a value for some k, or a report without methods, still draws."""
+    report = sample_report()
+    del report.methods[1].recall[5]
+    write_bar_chart(report, tmp_path / "a.png")
+    report.methods.clear()
+    write_bar_chart(report, tmp_path / "b.png")
+    assert (tmp_path / "a.png").read_bytes().startswith(PNG_MAGIC)
+    assert (tmp_path / "b.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_write_all_writes_three_files_keeping_dots_in_the_base(tmp_path: Path) -> None:
+    """write_all appends .json/.md/.png to the base name, even when the base contains a dot."""
+    base = tmp_path / "reports" / "run-1.5"
+    paths = write_all(sample_report(), base)
+    assert [p.name for p in paths] == ["run-1.5.json", "run-1.5.md", "run-1.5.png"]
+    json_path, md_path, png_path = paths
+    assert "0.874" in md_path.read_text(encoding="utf-8")
+    assert json.loads(json_path.read_text(encoding="utf-8"))["index"] == "hp100"
+    assert png_path.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_importing_report_does_not_import_matplotlib() -> None:
+    """The report module stays cheap to import: matplotlib loads only when a chart is drawn."""
+    code = ("import sys, hopindex.evaluation.report, hopindex.evaluation.metrics, "
+            "hopindex.evaluation.datasets; print('matplotlib' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
