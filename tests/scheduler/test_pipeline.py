@@ -67,7 +67,8 @@ def test_incremental_ingest_equals_ingesting_everything_at_once(
     assert unit_snapshot(split) == unit_snapshot(whole)
     assert engine_counts(split) == engine_counts(whole)
     # Only entities the new documents touch were recomputed, not every bridge.
-    assert 0 < added.bridge_entities_recomputed <= whole.list_jobs(INDEX)[0].bridge_entities_recomputed
+    whole_job = whole.list_jobs(INDEX)[0]
+    assert 0 < added.bridge_entities_recomputed <= whole_job.bridge_entities_recomputed
 
 
 def test_adding_one_document_recomputes_only_touched_bridges(make_service: ServiceFactory) -> None:

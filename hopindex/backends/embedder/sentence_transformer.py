@@ -54,7 +54,7 @@ def _load(model_name: str, location: str) -> Any:
             from transformers.utils import logging as transformers_logging
 
             # Its "Loading weights" bar would interleave with our own progress output.
-            transformers_logging.disable_progress_bar()
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # untyped API
             model = SentenceTransformer(location, device="cpu")
         except Exception as exc:  # torch and transformers raise many unrelated types
             raise BackendError(f"cannot load embedding model {model_name!r} from "

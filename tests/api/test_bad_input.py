@@ -1,0 +1,94 @@
+"""Every bad input fails alone with an error naming its file, line or field; the rest lands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hopindex.core.errors import InvalidIndexNameError
+from hopindex.core.models import JobState, Stage, UnitKind
+from tests.conftest import ServiceFactory
+
+pytestmark = pytest.mark.integration
+
+GOOD = {"id": "good-1", "title": "Warsaw", "text": "Warsaw is the capital of Poland."}
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
+                                                tmp_path: Path) -> None:
+    """Malformed line, missing text, duplicate id, bad UTF-8, unknown type, oversize document:
+    each is named on the job record and every good document is still ingested."""
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [
+        json.dumps(GOOD),
+        '{"id": "broken", "title": "x", "text": ',  # line 2: malformed JSON
+        json.dumps({"id": "no-text", "title": "Empty"}),  # line 3: no text
+        json.dumps({"id": "good-1", "title": "Again", "text": "A duplicate id."}),  # line 4
+        json.dumps({"id": "good-2", "title": "Poland", "text": "Poland is in Europe."}),
+    ])
+    bad_utf8 = tmp_path / "latin1.jsonl"
+    bad_utf8.write_bytes(b'{"id": "l1", "title": "Caf\xe9", "text": "caf\xe9"}\n'
+                         + json.dumps({"id": "good-3", "title": "Paris",
+                                       "text": "Paris is in France."}).encode() + b"\n")
+    unknown = tmp_path / "slides.pptx"
+    unknown.write_bytes(b"PK\x03\x04")
+    huge = write_jsonl(tmp_path / "huge.jsonl", [
+        json.dumps({"id": "huge", "title": "Huge", "text": "word " * 1_000_000}),  # 5 MB
+        json.dumps({"id": "good-4", "title": "Vistula", "text": "The Vistula flows north."}),
+    ])
+    service = make_service()
+    job = service.ingest_paths("mixed", [corpus, bad_utf8, unknown, huge])
+
+    assert job.state is JobState.SUCCEEDED
+    stored = service.backends.state.document_hashes("mixed")
+    assert sorted(stored) == ["good-1", "good-2", "good-3", "good-4"]
+    assert service.backends.state.count_units("mixed")[UnitKind.PASSAGE] == 4
+    reasons = {e.where or e.item: e.reason for e in job.errors}
+    assert all(e.stage is Stage.VALIDATE for e in job.errors)
+    messages = " || ".join(f"{where}: {reason}" for where, reason in reasons.items())
+    assert "corpus.jsonl:2" in messages and "JSON" in messages
+    assert "corpus.jsonl:3" in messages and "text" in messages
+    assert "corpus.jsonl:4" in messages and "duplicate" in messages.lower()
+    assert "latin1.jsonl:1" in messages and "UTF-8" in messages
+    assert "slides.pptx" in messages
+    assert "huge.jsonl:1" in messages and "bytes" in messages
+    assert len(job.errors) == 6
+    assert job.counts[Stage.VALIDATE].failed == 6
+    # The record stays readable later: the job store returns the same errors.
+    assert service.get_job(job.job_id).errors == job.errors
+
+
+def test_index_name_with_path_characters_is_refused(make_service: ServiceFactory,
+                                                    tmp_path: Path) -> None:
+    """An index name that could escape the data folder is refused before anything is read."""
+    service = make_service()
+    path = write_jsonl(tmp_path / "c.jsonl", [json.dumps(GOOD)])
+    with pytest.raises(InvalidIndexNameError, match="index"):
+        service.ingest_paths("../escape", [path])
+    assert not (tmp_path / "escape").exists()
+    assert service.list_indexes() == []
+
+
+def test_failed_document_is_retried_by_the_next_ingest(make_service: ServiceFactory) -> None:
+    """A document whose stage 1 failed keeps no content hash, so re-ingesting retries it."""
+    from hopindex.core.models import Document
+    from tests.conftest import raw
+
+    service = make_service()
+    job = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
+    doc_id = next(iter(service.backends.state.document_hashes("retry")))
+    (document,) = service.get_documents("retry", [doc_id])
+    # Simulate the state a stage 1 failure leaves behind.
+    service.backends.state.put_documents([Document(
+        doc_id=document.doc_id, index="retry", title=document.title, text=document.text,
+        content_hash="", metadata=document.metadata)])
+    again = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
+    assert job.counts[Stage.STAGE1].done == 1
+    assert again.counts[Stage.STAGE1].done == 1
+    assert again.counts[Stage.STAGE1].skipped == 0

@@ -1,0 +1,96 @@
+"""The ``hopindex`` CLI drives ingest, query, jobs, delete and eval through the real service."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hopindex.api.cli import main
+from tests.conftest import CURIE_CORPUS
+
+pytestmark = pytest.mark.integration
+
+SHARED_QUESTIONS = Path(__file__).resolve().parents[2] / "hopindex" / "sample" / "hotpotqa-100"
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> CliRunner:
+    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
+
+
+def corpus_file(tmp_path: Path) -> Path:
+    path = tmp_path / "curie.jsonl"
+    path.write_text("\n".join(json.dumps({"id": f"d{i}", "title": d.title, "text": d.text})
+                              for i, d in enumerate(CURIE_CORPUS)) + "\n")
+    return path
+
+
+def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> None:
+    """ingest → query --json → jobs → delete, each exiting 0 with what it promises."""
+    ingested = cli.invoke(main, ["ingest", "--index", "curie", "--json",
+                                 str(corpus_file(tmp_path))])
+    assert ingested.exit_code == 0, ingested.output
+    job = json.loads(ingested.output)
+    assert job["state"] == "succeeded"
+    assert job["counts"]["stage1"]["done"] == len(CURIE_CORPUS)
+
+    answered = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "3",
+                                 "Where was Marie Curie born?"])
+    assert answered.exit_code == 0, answered.output
+    result = json.loads(answered.output)
+    assert len(result["passages"]) == 3
+    assert {"doc_id", "title", "text", "via"} <= result["passages"][0].keys()
+
+    listed = cli.invoke(main, ["jobs"])
+    assert job["job_id"] in listed.output
+    shown = cli.invoke(main, ["jobs", job["job_id"]])
+    assert shown.exit_code == 0 and "stage1" in shown.output
+
+    deleted = cli.invoke(main, ["delete", "--index", "curie", "--json", "d0"])
+    assert deleted.exit_code == 0, deleted.output
+    assert json.loads(deleted.output)["kind"] == "delete"
+    again = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "5", "Marie Curie"])
+    assert "d0" not in {p["doc_id"] for p in json.loads(again.output)["passages"]}
+
+
+def test_partial_failure_exits_3_and_names_the_line(cli: CliRunner, tmp_path: Path) -> None:
+    """A malformed line makes ingest exit 3 and print the file and line; the rest lands."""
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "a", "title": "A", "text": "Alpha text."}) + "\n{oops\n")
+    result = cli.invoke(main, ["ingest", "--index", "part", "--quiet", str(path)])
+    assert result.exit_code == 3
+    assert "c.jsonl:2" in result.output
+
+
+def test_bad_names_and_unknown_indexes_exit_2_with_a_message(cli: CliRunner) -> None:
+    """Input errors exit 2 naming the problem, not with a traceback."""
+    bad = cli.invoke(main, ["query", "--index", "../x", "q"])
+    assert bad.exit_code == 2
+    assert "invalid index name" in bad.output
+    missing = cli.invoke(main, ["query", "--index", "nothing", "q"])
+    assert missing.exit_code == 2
+    assert "no index 'nothing'" in missing.output
+    method = cli.invoke(main, ["query", "--index", "nothing", "--k", "0", "q"])
+    assert method.exit_code == 2
+
+
+def test_eval_compares_methods_and_writes_reports(cli: CliRunner, tmp_path: Path) -> None:
+    """eval ingests the questions' own contexts when the index is empty and writes
+    JSON, Markdown and PNG reports with each method's Recall@k."""
+    questions = json.loads((SHARED_QUESTIONS / "questions.json").read_text())[:3]
+    dataset = tmp_path / "hotpot3.json"
+    dataset.write_text(json.dumps(questions))
+    out = tmp_path / "reports" / "hotpot3.json"
+    result = cli.invoke(main, ["eval", "--index", "h3", "--dataset", str(dataset),
+                               "--format", "hotpotqa", "--method", "naive",
+                               "--method", "extractive", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "R@5" in result.output
+    report = json.loads(out.read_text())
+    assert [m["method"] for m in report["methods"]] == ["naive", "extractive"]
+    assert all(0.0 <= m["recall"]["5"] <= 1.0 for m in report["methods"])
+    assert out.with_suffix(".md").read_text().count("|") > 10
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
