@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import OUT, SHARED_DATA, peak_rss_mb, require, write_result
 
 from hopindex.api.service import Hopindex
+from hopindex.core.models import Stage
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument
 
@@ -76,7 +77,8 @@ def main() -> None:
         reingest_s = time.perf_counter() - t0
         print(f"re-ingest unchanged: {reingest_s:.2f}s = {reingest_s / ingest_s:.1%} of the "
               f"first (target < 10%); embedded {again.units_embedded}, "
-              f"stage1 done {again.counts[next(iter(again.counts))].done}")
+              f"stage1 skipped {again.counts[Stage.STAGE1].skipped}, "
+              f"done {again.counts[Stage.STAGE1].done}")
 
         extra = RawDocument(
             doc_id=None, title="Teutberga's chronicle",

@@ -23,9 +23,18 @@ from hopindex.workers.tasks.stage2 import stage2
 log = get_logger(__name__)
 
 
-def _embed_then(job_id: str, index: str, unit_ids: list[str], callback: Any) -> None:
+def _embed_then(job_id: str, index: str, results: list[dict[str, Any]], callback: Any) -> None:
+    """Fan out embed batches of units of similar length, then run ``callback``.
+
+    The embedder pads each batch to its longest text; batches cut from a
+    length-sorted list waste almost no padding, which made the 2Wiki ingest's
+    embedding phase about as fast as one call over every text at once.
+    """
     settings = current_runtime().settings
     state = current_runtime().backends.state
+    sized = sorted(chain.from_iterable(r["units"] for r in results),
+                   key=lambda pair: (-pair[1], pair[0]))
+    unit_ids = [unit_id for unit_id, _ in sized]
     record_progress(state, job_id, Stage.EMBED, total=len(unit_ids))
     fan_out([embed.si(job_id, index, b) for b in batched(unit_ids, settings.embed_batch_units)],
             callback)
@@ -36,9 +45,8 @@ def after_stage1(results: list[dict[str, Any]], job_id: str, index: str,
                  job_doc_ids: list[str], dropped_titles: list[str]) -> None:
     if is_cancelled(current_runtime().backends.state, job_id):
         return
-    unit_ids = list(chain.from_iterable(r["unit_ids"] for r in results))
     touched = sorted(set(chain.from_iterable(r["touched"] for r in results)))
-    _embed_then(job_id, index, unit_ids,
+    _embed_then(job_id, index, results,
                 start_linking.si(job_id, index, touched, job_doc_ids, dropped_titles))
 
 
@@ -75,8 +83,7 @@ def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
 def after_stage2(results: list[dict[str, Any]], job_id: str, index: str) -> None:
     if is_cancelled(current_runtime().backends.state, job_id):
         return
-    unit_ids = list(chain.from_iterable(r["unit_ids"] for r in results))
-    _embed_then(job_id, index, unit_ids, finalize.si(job_id, index))
+    _embed_then(job_id, index, results, finalize.si(job_id, index))
 
 
 @app.task(name="hopindex.control.finalize")  # type: ignore[untyped-decorator]  # untyped

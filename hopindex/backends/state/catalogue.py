@@ -12,7 +12,10 @@ from hopindex.core.models import EntityMention, MentionSource
 
 
 def _entities_of(conn: sqlite3.Connection, index: str, doc_id: str) -> set[str]:
-    rows = conn.execute("SELECT DISTINCT entity FROM mentions WHERE idx = ? AND doc_id = ?",
+    # No DISTINCT: with it SQLite's planner walks the whole (idx, entity) index to
+    # get entities in order (12 ms per call at 60k mentions) instead of seeking the
+    # primary key by document; the set below removes duplicates.
+    rows = conn.execute("SELECT entity FROM mentions WHERE idx = ? AND doc_id = ?",
                         (index, doc_id)).fetchall()
     return {entity for (entity,) in rows}
 

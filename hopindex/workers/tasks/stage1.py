@@ -29,11 +29,12 @@ _STAGE1_SOURCES = (MentionSource.NER, MentionSource.TITLE)
 
 @app.task(name="hopindex.stage1")  # type: ignore[untyped-decorator]  # celery is untyped
 def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
-    """Returns the unit ids written and the entities whose bridges may have changed."""
+    """Returns the units written as ``[unit_id, characters]`` and the entities whose
+    bridges may have changed."""
     runtime = current_runtime()
     state = runtime.backends.state
     if is_cancelled(state, job_id):
-        return {"unit_ids": [], "touched": []}
+        return {"units": [], "touched": []}
     started = time.perf_counter()
     documents = state.get_documents(index, doc_ids)
     analyses, errors = _analyze(runtime, documents)
@@ -59,7 +60,7 @@ def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
     log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
              documents=len(documents), units=len(units), failed=len(failed_ids),
              duration_s=round(time.perf_counter() - started, 3))
-    return {"unit_ids": [u.unit_id for u in units], "touched": sorted(touched)}
+    return {"units": [[u.unit_id, len(u.text)] for u in units], "touched": sorted(touched)}
 
 
 def _analyze(runtime: Runtime, documents: list[Document]

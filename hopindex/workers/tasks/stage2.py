@@ -18,11 +18,12 @@ log = get_logger(__name__)
 
 @app.task(name="hopindex.stage2")  # type: ignore[untyped-decorator]  # celery is untyped
 def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
-    """Returns the bridge unit ids written; stale bridge units are deleted everywhere."""
+    """Returns the bridge units written as ``[unit_id, characters]``; stale bridge units
+    are deleted everywhere."""
     runtime = current_runtime()
     state = runtime.backends.state
     if is_cancelled(state, job_id):
-        return {"unit_ids": []}
+        return {"units": []}
     started = time.perf_counter()
     policy = runtime.bridge_policy
     mentions = state.mentions_of_entities(index, entities)
@@ -64,4 +65,4 @@ def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
     log.info("stage_finished", stage="stage2", job_id=job_id, index=index,
              entities=len(entities), bridges=len(built), removed=removed,
              duration_s=round(time.perf_counter() - started, 3))
-    return {"unit_ids": [u.unit_id for u in built]}
+    return {"units": [[u.unit_id, len(u.text)] for u in built]}
