@@ -33,6 +33,11 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/ingest_2wiki.py
 	$(PY) benchmarks/query_latency.py
+	rm -rf benchmarks/out/hotpot-data
+	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
+	    --dataset hopindex/sample/hotpotqa-100/questions.json \
+	    --corpus hopindex/sample/hotpotqa-100/corpus.json \
+	    --method naive --method extractive --json benchmarks/out/eval-hotpotqa-100.json
 
 clean:
 	rm -rf $(VENV) .hopindex .mypy_cache .ruff_cache .pytest_cache

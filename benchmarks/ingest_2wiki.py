@@ -48,6 +48,10 @@ def main() -> None:
         backends.nlp.analyze_texts(["Warm up the pipeline."])
         backends.embedder.embed_texts(["Warm up the model."])
 
+        # Ingest, parts, ingest again into a second index: the ratio uses the mean of
+        # the two ingests, so a slow or fast spell of this shared machine weighs on
+        # both sides alike (single runs here have differed by 20%).
+        texts = [r.text.strip() for r in records]
         started = time.perf_counter()
         job = service.ingest_documents(INDEX, records)
         ingest_s = time.perf_counter() - started
@@ -57,20 +61,17 @@ def main() -> None:
               f"({len(records) / ingest_s:.1f} docs/s), state={job.state.value}, "
               f"errors={len(job.errors)}, units={ {k.value: v for k, v in units.items()} }, "
               f"peak RSS {rss_mb:.0f} MB")
-
-        # The unavoidable parts alone, on the same inputs, in the same process.
-        texts = [r.text.strip() for r in records]
         unit_texts = _unit_texts(service)
-        t0 = time.perf_counter()
-        backends.nlp.analyze_texts(texts)
-        nlp_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        backends.embedder.embed_texts(unit_texts)
-        embed_s = time.perf_counter() - t0
+        nlp_s, embed_s = _parts(service, texts, unit_texts)
         parts_s = nlp_s + embed_s
-        ratio = ingest_s / parts_s
+        t0 = time.perf_counter()
+        service.ingest_documents(INDEX + "_b", records)
+        second_s = time.perf_counter() - t0
+        mean_ingest_s = (ingest_s + second_s) / 2
+        ratio = mean_ingest_s / parts_s
         print(f"parts alone: spaCy {nlp_s:.1f}s + embedding {len(unit_texts)} units "
-              f"{embed_s:.1f}s = {parts_s:.1f}s; ingest / parts = {ratio:.2f}x (target <= 1.3x)")
+              f"{embed_s:.1f}s = {parts_s:.1f}s; second ingest {second_s:.1f}s; "
+              f"mean ingest / parts = {ratio:.2f}x (target <= 1.3x)")
 
         t0 = time.perf_counter()
         again = service.ingest_documents(INDEX, records)
@@ -94,6 +95,7 @@ def main() -> None:
         "documents": len(records), "ingest_s": ingest_s,
         "documents_per_s": len(records) / ingest_s, "peak_rss_mb": rss_mb,
         "units": {k.value: v for k, v in units.items()},
+        "second_ingest_s": second_s,
         "parts": {"spacy_s": nlp_s, "embed_s": embed_s, "embedded_units": len(unit_texts)},
         "ratio_to_parts": ratio, "reingest_s": reingest_s,
         "reingest_fraction": reingest_s / ingest_s, "add_one_s": add_s,
@@ -101,6 +103,16 @@ def main() -> None:
         "add_one_units_embedded": added.units_embedded,
     })
     print(f"wrote {path}")
+
+
+def _parts(service: Hopindex, texts: list[str], unit_texts: list[str]) -> tuple[float, float]:
+    """spaCy over every text, then one embedding call over every unit written."""
+    t0 = time.perf_counter()
+    service.backends.nlp.analyze_texts(texts)
+    nlp_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    service.backends.embedder.embed_texts(unit_texts)
+    return nlp_s, time.perf_counter() - t0
 
 
 def _unit_texts(service: Hopindex) -> list[str]:

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Stage
+from hopindex.core.models import Job, Stage
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
 from hopindex.methods.retrieval.fusion import FusionMode
@@ -44,6 +44,18 @@ def handle_errors(func: F) -> F:
             sys.exit(EXIT_INPUT)
 
     return wrapper  # type: ignore[return-value]  # wraps keeps the signature
+
+
+def _report_job(job: Job, *, as_json: bool) -> None:
+    """Print a finished job; exit 3 when some documents failed (the rest landed)."""
+    from hopindex.api.render import render_job
+
+    if as_json:
+        click.echo(json.dumps(job.as_dict(), indent=2))
+    else:
+        render_job(console, job)
+    if job.errors:
+        sys.exit(EXIT_PARTIAL)
 
 
 @click.group()
@@ -82,18 +94,12 @@ def ingest(index: str, quiet: bool, as_json: bool, paths: tuple[Path, ...]) -> N
     Exits 3 when some documents failed (the rest are ingested; the job says why).
     """
     from hopindex.api.progress import follow_newest_job
-    from hopindex.api.render import render_job
 
     with _service() as service:
         with follow_newest_job(service.backends.state, index, err_console,
                                enabled=not (quiet or as_json)):
             job = service.ingest_paths(index, list(paths))
-        if as_json:
-            click.echo(json.dumps(job.as_dict(), indent=2))
-        else:
-            render_job(console, job)
-        if job.errors:
-            sys.exit(EXIT_PARTIAL)
+        _report_job(job, as_json=as_json)
 
 
 @main.command()
@@ -129,16 +135,8 @@ def query(index: str, method: str, k: int, retrieval: str | None, fusion: str, a
 @handle_errors
 def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
     """Delete documents by id; bridges they touched are recomputed."""
-    from hopindex.api.render import render_job
-
     with _service() as service:
-        job = service.delete_documents(index, list(doc_ids))
-        if as_json:
-            click.echo(json.dumps(job.as_dict(), indent=2))
-        else:
-            render_job(console, job)
-        if job.errors:
-            sys.exit(EXIT_PARTIAL)
+        _report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
 
 
 @main.command()

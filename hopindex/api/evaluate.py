@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hopindex.api.service import Hopindex
+from hopindex.core.models import Stage
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
 from hopindex.evaluation.report import EvalReport, render_table, write_all
 from hopindex.evaluation.runner import evaluate
@@ -30,7 +31,7 @@ def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset
             job = service.ingest_documents(index,
                                            corpus_from_questions(dataset_path, dataset_format))
         console.print(f"ingest job {job.job_id}: {job.state.value}, "
-                      f"{job.counts[next(iter(job.counts))].done} documents valid, "
+                      f"{job.counts[Stage.VALIDATE].done} documents valid, "
                       f"{len(job.errors)} errors")
     report = evaluate(service, index, dataset_path.name, questions, methods)
     console.print(render_table(report), markup=False)

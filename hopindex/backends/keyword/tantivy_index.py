@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tantivy
 
+from hopindex.backends.embedded import engine_errors, index_folder
 from hopindex.backends.protocols import KeywordRecord, UnitFilter
-from hopindex.core.errors import BackendError, HopindexError, NotFoundError
-from hopindex.core.ids import validate_index_name
+from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Hit
 
 log = get_logger(__name__)
+
+ENGINE = "tantivy"
 
 TEXT_TOKENIZER = "en_stem"
 # tantivy writes meta.json when an index is created; its presence means "an index lives here".
@@ -70,23 +72,6 @@ class _OpenIndex:
     # across processes, and a process that only searches must not hold its lock.
     writer: tantivy.IndexWriter | None = None
     write_lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@contextmanager
-def _engine_errors(index: str, action: str) -> Iterator[None]:
-    """Re-raise engine failures as ``BackendError`` naming the index and the action."""
-    try:
-        yield
-    except HopindexError:
-        raise
-    except Exception as exc:
-        raise BackendError(f"tantivy index {index!r}: {action} failed: {exc}") from exc
-    except BaseException as exc:
-        # pyo3 turns a Rust panic into PanicException, a BaseException subclass; it is an
-        # engine failure like any other and must not take the process down.
-        if type(exc).__name__ != "PanicException":
-            raise
-        raise BackendError(f"tantivy index {index!r}: {action} failed: {exc}") from exc
 
 
 def _filter_query(unit_filter: UnitFilter | None) -> tantivy.Query | None:
@@ -139,7 +124,7 @@ class TantivyKeywordIndex:
             if self._open(index) is not None:
                 return
             path.mkdir(parents=True, exist_ok=True)
-            with _engine_errors(index, "create"):
+            with engine_errors(ENGINE, index, "create"):
                 self._indexes[index] = _OpenIndex(index=tantivy.Index(SCHEMA, str(path),
                                                                       reuse=True))
             log.info("keyword_index_created", index=index, path=str(path))
@@ -240,14 +225,13 @@ class TantivyKeywordIndex:
         opened = self._open(index)
         if opened is None:
             return 0
-        with _engine_errors(index, "count"):
+        with engine_errors(ENGINE, index, "count"):
             return int(opened.index.searcher().num_docs)
 
     # -- helpers -------------------------------------------------------------------
 
     def _path(self, index: str) -> Path:
-        # Index names become directory names: the name check keeps them inside root.
-        return self._root / validate_index_name(index)
+        return index_folder(self._root, index)
 
     def _open(self, index: str) -> _OpenIndex | None:
         """The open index ``index``, opening it from disk if needed; None if absent."""
@@ -259,7 +243,7 @@ class TantivyKeywordIndex:
             if not (path / _META_FILE).exists():
                 return None
             # reuse=True opens the existing index and fails if its schema differs.
-            with _engine_errors(index, "open"):
+            with engine_errors(ENGINE, index, "open"):
                 opened = _OpenIndex(index=tantivy.Index(SCHEMA, str(path), reuse=True))
             self._indexes[index] = opened
             log.debug("keyword_index_opened", index=index, path=str(path))
@@ -269,7 +253,7 @@ class TantivyKeywordIndex:
         opened = self._open(index)
         if opened is None:
             return []
-        with _engine_errors(index, "search"):
+        with engine_errors(ENGINE, index, "search"):
             searcher = opened.index.searcher()
             result = searcher.search(query, k, count=False)
             return [Hit(unit_id=str(searcher.doc(address).get_first("unit_id")),
@@ -279,7 +263,7 @@ class TantivyKeywordIndex:
     @staticmethod
     def _write(index: str, opened: _OpenIndex, action: str, write: _WriteFn) -> None:
         """Run ``write`` on the index's writer, commit, and make the result searchable."""
-        with opened.write_lock, _engine_errors(index, action):
+        with opened.write_lock, engine_errors(ENGINE, index, action):
             if opened.writer is None:
                 opened.writer = opened.index.writer(heap_size=_WRITER_HEAP_BYTES)
             writer = opened.writer
@@ -300,6 +284,6 @@ class TantivyKeywordIndex:
         """Let pending merges finish and free the writer's lock (every write is committed)."""
         writer, opened.writer = opened.writer, None
         if writer is not None:
-            with _engine_errors(index, "close writer"):
+            with engine_errors(ENGINE, index, "close writer"):
                 writer.wait_merging_threads()
 

@@ -15,8 +15,7 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +36,15 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from hopindex.backends.embedded import engine_errors, index_folder
 from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord
-from hopindex.core.errors import BackendError, HopindexError, NotFoundError
-from hopindex.core.ids import validate_index_name
+from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Hit
 
 log = get_logger(__name__)
+
+ENGINE = "qdrant-edge"
 
 VECTOR_NAME = "dense"
 # Written by the engine when a shard is created; its presence means "a shard lives here".
@@ -59,17 +60,6 @@ class _OpenShard:
     # None when the shard was opened lazily and its config file could not be read;
     # the engine still rejects wrong dimensions, just with a terser message.
     dimension: int | None
-
-
-@contextmanager
-def _engine_errors(index: str, action: str) -> Iterator[None]:
-    """Re-raise engine failures as ``BackendError`` naming the index and the action."""
-    try:
-        yield
-    except HopindexError:
-        raise
-    except Exception as exc:
-        raise BackendError(f"qdrant-edge index {index!r}: {action} failed: {exc}") from exc
 
 
 def _persisted_dimension(path: Path) -> int | None:
@@ -132,7 +122,7 @@ class QdrantEdgeVectorStore:
         with self._lock:
             opened = self._shards.pop(index, None)
             if opened is not None:
-                with _engine_errors(index, "close"):
+                with engine_errors(ENGINE, index, "close"):
                     opened.shard.close()
             if path.exists():
                 shutil.rmtree(path)
@@ -145,7 +135,7 @@ class QdrantEdgeVectorStore:
         for index, opened in shards.items():
             # One shard failing to flush must not leave the others open (and WAL-locked).
             try:
-                with _engine_errors(index, "flush and close"):
+                with engine_errors(ENGINE, index, "flush and close"):
                     opened.shard.flush()
                     opened.shard.close()
             except BackendError as exc:
@@ -167,7 +157,7 @@ class QdrantEdgeVectorStore:
         if opened is None:
             return False
         started = time.perf_counter()
-        with _engine_errors(index, "optimize"):
+        with engine_errors(ENGINE, index, "optimize"):
             changed = opened.shard.optimize()
         log.info("vector_index_optimized", index=index, changed=changed,
                  seconds=round(time.perf_counter() - started, 3))
@@ -182,7 +172,7 @@ class QdrantEdgeVectorStore:
         # Validate every record before writing any, so a bad vector leaves no partial batch.
         points = [self._point(index, opened.dimension, record) for record in records]
         for start in range(0, len(points), _UPSERT_BATCH):
-            with _engine_errors(index, "upsert"):
+            with engine_errors(ENGINE, index, "upsert"):
                 opened.shard.update(
                     UpdateOperation.upsert_points(points[start:start + _UPSERT_BATCH]))
         log.debug("vectors_upserted", index=index, count=len(records))
@@ -193,7 +183,7 @@ class QdrantEdgeVectorStore:
         opened = self._open(index)
         if opened is None:
             return
-        with _engine_errors(index, "delete"):
+        with engine_errors(ENGINE, index, "delete"):
             opened.shard.update(UpdateOperation.delete_points(list(unit_ids)))
         log.debug("vectors_deleted", index=index, count=len(unit_ids))
 
@@ -209,7 +199,7 @@ class QdrantEdgeVectorStore:
         query_vector = self._as_list(index, opened.dimension, vector, what="query vector")
         request = QueryRequest(query=Query.Nearest(query_vector, using=VECTOR_NAME), limit=k,
                                filter=_to_filter(unit_filter), with_payload=False)
-        with _engine_errors(index, "search"):
+        with engine_errors(ENGINE, index, "search"):
             points = opened.shard.query(request)
         return [Hit(unit_id=str(point.id), score=float(point.score)) for point in points]
 
@@ -217,14 +207,13 @@ class QdrantEdgeVectorStore:
         opened = self._open(index)
         if opened is None:
             return 0
-        with _engine_errors(index, "count"):
+        with engine_errors(ENGINE, index, "count"):
             return int(opened.shard.count(CountRequest(exact=True)))
 
     # -- helpers -------------------------------------------------------------------
 
     def _path(self, index: str) -> Path:
-        # Index names become directory names: the name check keeps them inside root.
-        return self._root / validate_index_name(index)
+        return index_folder(self._root, index)
 
     def _open(self, index: str) -> _OpenShard | None:
         """The open shard of ``index``, loading it from disk if needed; None if absent."""
@@ -235,7 +224,7 @@ class QdrantEdgeVectorStore:
                 return opened
             if not (path / _CONFIG_FILE).exists():
                 return None
-            with _engine_errors(index, "open"):
+            with engine_errors(ENGINE, index, "open"):
                 shard = EdgeShard.load(str(path))
             opened = _OpenShard(shard=shard, dimension=_persisted_dimension(path))
             self._shards[index] = opened
@@ -252,7 +241,7 @@ class QdrantEdgeVectorStore:
     def _create(self, index: str, dimension: int) -> _OpenShard:
         path = self._path(index)
         path.mkdir(parents=True, exist_ok=True)
-        with _engine_errors(index, "create"):
+        with engine_errors(ENGINE, index, "create"):
             shard = EdgeShard.create(str(path), _shard_config(dimension))
         opened = _OpenShard(shard=shard, dimension=dimension)
         self._shards[index] = opened
@@ -261,7 +250,7 @@ class QdrantEdgeVectorStore:
 
     @staticmethod
     def _ensure_payload_indexes(index: str, shard: EdgeShard) -> None:
-        with _engine_errors(index, "create payload indexes"):
+        with engine_errors(ENGINE, index, "create payload indexes"):
             present = set(shard.info().payload_schema)
             for field in _PAYLOAD_FIELDS:
                 if field not in present:
@@ -284,7 +273,7 @@ class QdrantEdgeVectorStore:
                               what=f"vector of unit {record.unit_id!r}")
         payload = record.payload
         # The engine parses the id here: a non-uuid unit id fails before any write.
-        with _engine_errors(index, f"upsert of unit {record.unit_id!r}"):
+        with engine_errors(ENGINE, index, f"upsert of unit {record.unit_id!r}"):
             return Point(record.unit_id, {VECTOR_NAME: vector}, {
                 "kind": payload.kind.value,
                 "source_doc_ids": list(payload.source_doc_ids),

@@ -25,8 +25,11 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
     started = time.perf_counter()
     todo = state.unembedded_units(index, unit_ids)
     units = state.get_units(index, todo)
+    encode_s = 0.0
     if units:
+        t0 = time.perf_counter()
         vectors = backends.embedder.embed_texts([u.text for u in units])
+        encode_s = time.perf_counter() - t0
         backends.vectors.ensure_index(index, backends.embedder.dimension)
         backends.keywords.ensure_index(index)
         backends.vectors.upsert_vectors(index, [
@@ -45,6 +48,6 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
 
     state.update_job(job_id, change)
     log.info("stage_finished", stage="embed", job_id=job_id, index=index, units=len(units),
-             skipped=len(unit_ids) - len(units),
+             skipped=len(unit_ids) - len(units), encode_s=round(encode_s, 3),
              duration_s=round(time.perf_counter() - started, 3))
     return len(units)
