@@ -17,7 +17,7 @@ from hopindex.evaluation.datasets import (
 )
 from hopindex.readers import read_paths
 
-HOTPOT = Path("/work/shared/data/hotpotqa-100")
+HOTPOT = Path(__file__).resolve().parents[2] / "hopindex" / "sample" / "hotpotqa-100"
 
 
 def passages_of(documents: Any) -> set[str]:

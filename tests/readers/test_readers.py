@@ -20,7 +20,8 @@ from hopindex.readers import (
 )
 from hopindex.readers.jsonl import LINE_SLACK_BYTES
 
-HOTPOT_CORPUS = Path("/work/shared/data/hotpotqa-100/corpus.json")
+HOTPOT_CORPUS = (Path(__file__).resolve().parents[2] / "hopindex" / "sample" / "hotpotqa-100"
+                 / "corpus.json")
 
 
 def write_jsonl(path: Path, records: list[Any]) -> Path:
