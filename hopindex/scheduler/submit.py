@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.errors import HopindexError
@@ -89,7 +90,10 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
     job.errors.extend(errors)
     state.create_job(job)
-    state.put_documents(todo)
+    # Stored with an empty hash until stage 1 has written their units: a job that
+    # dies midway leaves them "changed", so the next ingest redoes them instead of
+    # skipping documents that were never indexed.
+    state.put_documents([replace(d, content_hash="") for d in todo])
     log.info("job_submitted", job_id=job.job_id, index=index, documents=len(documents),
              to_process=len(todo), unchanged=len(documents) - len(todo), invalid=len(errors))
     doc_ids = [d.doc_id for d in todo]

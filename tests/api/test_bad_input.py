@@ -75,20 +75,23 @@ def test_index_name_with_path_characters_is_refused(make_service: ServiceFactory
     assert service.list_indexes() == []
 
 
-def test_failed_document_is_retried_by_the_next_ingest(make_service: ServiceFactory) -> None:
-    """A document whose stage 1 failed keeps no content hash, so re-ingesting retries it."""
-    from hopindex.core.models import Document
+def test_document_left_pending_is_redone_by_the_next_ingest(make_service: ServiceFactory) -> None:
+    """A document whose job died before its stage 1 finished keeps an empty hash, so the
+    next ingest indexes it instead of skipping it as unchanged."""
+    from dataclasses import replace
+
     from tests.conftest import raw
 
     service = make_service()
-    job = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
-    doc_id = next(iter(service.backends.state.document_hashes("retry")))
+    first = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
+    state = service.backends.state
+    (doc_id, stored_hash), = state.document_hashes("retry").items()
+    assert stored_hash, "a finished document carries its content hash"
     (document,) = service.get_documents("retry", [doc_id])
-    # Simulate the state a stage 1 failure leaves behind.
-    service.backends.state.put_documents([Document(
-        doc_id=document.doc_id, index="retry", title=document.title, text=document.text,
-        content_hash="", metadata=document.metadata)])
+    # What submit_ingest leaves behind when the process dies before stage 1 ends.
+    state.put_documents([replace(document, content_hash="")])
     again = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
-    assert job.counts[Stage.STAGE1].done == 1
+    assert first.counts[Stage.STAGE1].done == 1
     assert again.counts[Stage.STAGE1].done == 1
     assert again.counts[Stage.STAGE1].skipped == 0
+    assert state.document_hashes("retry")[doc_id] == stored_hash

@@ -28,7 +28,11 @@ def decode_analysis(data: str) -> TextAnalysis:
 
 class DocumentsMixin(SqliteConnection):
     def put_documents(self, documents: Sequence[Document]) -> None:
-        """Upsert documents; one whose content hash changed loses its (stale) analysis."""
+        """Upsert documents; one whose text changed loses its (stale) analysis.
+
+        The text, not the content hash, decides: the pipeline re-puts a document
+        with its final hash once stage 1 is done, and that must keep the analysis.
+        """
         rows = []
         for doc in documents:
             try:
@@ -44,8 +48,8 @@ class DocumentsMixin(SqliteConnection):
             conn.executemany(
                 "DELETE FROM analyses WHERE idx = ? AND doc_id = ? AND EXISTS ("
                 " SELECT 1 FROM documents d WHERE d.idx = analyses.idx"
-                " AND d.doc_id = analyses.doc_id AND d.content_hash <> ?)",
-                [(r[0], r[1], r[4]) for r in rows])
+                " AND d.doc_id = analyses.doc_id AND d.text <> ?)",
+                [(r[0], r[1], r[3]) for r in rows])
             conn.executemany(
                 "INSERT INTO documents (idx, doc_id, title, text, content_hash, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?)"

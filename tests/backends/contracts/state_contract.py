@@ -211,11 +211,16 @@ class StateStoreContract(EntityCatalogueContract, JobStoreContract):
 
     def test_changed_document_drops_its_stale_analysis(self, store: StateStore,
                                                        index: str) -> None:
-        """A re-put with a new content hash drops the analysis; an unchanged one keeps it."""
+        """A re-put with a new text drops the analysis; the same text keeps it, whatever
+        its content hash (the pipeline marks a document done by re-putting its hash)."""
         store.put_documents([doc(index, "d1"), doc(index, "d2")])
         store.put_analyses(index, {"d1": analysis(1), "d2": analysis(2)})
         store.put_documents([doc(index, "d1", text="A new text."), doc(index, "d2")])
         assert store.get_analyses(index, ["d1", "d2"]) == {"d2": analysis(2)}
+        pending = doc(index, "d2")
+        store.put_documents([Document(doc_id="d2", index=index, title=pending.title,
+                                      text=pending.text, content_hash="")])
+        assert store.get_analyses(index, ["d2"]) == {"d2": analysis(2)}
 
     def test_unserialisable_metadata_is_invalid_input(self, store: StateStore,
                                                       index: str) -> None:
