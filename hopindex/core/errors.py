@@ -62,3 +62,15 @@ class PermanentStageError(StageError):
 
 class JobCancelledError(HopindexError):
     """The job was cancelled; remaining work is not scheduled."""
+
+
+class LlmAuthenticationError(ConfigError):
+    """The LLM provider refused the API key: retrying cannot help, fix the setting."""
+
+
+class LlmOutputError(PermanentStageError):
+    """The model's reply did not have the expected shape, even after one repair attempt."""
+
+
+class LlmUnavailableError(RetryableStageError):
+    """The LLM provider kept failing (429, 5xx, timeouts) past the retry budget."""

@@ -1,0 +1,1 @@
+"""LLM client pieces: rate limiting, shared by every process calling the same model."""

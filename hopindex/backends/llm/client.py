@@ -1,0 +1,255 @@
+"""One async client over the OpenAI protocol, used by every LLM-driven method.
+
+Around each call, in this order (DESIGN.md §8): response cache → rate limiter
+(reserve an estimate) → the call with a timeout → retries with jittered
+exponential backoff on 429/5xx/timeouts/connection errors (a 429 holds back
+every process sharing the limiter for its Retry-After) → reconcile the
+reservation with the reported usage → usage accounting. JSON replies are
+validated by the caller's parser, with one repair attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import openai
+
+from hopindex.backends.llm.cache import ResponseCache, cache_key
+from hopindex.backends.llm.ratelimit import RateLimiter
+from hopindex.backends.llm.usage import UsageMeter
+from hopindex.core.errors import (
+    ConfigError,
+    LlmAuthenticationError,
+    LlmOutputError,
+    LlmUnavailableError,
+    PermanentStageError,
+)
+from hopindex.core.logging import get_logger
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+
+# Characters per token for estimates before a call; the provider's usage corrects it.
+CHARS_PER_TOKEN = 4
+DEFAULT_COMPLETION_ESTIMATE = 256
+
+
+class ResponseFormat(enum.StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+@dataclass(frozen=True, slots=True)
+class LlmSettings:
+    base_url: str
+    model: str
+    api_key: str
+    timeout_s: float = 60.0
+    max_attempts: int = 6
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ConfigError("HOPINDEX_LLM_MODEL must name a model")
+        if self.timeout_s <= 0 or self.max_attempts < 1:
+            raise ConfigError("LLM timeout must be positive and attempts at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    stage: str
+    messages: tuple[tuple[str, str], ...]  # (role, content)
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    response_format: ResponseFormat = ResponseFormat.TEXT
+    seed: int | None = None
+
+    def as_messages(self) -> list[dict[str, str]]:
+        return [{"role": role, "content": content} for role, content in self.messages]
+
+    def estimated_tokens(self) -> int:
+        prompt = sum(len(content) for _, content in self.messages) // CHARS_PER_TOKEN + 1
+        return prompt + (self.max_tokens or DEFAULT_COMPLETION_ESTIMATE)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    waited_s: float = 0.0
+    attempts: int = 0
+
+
+class LlmClient:
+    def __init__(self, settings: LlmSettings, limiter: RateLimiter,
+                 cache: ResponseCache | None = None,
+                 client: openai.AsyncOpenAI | None = None) -> None:
+        self.settings = settings
+        self._limiter = limiter
+        self._cache = cache
+        # Our own retry loop decides, with the shared limiter; the SDK's would not.
+        self._client = client or openai.AsyncOpenAI(
+            base_url=settings.base_url, api_key=settings.api_key, max_retries=0,
+            timeout=settings.timeout_s)
+
+    async def close(self) -> None:
+        await self._client.close()
+        if self._cache is not None:
+            await self._cache.close()
+        await self._limiter.close()
+
+    async def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+        key = self._key(request)
+        if self._cache is not None:
+            cached = await self._cache.get_response(key)
+            if cached is not None:
+                usage.record_cache_hit(request.stage)
+                return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
+                                  cached=True)
+        result = await self._call(request, usage)
+        if self._cache is not None and request.response_format is ResponseFormat.TEXT:
+            await self._cache.put_response(key, result.content)
+        return result
+
+    async def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
+                            usage: UsageMeter) -> T:
+        """The parsed reply; a reply ``parse`` rejects gets one repair attempt, then
+        ``LlmOutputError`` (a permanent failure for that document or entity)."""
+        request = _as_json(request)
+        key = self._key(request)
+        if self._cache is not None:
+            cached = await self._cache.get_response(key)
+            if cached is not None:
+                try:
+                    value = parse(json.loads(cached))
+                except (ValueError, KeyError, TypeError):
+                    pass  # a cache written by older code: ask again
+                else:
+                    usage.record_cache_hit(request.stage)
+                    return value
+        result = await self._call(request, usage)
+        try:
+            value = parse(json.loads(result.content))
+            content = result.content
+        except (ValueError, KeyError, TypeError) as first_error:
+            repair = ChatRequest(
+                stage=request.stage, temperature=request.temperature,
+                max_tokens=request.max_tokens, response_format=request.response_format,
+                seed=request.seed,
+                messages=(*request.messages, ("assistant", result.content),
+                          ("user", f"That reply was not valid JSON of the requested shape "
+                                   f"({first_error}). Reply with the corrected JSON only.")))
+            repaired = await self._call(repair, usage)
+            try:
+                value = parse(json.loads(repaired.content))
+                content = repaired.content
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LlmOutputError(f"{request.stage}: model reply is not the expected "
+                                     f"JSON after one repair attempt: {exc}") from exc
+        if self._cache is not None:
+            await self._cache.put_response(key, content)
+        return value
+
+    def _key(self, request: ChatRequest) -> str:
+        return cache_key(model=self.settings.model, messages=request.as_messages(),
+                         temperature=request.temperature,
+                         response_format=request.response_format.value, seed=request.seed)
+
+    async def _call(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+        model = self.settings.model
+        estimate = request.estimated_tokens()
+        waited_s = 0.0
+        last_error = ""
+        for attempt in range(1, self.settings.max_attempts + 1):
+            reservation = await self._limiter.acquire(model, estimate)
+            waited_s += reservation.waited_s
+            started = time.perf_counter()
+            try:
+                response = await self._client.chat.completions.create(
+                    **self._arguments(request))
+            except openai.AuthenticationError as exc:
+                await self._limiter.reconcile(reservation, 0)
+                raise LlmAuthenticationError(
+                    f"the LLM provider at {self.settings.base_url} refused the API key "
+                    "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
+            except openai.RateLimitError as exc:
+                await self._limiter.reconcile(reservation, 0)
+                retry_after_s = _retry_after_s(exc)
+                await self._limiter.penalize(model, retry_after_s)
+                last_error = f"429 (retry after {retry_after_s:.1f}s)"
+                delay_s = max(retry_after_s, self._backoff_s(attempt))
+            except (openai.APITimeoutError, openai.APIConnectionError,
+                    openai.InternalServerError) as exc:
+                await self._limiter.reconcile(reservation, 0)
+                last_error = f"{type(exc).__name__}: {exc}"
+                delay_s = self._backoff_s(attempt)
+            except openai.APIStatusError as exc:
+                await self._limiter.reconcile(reservation, 0)
+                raise PermanentStageError(f"{request.stage}: the LLM provider rejected the "
+                                          f"request ({exc.status_code}): {exc}") from exc
+            else:
+                prompt_tokens = response.usage.prompt_tokens if response.usage else 0
+                completion_tokens = response.usage.completion_tokens if response.usage else 0
+                await self._limiter.reconcile(reservation, prompt_tokens + completion_tokens)
+                usage.record_call(request.stage, prompt_tokens=prompt_tokens,
+                                  completion_tokens=completion_tokens, waited_s=waited_s,
+                                  retries=attempt - 1)
+                log.debug("llm_call_finished", stage=request.stage, model=model,
+                          attempt=attempt, duration_s=round(time.perf_counter() - started, 3),
+                          prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                content = response.choices[0].message.content or ""
+                return ChatResult(content=content, prompt_tokens=prompt_tokens,
+                                  completion_tokens=completion_tokens, cached=False,
+                                  waited_s=waited_s, attempts=attempt)
+            log.warning("llm_call_retry", stage=request.stage, model=model, attempt=attempt,
+                        error=last_error, delay_s=round(delay_s, 3))
+            if attempt < self.settings.max_attempts:
+                await asyncio.sleep(delay_s)
+        raise LlmUnavailableError(f"{request.stage}: the LLM provider failed "
+                                  f"{self.settings.max_attempts} times; last: {last_error}",
+                                  retry_after_s=self.settings.backoff_max_s)
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"model": self.settings.model,
+                                     "messages": request.as_messages(),
+                                     "temperature": request.temperature}
+        if request.max_tokens is not None:
+            arguments["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            arguments["seed"] = request.seed
+        if request.response_format is ResponseFormat.JSON:
+            arguments["response_format"] = {"type": "json_object"}
+        return arguments
+
+    def _backoff_s(self, attempt: int) -> float:
+        # Full jitter: retries from many workers spread out instead of arriving together.
+        ceiling = min(self.settings.backoff_max_s,
+                      self.settings.backoff_base_s * 2 ** (attempt - 1))
+        return random.uniform(0, ceiling)  # jitter spreads retries; no secrecy needed
+
+
+def _as_json(request: ChatRequest) -> ChatRequest:
+    if request.response_format is ResponseFormat.JSON:
+        return request
+    return ChatRequest(stage=request.stage, messages=request.messages,
+                       temperature=request.temperature, max_tokens=request.max_tokens,
+                       response_format=ResponseFormat.JSON, seed=request.seed)
+
+
+def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:
+    header = exc.response.headers.get("retry-after") if exc.response is not None else None
+    try:
+        return max(0.0, float(header)) if header is not None else default_s
+    except ValueError:
+        return default_s

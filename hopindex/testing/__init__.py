@@ -1,0 +1,7 @@
+"""Test doubles shipped with the package, because tests and benchmarks both start them.
+
+``hopindex.testing.llm_server`` is a local OpenAI-compatible server (chat completions,
+embeddings) whose replies are computed deterministically from the prompt; it is the
+only stand-in for the paid LLM API. ``hopindex.testing.llm_responses`` holds the
+prompt markers it recognises, which hopindex's own prompts must contain.
+"""

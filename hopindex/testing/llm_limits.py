@@ -1,0 +1,244 @@
+"""The test LLM server's configuration, counters, rate limiter and fault draws."""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hopindex.core.errors import ConfigError
+
+RATE_WINDOW_S = 60.0  # the provider convention: limits are per minute, over a sliding window
+
+
+@dataclass(frozen=True, slots=True)
+class LlmServerConfig:
+    """Every knob of the test server; the defaults answer at once and never fail.
+
+    Fault shares are probabilities per admitted request, drawn from one
+    ``random.Random(seed)`` in arrival order, so a sequential client sees the same
+    faults on every run. Rate limits of ``None`` mean unlimited.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: the OS picks a free port
+    model: str = "hopindex-test-llm"
+    embedding_model: str = "hopindex-test-embedding"
+    api_key: str | None = None  # None: any (or no) bearer token is accepted
+    latency_s: float = 0.0
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    fail_429: float = 0.0
+    fail_500: float = 0.0
+    fail_timeout: float = 0.0
+    fail_invalid_json: float = 0.0
+    # An injected 429 asks for this pause; short, so retrying clients stay fast in tests.
+    fault_retry_after_s: float = 0.05
+    # Longer than any client timeout; cancelled when the server stops.
+    timeout_hang_s: float = 3600.0
+    seed: int = 0
+    embedding_dimension: int = 384
+
+    def __post_init__(self) -> None:
+        shares = {"fail_429": self.fail_429, "fail_500": self.fail_500,
+                  "fail_timeout": self.fail_timeout, "fail_invalid_json": self.fail_invalid_json}
+        for name, share in shares.items():
+            if not 0.0 <= share <= 1.0:
+                raise ConfigError(f"LlmServerConfig.{name} must be in [0, 1], got {share}")
+        if sum(shares.values()) > 1.0 + 1e-9:
+            raise ConfigError(f"LlmServerConfig fault shares sum to more than 1: {shares}")
+        for name, limit in (("requests_per_minute", self.requests_per_minute),
+                            ("tokens_per_minute", self.tokens_per_minute)):
+            if limit is not None and limit < 1:
+                raise ConfigError(f"LlmServerConfig.{name} must be at least 1 or None, got {limit}")
+        if self.latency_s < 0 or self.fault_retry_after_s < 0 or self.timeout_hang_s < 0:
+            raise ConfigError("LlmServerConfig delays must not be negative")
+        if self.embedding_dimension < 1:
+            raise ConfigError("LlmServerConfig.embedding_dimension must be at least 1, "
+                              f"got {self.embedding_dimension}")
+
+
+class Outcome(enum.StrEnum):
+    OK = "ok"
+    RATE_LIMITED = "429"
+    SERVER_ERROR = "500"
+    TIMEOUT = "timeout"
+    INVALID_JSON = "invalid_json"
+    UNAUTHORIZED = "401"
+    BAD_REQUEST = "400"
+
+
+class Endpoint(enum.StrEnum):
+    CHAT = "chat.completions"
+    EMBEDDINGS = "embeddings"
+    MODELS = "models"
+
+
+@dataclass(frozen=True, slots=True)
+class LlmServerStats:
+    """A snapshot of the counters; token figures sum the ``usage`` of every reply sent.
+
+    ``requests`` maps endpoint → outcome → count. ``by_kind`` counts every well-formed
+    chat request by task kind, whatever its outcome, so retries show up there.
+    """
+
+    requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+
+    def count(self, endpoint: Endpoint | str, outcome: Outcome | str | None = None) -> int:
+        """Requests to ``endpoint`` with ``outcome``, or with any outcome when it is None."""
+        outcomes = self.requests.get(str(endpoint), {})
+        return sum(outcomes.values()) if outcome is None else outcomes.get(str(outcome), 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "by_kind": self.by_kind,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+                "embedding_tokens": self.embedding_tokens}
+
+
+class ServerCounters:
+    """What the server received; a lock, because sync tests read it from another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: dict[str, dict[str, int]] = {}
+        self._by_kind: dict[str, int] = {}
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._embedding_tokens = 0
+
+    def record(self, endpoint: Endpoint, outcome: Outcome) -> None:
+        with self._lock:
+            outcomes = self._requests.setdefault(endpoint.value, {})
+            outcomes[outcome.value] = outcomes.get(outcome.value, 0) + 1
+
+    def record_kind(self, kind: str) -> None:
+        with self._lock:
+            self._by_kind[kind] = self._by_kind.get(kind, 0) + 1
+
+    def add_usage(self, *, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self._prompt_tokens += prompt_tokens
+            self._completion_tokens += completion_tokens
+
+    def add_embedding_tokens(self, tokens: int) -> None:
+        with self._lock:
+            self._embedding_tokens += tokens
+
+    def snapshot(self) -> LlmServerStats:
+        with self._lock:
+            return LlmServerStats(
+                requests={endpoint: dict(outcomes)
+                          for endpoint, outcomes in self._requests.items()},
+                by_kind=dict(self._by_kind), prompt_tokens=self._prompt_tokens,
+                completion_tokens=self._completion_tokens,
+                embedding_tokens=self._embedding_tokens)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._by_kind.clear()
+            self._prompt_tokens = self._completion_tokens = self._embedding_tokens = 0
+
+
+class SlidingWindowLimiter:
+    """Requests and tokens per minute over a sliding window, as providers enforce them.
+
+    A rejected request does not consume the window; ``admit`` returns the seconds until
+    the window would admit it, 0.0 when it was admitted.
+    """
+
+    def __init__(self, requests_per_minute: int | None, tokens_per_minute: int | None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._rpm = requests_per_minute
+        self._tpm = tokens_per_minute
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: deque[tuple[float, int]] = deque()  # (admitted at, tokens)
+
+    def admit(self, tokens: int) -> float:
+        with self._lock:
+            now = self._clock()
+            while self._entries and self._entries[0][0] <= now - RATE_WINDOW_S:
+                self._entries.popleft()
+            wait = max(self._request_wait(now), self._token_wait(now, tokens))
+            if wait > 0.0:
+                return wait
+            self._entries.append((now, tokens))
+            return 0.0
+
+    def _request_wait(self, now: float) -> float:
+        if self._rpm is None or len(self._entries) < self._rpm:
+            return 0.0
+        # The entry whose expiry leaves rpm - 1 in the window.
+        blocking = self._entries[len(self._entries) - self._rpm]
+        return max(blocking[0] + RATE_WINDOW_S - now, 1e-3)
+
+    def _token_wait(self, now: float, tokens: int) -> float:
+        if self._tpm is None:
+            return 0.0
+        if tokens > self._tpm:
+            return RATE_WINDOW_S  # never fits; the full window is the honest hint
+        used = sum(t for _, t in self._entries)
+        if used + tokens <= self._tpm:
+            return 0.0
+        # Oldest first: the wait ends when enough of the window's tokens have expired.
+        for admitted_at, entry_tokens in self._entries:
+            used -= entry_tokens
+            if used + tokens <= self._tpm:
+                return max(admitted_at + RATE_WINDOW_S - now, 1e-3)
+        return RATE_WINDOW_S
+
+    def reset(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+class Fault(enum.StrEnum):
+    NONE = "none"
+    RATE_LIMITED = "429"
+    SERVER_ERROR = "500"
+    TIMEOUT = "timeout"
+    INVALID_JSON = "invalid_json"
+
+
+class FaultPicker:
+    """One seeded draw per admitted request, split into the configured shares."""
+
+    def __init__(self, config: LlmServerConfig) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self._random = random.Random(config.seed)
+
+    def draw(self) -> Fault:
+        with self._lock:
+            point = self._random.random()
+        for fault, share in ((Fault.RATE_LIMITED, self._config.fail_429),
+                             (Fault.SERVER_ERROR, self._config.fail_500),
+                             (Fault.TIMEOUT, self._config.fail_timeout),
+                             (Fault.INVALID_JSON, self._config.fail_invalid_json)):
+            if point < share:
+                return fault
+            point -= share
+        return Fault.NONE
+
+    def reset(self) -> None:
+        with self._lock:
+            self._random = random.Random(self._config.seed)
+
+
+def retry_after_header(seconds: float) -> dict[str, str]:
+    """``Retry-After`` in whole seconds (HTTP) and the ``retry-after-ms`` OpenAI clients prefer."""
+    return {"Retry-After": str(max(1, math.ceil(seconds))),
+            "retry-after-ms": str(max(1, math.ceil(seconds * 1000)))}

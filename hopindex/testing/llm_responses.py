@@ -1,0 +1,438 @@
+"""Deterministic replies of the test LLM: the task is recognised by markers in the prompt.
+
+hopindex's prompts must contain these markers for the test server to answer them as the
+real model would be asked to (shape, not quality). Classification, first match wins:
+
+1. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
+   lines) → a JSON array of bridging facts, each joining facts of two documents.
+2. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
+   from the passage after ``DOCUMENT_LABEL``.
+3. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``.
+4. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
+   ``"entities": [e1, e2]`` when the prompt also names ``"entities"``.
+5. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
+6. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
+   one reasoning step; see :func:`_ircot_reply`.
+7. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
+8. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import hashlib
+import itertools
+import json
+import math
+import re
+import struct
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+STAGE1_MARKER = '"qa_pairs"'
+STAGE1_ENTITIES_KEY = '"entities"'
+DOCUMENT_LABEL = "Document:"
+STAGE2_SECTION_MARKER = "=== Document:"
+SCORES_MARKER = '"scores"'
+QUERIES_MARKER = '"queries"'
+ENTITY_PAIR_MARKER = "e1 | e2"
+IRCOT_ANSWER_PHRASE = "So the answer is"
+IRCOT_SEARCH_LABEL = "Search:"
+IRCOT_DONE = "DONE"
+REASONING_SO_FAR_LABEL = "Reasoning so far:"
+QUESTION_LABEL = "Question:"
+# Where the evidence of an answer or reasoning prompt starts (Fig. 7 and Fig. 8 labels).
+CONTEXT_LABELS = ("Context:", "Retrieved Information:", "Passages:", "Bridge:")
+# A line starting with one of these ends a passage or a document section: the
+# instructions that follow them are not evidence.
+SECTION_END_PREFIXES = ("Requirements:", "Return ", "Question:", "Reasoning so far:",
+                        "Answer:", "Write ONE", "Format your response")
+UNKNOWN_ANSWER = "unknown"
+
+_SECTION_HEADER = re.compile(r"^===\s*Document:\s*(.*?)\s*===\s*$", re.MULTILINE)
+_CANDIDATE_LINE = re.compile(r"^\s*\[([^\]\n]+)\]\s*(.*)$", re.MULTILINE)
+_QUOTED_ENTITY = re.compile(r"about\s+[\"“]([^\"”\n]+)[\"”]")  # Fig. 6 quotes
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
+_CAPITALISED_SPAN = re.compile(
+    r"\b[A-Z][\w'’-]*(?:[ \t]+(?:(?:of|the|de|von|van|and|du|la)[ \t]+)?[A-Z][\w'’-]*)*")  # noqa: RUF001
+_WORD = re.compile(r"\w+")
+_YES_NO_START = re.compile(
+    r"^(?:is|are|was|were|did|do|does|can|could|has|have|had|will|would)\b", re.IGNORECASE)
+# Capitalised only because they start a sentence or an instruction, not names.
+_NOT_NAME_WORDS = frozenset({
+    "a", "an", "the", "he", "she", "it", "they", "we", "you", "i", "his", "her", "its", "their",
+    "our", "your", "this", "that", "these", "those", "there", "here", "in", "on", "at", "by",
+    "for", "from", "with", "of", "to", "as", "and", "or", "but", "if", "when", "where", "who",
+    "what", "which", "why", "how", "yes", "no", "q", "answer", "question", "context",
+    "document", "title", "return", "given", "reasoning", "search", "retrieved", "information",
+    "write", "format", "extract", "each", "be", "do", "not", "only", "so", "after", "before",
+    "during",
+})
+_MIN_SENTENCE_WORDS = 3
+_MAX_SENTENCE_CHARS = 300
+_QUERY_COUNT = 3
+
+
+class TaskKind(enum.StrEnum):
+    STAGE1 = "stage1"
+    STAGE2 = "stage2"
+    ANSWER = "answer"
+    IRCOT = "ircot"
+    QUERIES = "queries"
+    ENTITY_PAIR = "entity_pair"
+    SCORES = "scores"
+    OTHER = "other"
+
+
+# Kinds whose reply is JSON whatever the request's response_format says.
+JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES})
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    kind: TaskKind
+    content: str
+    expects_json: bool
+    truncated: bool = False  # cut at max_tokens: finish_reason "length"
+
+
+def estimate_tokens(text: str) -> int:
+    """Words times 4/3, rounded up: the one token estimate behind usage and the counters."""
+    return math.ceil(len(text.split()) * 4 / 3)
+
+
+def classify(prompt: str) -> TaskKind:
+    rules = (
+        (STAGE2_SECTION_MARKER in prompt, TaskKind.STAGE2),
+        (STAGE1_MARKER in prompt, TaskKind.STAGE1),
+        (SCORES_MARKER in prompt and _CANDIDATE_LINE.search(prompt) is not None,
+         TaskKind.SCORES),
+        (QUERIES_MARKER in prompt, TaskKind.QUERIES),
+        (ENTITY_PAIR_MARKER in prompt, TaskKind.ENTITY_PAIR),
+        (IRCOT_ANSWER_PHRASE in prompt or IRCOT_SEARCH_LABEL in prompt, TaskKind.IRCOT),
+        (QUESTION_LABEL in prompt, TaskKind.ANSWER),
+    )
+    return next((kind for matched, kind in rules if matched), TaskKind.OTHER)
+
+
+def compute_reply(messages: Sequence[str], *, max_tokens: int | None = None,
+                  json_mode: bool = False) -> Reply:
+    """The reply to a chat whose message contents are ``messages``, in order.
+
+    Free text is cut to ``max_tokens``; JSON is never cut, so that only the server's
+    ``fail_invalid_json`` fault produces unparseable JSON and tests can count it.
+    """
+    prompt = "\n\n".join(messages)
+    kind = classify(prompt)
+    expects_json = json_mode or kind in JSON_KINDS
+    if kind is TaskKind.STAGE1:
+        return Reply(kind, _dumps(stage1_reply(prompt)), expects_json=True)
+    if kind is TaskKind.STAGE2:
+        return Reply(kind, _dumps(stage2_reply(prompt)), expects_json=True)
+    if kind is TaskKind.SCORES:
+        return Reply(kind, _dumps(_scores_reply(prompt)), expects_json=True)
+    if kind is TaskKind.QUERIES:
+        return Reply(kind, _dumps(_queries_reply(prompt)), expects_json=True)
+    if kind is TaskKind.ENTITY_PAIR:
+        text = " | ".join(_entity_pair(prompt))
+    elif kind is TaskKind.IRCOT:
+        text = _ircot_reply(prompt)
+    elif kind is TaskKind.ANSWER:
+        text = short_answer(prompt)
+    else:
+        text = _summary(messages[-1] if messages else "")
+    if expects_json:
+        return Reply(kind, _dumps({"result": text}), expects_json=True)
+    cut, truncated = _truncate(text, max_tokens)
+    return Reply(kind, cut, expects_json=False, truncated=truncated)
+
+
+def corrupt_json(content: str) -> str:
+    """Content that ``json.loads`` rejects: a proper prefix of a JSON container never parses."""
+    cut = content[: max(1, len(content) // 2)]
+    try:
+        json.loads(cut)
+    except ValueError:
+        return cut
+    return "{" + cut  # content that was not a container: make sure it breaks
+
+
+# --- stage 1 -----------------------------------------------------------------------
+
+
+def stage1_reply(prompt: str) -> dict[str, object]:
+    passage = _passage_after(prompt, DOCUMENT_LABEL)
+    pairs = [{"question": _question_for(sentence), "answer": sentence}
+             for sentence in split_sentences(passage)]
+    return {"qa_pairs": pairs, "entities": _unique(capitalised_spans(passage))}
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of at least three words; a title line alone is not a fact."""
+    sentences: list[str] = []
+    for line in text.splitlines():
+        for piece in _SENTENCE_END.split(line.strip()):
+            sentence = " ".join(piece.split())
+            if len(sentence.split()) >= _MIN_SENTENCE_WORDS:
+                sentences.append(sentence[:_MAX_SENTENCE_CHARS])
+    if not sentences and text.strip():
+        sentences.append(" ".join(text.split())[:_MAX_SENTENCE_CHARS])
+    return sentences
+
+
+def capitalised_spans(text: str) -> list[str]:
+    """Runs of capitalised words, in order, with sentence-initial function words dropped."""
+    spans: list[str] = []
+    for match in _CAPITALISED_SPAN.finditer(text):
+        words = match.group(0).rstrip("’'").split()  # noqa: RUF001
+        while words and words[0].lower().strip(".") in _NOT_NAME_WORDS:
+            words = words[1:]
+        while words and words[-1].lower() in _NOT_NAME_WORDS:
+            words = words[:-1]
+        span = " ".join(words)
+        if len(span) > 1:
+            spans.append(span)
+    return spans
+
+
+def _question_for(sentence: str) -> str:
+    spans = capitalised_spans(sentence)
+    subject = spans[0] if spans else " ".join(sentence.split()[:4])
+    return f"What does the text state about {subject}?"
+
+
+def _passage_after(prompt: str, label: str) -> str:
+    start = prompt.rfind(label)
+    body = prompt[start + len(label):] if start >= 0 else prompt
+    return _until_section_end(body)
+
+
+def _until_section_end(body: str) -> str:
+    kept: list[str] = []
+    for line in body.splitlines():
+        if line.lstrip().startswith(SECTION_END_PREFIXES):
+            break
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
+# --- stage 2 -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    question: str
+    answer: str
+
+
+def parse_stage2_sections(prompt: str) -> list[tuple[str, list[_Fact]]]:
+    """(title, facts) of each ``=== Document: {title} ===`` section, in prompt order."""
+    headers = list(_SECTION_HEADER.finditer(prompt))
+    sections: list[tuple[str, list[_Fact]]] = []
+    for position, header in enumerate(headers):
+        end = headers[position + 1].start() if position + 1 < len(headers) else len(prompt)
+        body = _until_section_end(prompt[header.end():end])
+        sections.append((header.group(1), _parse_facts(body)))
+    return sections
+
+
+def _parse_facts(body: str) -> list[_Fact]:
+    """``Q: … A: …`` on one line or two; a section without them holds one fact per line."""
+    pairs: list[list[str]] = []
+    loose: list[str] = []
+    for raw_line in body.splitlines():
+        line = raw_line.strip()
+        if line.startswith("Q:"):
+            question, _, answer = line[2:].partition(" A:")
+            pairs.append([question.strip(), answer.strip()])
+        elif line.startswith("A:") and pairs:
+            pairs[-1][1] = (pairs[-1][1] + " " + line[2:].strip()).strip()
+        elif line and pairs:
+            slot = 1 if pairs[-1][1] else 0
+            pairs[-1][slot] = (pairs[-1][slot] + " " + line).strip()
+        elif line:
+            loose.append(line)
+    if pairs:
+        return [_Fact(q, a or q) for q, a in pairs]
+    return [_Fact("", line) for line in loose]
+
+
+def stage2_reply(prompt: str) -> list[str]:
+    """Bridging facts joining consecutive documents; ``[]`` with fewer than two documents."""
+    entity_match = _QUOTED_ENTITY.search(prompt)
+    entity = entity_match.group(1).lower() if entity_match else ""
+    chosen: list[str] = []
+    for _title, facts in parse_stage2_sections(prompt):
+        if not facts:
+            continue
+        mentioning = [f for f in facts
+                      if entity and entity in f"{f.question} {f.answer}".lower()]
+        chosen.append((mentioning or facts)[0].answer)
+    return [f"{first.rstrip('. ')}; and {second}"
+            for first, second in itertools.pairwise(chosen)]
+
+
+# --- answers and reasoning -----------------------------------------------------------
+
+
+def short_answer(prompt: str) -> str:
+    """The context's most frequent capitalised span absent from the question, else unknown."""
+    question = _labelled_line(prompt, QUESTION_LABEL)
+    if _YES_NO_START.match(question):
+        return "yes"
+    candidates = _answer_candidates(_context(prompt), question)
+    return candidates[0] if candidates else UNKNOWN_ANSWER
+
+
+def _answer_candidates(context: str, question: str) -> list[str]:
+    """Spans by descending frequency, ties by first appearance."""
+    lowered_question = question.lower()
+    spans = [s for s in capitalised_spans(context) if s.lower() not in lowered_question]
+    counts = Counter(spans)
+    first_seen = {span: i for i, span in reversed(list(enumerate(spans)))}
+    return sorted(counts, key=lambda span: (-counts[span], first_seen[span]))
+
+
+def _ircot_reply(prompt: str) -> str:
+    """First step: the context sentence closest to the question, searching for its lead name.
+
+    Later steps (or no evidence) conclude with ``So the answer is X.`` (and ``Search: DONE``
+    in the Fig. 8 format), so a loop takes two steps deterministically.
+    """
+    question = _labelled_line(prompt, QUESTION_LABEL)
+    context = _context(prompt)
+    answer = short_answer(prompt)
+    sentences = split_sentences(context)
+    search_format = IRCOT_SEARCH_LABEL in prompt
+    if _reasoning_steps(prompt) == 0 and sentences:
+        question_words = set(_content_words(question))
+        best = max(sentences, key=lambda s: (len(question_words & set(_content_words(s))),
+                                             -sentences.index(s)))
+        if not search_format:
+            return best
+        follow_up = " ".join([*(_answer_candidates(best, question)[:1]), question]).strip()
+        return f"Reasoning: {best}\n{IRCOT_SEARCH_LABEL} {follow_up}"
+    conclusion = f"{IRCOT_ANSWER_PHRASE} {answer}."
+    if not search_format:
+        return conclusion
+    return f"Reasoning: {conclusion}\n{IRCOT_SEARCH_LABEL} {IRCOT_DONE}"
+
+
+def _reasoning_steps(prompt: str) -> int:
+    start = prompt.find(REASONING_SO_FAR_LABEL)
+    if start < 0:
+        return 0
+    body = _until_section_end(prompt[start + len(REASONING_SO_FAR_LABEL):].split("\n\n", 1)[0])
+    lines = [ln for ln in body.splitlines()
+             if ln.strip() and ln.strip().lower() not in {"none", "(none)", "-", "n/a"}]
+    return len(lines)
+
+
+# --- BridgeRAG-style calls -------------------------------------------------------------
+
+
+def _scores_reply(prompt: str) -> dict[str, object]:
+    """Score 0-10: the share of the question's content words each candidate contains."""
+    question_words = set(_content_words(_labelled_line(prompt, QUESTION_LABEL)))
+    scores: dict[str, int] = {}
+    for match in _CANDIDATE_LINE.finditer(prompt):
+        words = set(_content_words(match.group(2)))
+        share = len(words & question_words) / len(question_words) if question_words else 0.0
+        scores[match.group(1).strip()] = round(10 * share)
+    return {"scores": scores}
+
+
+def _queries_reply(prompt: str) -> dict[str, object]:
+    question = _labelled_line(prompt, QUESTION_LABEL)
+    first, second = _entity_pair(prompt)
+    queries = _unique([question, f"{first} {question}".strip(), f"{first} {second}"])
+    queries += [question] * (_QUERY_COUNT - len(queries))
+    reply: dict[str, object] = {"queries": queries[:_QUERY_COUNT]}
+    if STAGE1_ENTITIES_KEY in prompt:
+        reply["entities"] = [first, second]
+    return reply
+
+
+def _entity_pair(prompt: str) -> tuple[str, str]:
+    """A name from the question, then the context's leading name it does not mention."""
+    question = _labelled_line(prompt, QUESTION_LABEL)
+    in_question = capitalised_spans(question)
+    in_context = _answer_candidates(_context(prompt), question)
+    names = [*in_question[:1], *in_context[:1]] or [UNKNOWN_ANSWER]
+    return names[0], names[-1]
+
+
+# --- shared helpers -------------------------------------------------------------------
+
+
+def _labelled_line(prompt: str, label: str) -> str:
+    """The text after the last ``label``: the rest of its line, else the next non-empty one."""
+    start = prompt.rfind(label)
+    if start < 0:
+        return ""
+    for line in prompt[start + len(label):].splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _context(prompt: str) -> str:
+    """Evidence after the first context label, up to the next instruction line."""
+    starts = [(prompt.find(label), label) for label in CONTEXT_LABELS if label in prompt]
+    if not starts:
+        return ""
+    start, label = min(starts)
+    return _until_section_end(prompt[start + len(label):])
+
+
+def _summary(text: str) -> str:
+    """The first two sentences of the longest paragraph: the evidence, not the instructions."""
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()] or [""]
+    longest = max(paragraphs, key=len)
+    return " ".join(split_sentences(longest)[:2])
+
+
+def _truncate(text: str, max_tokens: int | None) -> tuple[str, bool]:
+    if max_tokens is None or estimate_tokens(text) <= max_tokens:
+        return text, False
+    keep = max(1, math.floor(max_tokens * 3 / 4))
+    return " ".join(text.split()[:keep]), True
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _NOT_NAME_WORDS]
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(item for item in items if item))
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- embeddings ------------------------------------------------------------------------
+
+
+def embed_text(text: str, dimension: int) -> list[float]:
+    """Hashed bag of words, unit norm: equal texts give equal vectors, shared words raise cosine."""
+    vector = [0.0] * dimension
+    words = _WORD.findall(text.lower()) or [""]
+    for word in words:
+        digest = hashlib.sha256(word.encode("utf-8")).digest()
+        slot = int.from_bytes(digest[:8], "big") % dimension
+        vector[slot] += 1.0 if digest[8] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0.0:
+        # Signs cancelled out; fall back to the first word's slot so the vector stays unit norm.
+        digest = hashlib.sha256(words[0].encode("utf-8")).digest()
+        vector[int.from_bytes(digest[:8], "big") % dimension] = 1.0
+        return vector
+    return [v / norm for v in vector]
+
+
+def encode_base64(vector: Sequence[float]) -> str:
+    """OpenAI's ``encoding_format="base64"``: little-endian float32, what the client decodes."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")

@@ -1,0 +1,1 @@
+"""Tests of the test doubles shipped in ``hopindex.testing``, driven by the real clients."""
