@@ -51,14 +51,14 @@ def main() -> None:
                 t0 = time.perf_counter()
                 if which == 0:
                     vector = b.embedder.embed_query(q)
-                    b.vectors.search_vectors(INDEX, vector, options.candidates)
-                    b.keywords.search_text(INDEX, q, options.candidates)
+                    b.vectors.search_vectors(INDEX, vector, options.candidate_count)
+                    b.keywords.search_text(INDEX, q, options.candidate_count)
                     parts_ms.append((time.perf_counter() - t0) * 1000)
                 else:
                     service.query(INDEX, q, "extractive", options)
                     full_ms.append((time.perf_counter() - t0) * 1000)
     figures = {
-        "queries": len(questions), "k": options.k, "candidates": options.candidates,
+        "queries": len(questions), "k": options.k, "candidates": options.candidate_count,
         "extractive_p50_ms": percentile(full_ms, 50), "extractive_p95_ms": percentile(full_ms, 95),
         "parts_p50_ms": percentile(parts_ms, 50), "parts_p95_ms": percentile(parts_ms, 95),
     }

@@ -12,6 +12,8 @@ from hopindex.core.errors import InvalidInputError
 from hopindex.methods.retrieval.fusion import FusionMode
 
 MAX_K = 100
+DEFAULT_CANDIDATES = 50
+MAX_CANDIDATES = 1000
 
 
 class Retrieval(enum.StrEnum):
@@ -25,14 +27,21 @@ class QueryOptions:
     k: int = 5
     retrieval: Retrieval | None = None  # None: the method's own default
     fusion: FusionMode = FusionMode.RRF
-    candidates: int = 50  # hits fetched from each engine before fusion
+    # Hits fetched from each engine before fusion; None: 50, or k when k is larger.
+    candidates: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, got {self.k}", where="k")
-        if not self.k <= self.candidates <= 1000:
-            raise InvalidInputError(f"candidates must be between k ({self.k}) and 1000, "
-                                    f"got {self.candidates}", where="candidates")
+        if self.candidates is not None and not self.k <= self.candidates <= MAX_CANDIDATES:
+            raise InvalidInputError(f"candidates must be between k ({self.k}) and "
+                                    f"{MAX_CANDIDATES}, got {self.candidates}",
+                                    where="candidates")
+
+    @property
+    def candidate_count(self) -> int:
+        return self.candidates if self.candidates is not None else max(DEFAULT_CANDIDATES,
+                                                                       self.k)
 
 
 @dataclass(frozen=True, slots=True)

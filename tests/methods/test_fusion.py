@@ -47,3 +47,16 @@ def test_weights_scale_each_list() -> None:
     """A weight of zero removes a list's influence."""
     fused = reciprocal_rank_fusion([hits("a"), hits("b")], weights=[0.0, 1.0])
     assert fused[0].unit_id == "b"
+
+
+def test_query_options_fetch_at_least_k_candidates() -> None:
+    """k above the default candidate count raises the count instead of failing."""
+    from hopindex.core.errors import InvalidInputError
+    from hopindex.methods.base import QueryOptions
+
+    assert QueryOptions(k=5).candidate_count == 50
+    assert QueryOptions(k=100).candidate_count == 100
+    with pytest.raises(InvalidInputError, match="candidates"):
+        QueryOptions(k=10, candidates=5)
+    with pytest.raises(InvalidInputError, match="k must be"):
+        QueryOptions(k=0)

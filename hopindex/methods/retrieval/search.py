@@ -32,7 +32,7 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
         t0 = time.perf_counter()
         vector = context.embedder.embed_query(question)
         t1 = time.perf_counter()
-        dense = context.vectors.search_vectors(index, vector, options.candidates, unit_filter)
+        dense = context.vectors.search_vectors(index, vector, options.candidate_count, unit_filter)
         t2 = time.perf_counter()
         phases["embed"] = t1 - t0
         phases["dense_search"] = t2 - t1
@@ -40,7 +40,8 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
         engines["dense"] = len(dense)
     if retrieval in (Retrieval.KEYWORD, Retrieval.HYBRID):
         t0 = time.perf_counter()
-        keyword = context.keywords.search_text(index, question, options.candidates, unit_filter)
+        keyword = context.keywords.search_text(index, question, options.candidate_count,
+                                               unit_filter)
         phases["keyword_search"] = time.perf_counter() - t0
         lists.append(keyword)
         engines["keyword"] = len(keyword)
