@@ -1,0 +1,120 @@
+"""IndexRAG's units: chunking, AKU units, the entity filter, fact selection, bridges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from hopindex.core.ids import unit_id
+from hopindex.core.models import Document, Sentence, Unit, UnitKind
+from hopindex.core.text import keep_entity, normalize_entity
+from hopindex.methods.extractive.stage1 import ChunkPolicy, chunk_text
+from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, QaPair
+
+METHOD = "indexrag"
+MAX_DOCS_PER_ENTITY = 5
+MAX_FACTS_PER_DOC = 8
+DEFAULT_POLICY = ChunkPolicy()  # 2,000 characters, 200 overlap
+
+
+def chunk_document(document: Document, sentences: tuple[Sentence, ...] = (),
+                   policy: ChunkPolicy = DEFAULT_POLICY) -> list[str]:
+    """Stage-1 inputs of a document: whole up to ``max_chars``, else overlapping chunks.
+
+    With sentence bounds the chunks end at sentences (the extractive method's
+    chunker); without, a plain character window keeps the 200-character overlap,
+    which ``chunk_text`` would lose when it has no sentence bounds to work with.
+    """
+    text = document.text
+    if len(text) <= policy.max_chars:
+        return [text] if text.strip() else []
+    if sentences:
+        return chunk_text(text, sentences, policy)
+    step = max(policy.max_chars - policy.overlap_chars, 1)
+    chunks: list[str] = []
+    for start in range(0, len(text), step):
+        chunk = text[start:start + policy.max_chars].strip()
+        if chunk:
+            chunks.append(chunk)
+        if start + policy.max_chars >= len(text):
+            break
+    return chunks
+
+
+def filtered_entities(surfaces: Iterable[str]) -> list[str]:
+    """IndexRAG's filter: normalised, at least 4 characters, no numbers or amounts."""
+    keys = (normalize_entity(surface) for surface in surfaces)
+    return sorted({key for key in keys if keep_entity(key)})
+
+
+def aku_unit(document: Document, chunk_number: int, facts: ExtractedFacts) -> Unit:
+    """One chunk's AKU: its answers joined by blank lines.
+
+    The questions go to metadata, not the text: the paper indexes answers only, and
+    questions would pull every query sharing their wording toward this unit. Callers
+    skip chunks whose facts are empty (an empty text is not worth embedding).
+    """
+    text = "\n\n".join(pair.answer for pair in facts.qa_pairs)
+    source_key = f"{document.doc_id}#{chunk_number}"
+    return Unit(
+        unit_id=unit_id(document.index, UnitKind.AKU, source_key, text),
+        index=document.index, kind=UnitKind.AKU, text=text,
+        source_doc_ids=(document.doc_id,), method=METHOD, source_key=source_key,
+        entities=tuple(filtered_entities(_surfaces(facts))),
+        metadata={"title": document.title, "chunk": chunk_number,
+                  "questions": [pair.question for pair in facts.qa_pairs]},
+    )
+
+
+def document_entities(facts_per_chunk: Iterable[ExtractedFacts]) -> set[str]:
+    """The filtered entity keys a document mentions: the basis of df(e)."""
+    surfaces: list[str] = []
+    for facts in facts_per_chunk:
+        surfaces.extend(_surfaces(facts))
+    return set(filtered_entities(surfaces))
+
+
+def mentions(entity: str, pair: QaPair) -> bool:
+    """A fact mentions ``entity`` (a normalised key) by substring or by its own entity list."""
+    if entity in pair.question.lower() or entity in pair.answer.lower():
+        return True
+    return any(normalize_entity(surface) == entity for surface in pair.entities)
+
+
+def select_facts(entity: str, docs_facts: Sequence[DocFacts],
+                 max_docs: int = MAX_DOCS_PER_ENTITY,
+                 max_facts_per_doc: int = MAX_FACTS_PER_DOC) -> list[DocFacts]:
+    """The stage-2 evidence of ``entity``: at most ``max_docs`` documents, those with the
+    most mentioning facts (ties by doc id, so reruns send the same prompt), each cut to
+    its first ``max_facts_per_doc`` mentioning facts. Documents without one are dropped."""
+    candidates: list[tuple[int, str, DocFacts]] = []
+    for doc in docs_facts:
+        mentioning = tuple(pair for pair in doc.qa_pairs if mentions(entity, pair))
+        if mentioning:
+            candidates.append((len(mentioning), doc.doc_id,
+                               DocFacts(doc.doc_id, doc.title, mentioning[:max_facts_per_doc])))
+    candidates.sort(key=lambda item: (-item[0], item[1]))
+    return [doc for _, _, doc in candidates[:max_docs]]
+
+
+def bridge_units(index: str, entity: str, facts: Sequence[str],
+                 source_doc_ids: Sequence[str]) -> list[Unit]:
+    """One unit per bridging fact, ids fixed by entity, position and text (upserts)."""
+    unique = list(dict.fromkeys(fact.strip() for fact in facts if fact.strip()))
+    sources = tuple(sorted(set(source_doc_ids)))
+    units: list[Unit] = []
+    for number, text in enumerate(unique):
+        source_key = f"{entity}#{number}"
+        units.append(Unit(
+            unit_id=unit_id(index, UnitKind.BRIDGE, source_key, text),
+            index=index, kind=UnitKind.BRIDGE, text=text, source_doc_ids=sources,
+            method=METHOD, source_key=source_key, entities=(entity,),
+            metadata={"entity": entity},
+        ))
+    return units
+
+
+def _surfaces(facts: ExtractedFacts) -> list[str]:
+    surfaces = list(facts.entities)
+    for pair in facts.qa_pairs:
+        surfaces.extend(pair.entities)
+    return surfaces
