@@ -6,9 +6,11 @@ validate → stage1 → embed passages → link → plan stage 2 → stage2 → 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
+from hopindex.core.ids import content_hash
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.scheduler.canvas import fan_out
@@ -62,12 +64,13 @@ def start_linking(job_id: str, index: str, touched: list[str], job_doc_ids: list
     record_progress(state, job_id, Stage.LINK, total=len(rescan))
     batches = batched(rescan, runtime.settings.stage1_batch_docs * 4)
     fan_out([link.s(job_id, index, b) for b in batches],
-            plan_stage2.s(job_id, index, sorted(set(touched) | set(dropped_titles))))
+            plan_stage2.s(job_id, index, sorted(set(touched) | set(dropped_titles)),
+                          job_doc_ids))
 
 
 @app.task(name="hopindex.control.plan_stage2")  # type: ignore[untyped-decorator]  # untyped
 def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
-                touched: list[str]) -> None:
+                touched: list[str], job_doc_ids: list[str]) -> None:
     runtime = current_runtime()
     state = runtime.backends.state
     if is_cancelled(state, job_id):
@@ -76,19 +79,22 @@ def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
     record_progress(state, job_id, Stage.STAGE2, total=len(entities))
     log.info("stage2_planned", job_id=job_id, index=index, entities=len(entities))
     batches = batched(entities, runtime.settings.stage2_batch_entities)
-    fan_out([stage2.s(job_id, index, b) for b in batches], after_stage2.s(job_id, index))
+    fan_out([stage2.s(job_id, index, b) for b in batches],
+            after_stage2.s(job_id, index, job_doc_ids))
 
 
 @app.task(name="hopindex.control.after_stage2")  # type: ignore[untyped-decorator]  # untyped
-def after_stage2(results: list[dict[str, Any]], job_id: str, index: str) -> None:
+def after_stage2(results: list[dict[str, Any]], job_id: str, index: str,
+                 job_doc_ids: list[str]) -> None:
     if is_cancelled(current_runtime().backends.state, job_id):
         return
-    _embed_then(job_id, index, results, finalize.si(job_id, index))
+    _embed_then(job_id, index, results, finalize.si(job_id, index, job_doc_ids))
 
 
 @app.task(name="hopindex.control.finalize")  # type: ignore[untyped-decorator]  # untyped
-def finalize(job_id: str, index: str) -> None:
+def finalize(job_id: str, index: str, job_doc_ids: list[str]) -> None:
     state = current_runtime().backends.state
+    _mark_indexed(job_id, index, job_doc_ids)
 
     def change(job: Job) -> None:
         if job.state is JobState.CANCELLED:
@@ -103,3 +109,20 @@ def finalize(job_id: str, index: str) -> None:
     log.info("index_ready", job_id=job_id, index=index, state=job.state.value,
              units={k.value: v for k, v in units.items()},
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
+
+
+def _mark_indexed(job_id: str, index: str, doc_ids: list[str]) -> None:
+    """Give the job's documents their content hash, the mark of a finished document.
+
+    Until now they carried an empty one (see ``submit_ingest``): a job that dies
+    at any stage before this leaves them to be redone by the next ingest, where
+    unchanged units are found by id and not embedded twice. Documents whose
+    stage 1 failed keep the empty hash so the next ingest tries them again.
+    """
+    state = current_runtime().backends.state
+    job = state.get_job(job_id)
+    failed = ({e.item for e in job.errors if e.stage is Stage.STAGE1}
+              if job is not None else set())
+    documents = [d for d in state.get_documents(index, doc_ids) if d.doc_id not in failed]
+    state.put_documents([replace(d, content_hash=content_hash(d.title, d.text))
+                         for d in documents])

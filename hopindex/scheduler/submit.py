@@ -90,9 +90,9 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
     job.errors.extend(errors)
     state.create_job(job)
-    # Stored with an empty hash until stage 1 has written their units: a job that
-    # dies midway leaves them "changed", so the next ingest redoes them instead of
-    # skipping documents that were never indexed.
+    # Stored with an empty hash until the job's finalize step: a job that dies at
+    # any stage leaves them "changed", so the next ingest redoes them instead of
+    # skipping documents that were never fully indexed.
     state.put_documents([replace(d, content_hash="") for d in todo])
     log.info("job_submitted", job_id=job.job_id, index=index, documents=len(documents),
              to_process=len(todo), unchanged=len(documents) - len(todo), invalid=len(errors))

@@ -76,8 +76,8 @@ def test_index_name_with_path_characters_is_refused(make_service: ServiceFactory
 
 
 def test_document_left_pending_is_redone_by_the_next_ingest(make_service: ServiceFactory) -> None:
-    """A document whose job died before its stage 1 finished keeps an empty hash, so the
-    next ingest indexes it instead of skipping it as unchanged."""
+    """A document whose job died before finalizing keeps an empty hash, so the next
+    ingest indexes it instead of skipping it as unchanged."""
     from dataclasses import replace
 
     from tests.conftest import raw

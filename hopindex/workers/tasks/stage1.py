@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.ids import content_hash
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
     Document,
@@ -56,10 +54,6 @@ def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
         touched |= touched_of_doc
     state.put_units(units)
     failed_ids = {e.item for e in errors}
-    # Last write: the content hash marks a document as indexed (see submit_ingest); a
-    # failed one keeps its empty hash, so the next ingest tries it again.
-    state.put_documents([replace(d, content_hash=content_hash(d.title, d.text))
-                         for d in documents if d.doc_id not in failed_ids])
     record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
                     failed=len(failed_ids), errors=errors)
     log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
