@@ -24,21 +24,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import multiprocessing as mp
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -52,9 +45,9 @@ from hopindex.core.logging import configure_logging
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_limits import Endpoint, LlmServerStats, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.redis_server import running_redis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
-REDIS_START_TIMEOUT_S = 10.0
 # Workers keep calling this long past the measured window, then cancel what is left
 # (callers queued in the limiter would otherwise trickle in for many seconds).
 GRACE_S = 1.0
@@ -74,54 +67,6 @@ QUESTIONS = ("Who designed the Analytical Engine?", "Who was the father of the w
 
 
 # --- Redis: the one running, or a private redis-server (as tests/redis_server.py) ----
-
-
-def _answers(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
-    try:
-        return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        return False
-    finally:
-        client.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def redis_for_benchmark(url: str) -> Iterator[tuple[str, bool]]:
-    """``(url, started_here)``: ``url`` when it answers, else a private redis-server."""
-    if _answers(url):
-        yield url, False
-        return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit(f"no Redis at {url} and no redis-server to start")
-    port = _free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--daemonize", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/15"
-    try:
-        deadline = time.monotonic() + REDIS_START_TIMEOUT_S
-        while not _answers(url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"redis-server on port {port} did not start")
-            time.sleep(0.05)
-        yield url, True
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # --- workers ------------------------------------------------------------------------
@@ -300,7 +245,7 @@ def main() -> None:
     if not 0 <= args.warmup_s < args.duration_s:
         parser.error("--warmup-s must be non-negative and below --duration-s")
 
-    with redis_for_benchmark(args.redis_url) as (redis_url, started_here):
+    with running_redis(args.redis_url) as (redis_url, started_here):
         server = LlmTestServer(LlmServerConfig(latency_s=LATENCY_S,
                                                requests_per_minute=RPM_LIMIT))
         server.start_in_thread()

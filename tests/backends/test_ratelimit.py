@@ -458,9 +458,9 @@ def test_redis_reconcile_and_no_leak_between_budgets(redis_url: str, key: str) -
 
 def test_unreachable_redis_is_retryable_and_hides_credentials() -> None:
     """A Redis that does not answer gives BackendUnavailableError naming the URL sans password."""
-    from tests.redis_server import _free_port
+    from hopindex.testing.redis_server import free_port
 
-    url = f"redis://user:s3cret@127.0.0.1:{_free_port()}/0"
+    url = f"redis://user:s3cret@127.0.0.1:{free_port()}/0"
     assert public_url(url) == f"redis://127.0.0.1:{url.rsplit(':', 1)[1]}"
 
     async def drive() -> None:
