@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -18,6 +18,9 @@ from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
 from hopindex.methods.retrieval.fusion import FusionMode
 
+if TYPE_CHECKING:
+    from hopindex.api.service import Hopindex
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
@@ -27,7 +30,7 @@ EXIT_INPUT = 2
 EXIT_PARTIAL = 3
 
 
-def _service() -> Any:
+def _service() -> Hopindex:
     # Imported late so `hopindex --help` starts fast without loading torch.
     from hopindex.api.service import Hopindex
 
