@@ -16,7 +16,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import openai
@@ -126,7 +126,7 @@ class LlmClient:
                             usage: UsageMeter) -> T:
         """The parsed reply; a reply ``parse`` rejects gets one repair attempt, then
         ``LlmOutputError`` (a permanent failure for that document or entity)."""
-        request = _as_json(request)
+        request = replace(request, response_format=ResponseFormat.JSON)
         key = self._key(request)
         if self._cache is not None:
             cached = await self._cache.get_response(key)
@@ -143,13 +143,10 @@ class LlmClient:
             value = parse(json.loads(result.content))
             content = result.content
         except (ValueError, KeyError, TypeError) as first_error:
-            repair = ChatRequest(
-                stage=request.stage, temperature=request.temperature,
-                max_tokens=request.max_tokens, response_format=request.response_format,
-                seed=request.seed,
-                messages=(*request.messages, ("assistant", result.content),
-                          ("user", f"That reply was not valid JSON of the requested shape "
-                                   f"({first_error}). Reply with the corrected JSON only.")))
+            repair = replace(request, messages=(
+                *request.messages, ("assistant", result.content),
+                ("user", f"That reply was not valid JSON of the requested shape "
+                         f"({first_error}). Reply with the corrected JSON only.")))
             repaired = await self._call(repair, usage)
             try:
                 value = parse(json.loads(repaired.content))
@@ -237,14 +234,6 @@ class LlmClient:
         ceiling = min(self.settings.backoff_max_s,
                       self.settings.backoff_base_s * 2 ** (attempt - 1))
         return random.uniform(0, ceiling)  # jitter spreads retries; no secrecy needed
-
-
-def _as_json(request: ChatRequest) -> ChatRequest:
-    if request.response_format is ResponseFormat.JSON:
-        return request
-    return ChatRequest(stage=request.stage, messages=request.messages,
-                       temperature=request.temperature, max_tokens=request.max_tokens,
-                       response_format=ResponseFormat.JSON, seed=request.seed)
 
 
 def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:
