@@ -22,11 +22,10 @@ def engine_errors(engine: str, index: str, action: str) -> Iterator[None]:
         yield
     except HopindexError:
         raise
-    except Exception as exc:
-        raise BackendError(f"{engine} index {index!r}: {action} failed: {exc}") from exc
     except BaseException as exc:
         # pyo3 turns a Rust panic into PanicException, a BaseException subclass; it is an
-        # engine failure like any other and must not take the process down.
-        if type(exc).__name__ != "PanicException":
+        # engine failure like any other and must not take the process down. Other
+        # BaseExceptions (KeyboardInterrupt, SystemExit, cancellation) pass through.
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
             raise
         raise BackendError(f"{engine} index {index!r}: {action} failed: {exc}") from exc
