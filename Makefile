@@ -41,6 +41,7 @@ bench: setup
 	$(PY) benchmarks/ingest_2wiki.py
 	$(PY) benchmarks/query_latency.py
 	$(PY) benchmarks/llm_limiter.py
+	$(PY) benchmarks/indexrag_pipeline.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, Stage
+from hopindex.core.models import IndexMethod, Job, Stage
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
 from hopindex.methods.retrieval.fusion import FusionMode
@@ -88,9 +88,14 @@ def quickstart(index: str, n_questions: int) -> None:
 @click.option("--index", required=True, help="Index name (created when new).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
+@click.option("--method", type=click.Choice([m.value for m in IndexMethod]), default=None,
+              help="How a new index is built: indexrag (LLM; the default when "
+                   "HOPINDEX_LLM_MODEL is set) or extractive (no LLM). An existing index "
+                   "keeps its method.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
-def ingest(index: str, quiet: bool, as_json: bool, paths: tuple[Path, ...]) -> None:
+def ingest(index: str, quiet: bool, as_json: bool, method: str | None,
+           paths: tuple[Path, ...]) -> None:
     """Ingest JSONL/JSON files or folders of .txt/.md files into INDEX.
 
     Unchanged documents are skipped; changed ones recompute only what they touch.
@@ -101,13 +106,14 @@ def ingest(index: str, quiet: bool, as_json: bool, paths: tuple[Path, ...]) -> N
     with _service() as service:
         with follow_newest_job(service.backends.state, index, err_console,
                                enabled=not (quiet or as_json)):
-            job = service.ingest_paths(index, list(paths))
+            job = service.ingest_paths(index, list(paths), method=method)
         _report_job(job, as_json=as_json)
 
 
 @main.command()
 @click.option("--index", required=True)
-@click.option("--method", default="extractive", show_default=True)
+@click.option("--method", default=None,
+              help="naive, extractive, indexrag or ircot (default: the index's own method).")
 @click.option("--k", default=5, show_default=True, type=click.IntRange(1, MAX_K))
 @click.option("--retrieval", type=click.Choice([r.value for r in Retrieval]), default=None,
               help="Override the method's retrieval (dense, keyword, hybrid).")
@@ -116,7 +122,7 @@ def ingest(index: str, quiet: bool, as_json: bool, paths: tuple[Path, ...]) -> N
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.argument("question")
 @handle_errors
-def query(index: str, method: str, k: int, retrieval: str | None, fusion: str, as_json: bool,
+def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str, as_json: bool,
           question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
     from hopindex.api.render import render_result
@@ -180,18 +186,20 @@ def jobs(index: str | None, limit: int, as_json: bool, job_id: str | None) -> No
                    "own contexts).")
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "hotpotqa", "musique", "2wiki"]))
-@click.option("--method", "methods", multiple=True, help="Repeat to compare methods.")
+@click.option("--method", "methods", multiple=True,
+              help="Repeat to compare methods (default: naive and extractive on an extractive "
+                   "index, indexrag and ircot on an IndexRAG one).")
 @click.option("--limit", default=0, help="Only the first N questions (0: all).")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), default=None,
               help="Write the report here (.json; .md and .png beside it).")
 @handle_errors
 def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...], fmt: str,
                  methods: tuple[str, ...], limit: int, json_out: Path | None) -> None:
-    """Recall@{1,2,5,10,20} and latency of methods on a multi-hop dataset."""
+    """Recall@{1,2,5,10,20}, latency, and for LLM methods EM/F1/Acc and LLM cost per query."""
     from hopindex.api.evaluate import run_eval_command
 
     with _service() as service:
         run_eval_command(service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
-                         methods=list(methods) or ["naive", "extractive"], limit=limit,
+                         methods=list(methods), limit=limit,
                          json_out=json_out)

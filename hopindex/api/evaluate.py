@@ -7,13 +7,24 @@ from pathlib import Path
 from rich.console import Console
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Stage
+from hopindex.core.models import IndexMethod, Stage
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
 from hopindex.evaluation.report import EvalReport, render_table, write_all
 from hopindex.evaluation.runner import evaluate
 
 _FORMATS = {"auto": DatasetFormat.AUTO, "hotpotqa": DatasetFormat.HOTPOTQA,
             "musique": DatasetFormat.MUSIQUE, "2wiki": DatasetFormat.TWOWIKI}
+
+
+# What each kind of index is compared with by default: its own method and a baseline.
+_DEFAULT_METHODS = {IndexMethod.EXTRACTIVE: ["naive", "extractive"],
+                    IndexMethod.INDEXRAG: ["indexrag", "ircot"]}
+
+
+def default_eval_methods(service: Hopindex, index: str) -> list[str]:
+    info = service.backends.state.get_index(index)
+    method = IndexMethod(info.method) if info is not None else IndexMethod.EXTRACTIVE
+    return _DEFAULT_METHODS[method]
 
 
 def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset_path: Path,
@@ -33,7 +44,8 @@ def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset
         console.print(f"ingest job {job.job_id}: {job.state.value}, "
                       f"{job.counts[Stage.VALIDATE].done} documents valid, "
                       f"{len(job.errors)} errors")
-    report = evaluate(service, index, dataset_path.name, questions, methods)
+    report = evaluate(service, index, dataset_path.name, questions,
+                      methods or default_eval_methods(service, index))
     console.print(render_table(report), markup=False)
     if json_out is not None:
         base = json_out.with_suffix("") if json_out.suffix == ".json" else json_out

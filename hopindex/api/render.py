@@ -23,8 +23,12 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         table.add_row(stage.value, str(c.total), str(c.done), str(c.failed), str(c.skipped))
     console.print(table)
     console.print(f"units embedded: {job.units_embedded}; bridge entities recomputed: "
-                  f"{job.bridge_entities_recomputed}, removed: {job.bridge_entities_removed}; "
-                  f"LLM calls: {job.llm_calls}")
+                  f"{job.bridge_entities_recomputed}, removed: {job.bridge_entities_removed}")
+    for stage_name, usage in sorted(job.llm.items()):
+        console.print(f"LLM {stage_name}: {usage.calls} calls, {usage.cache_hits} cached, "
+                      f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+                      f"tokens, {usage.retries} retries, {usage.limiter_wait_s:.1f}s waiting "
+                      "on the rate limiter")
     if job.reason:
         console.print(f"reason: {job.reason}")
     for error in job.errors[:max_errors]:
@@ -39,6 +43,11 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
 def render_result(console: Console, result: QueryResult, *, width: int = 100) -> None:
     console.print(f"[bold]{result.question}[/bold]  "
                   f"(method={result.method}, {result.latency_s * 1000:.1f} ms)")
+    if result.answer is not None:
+        usage = result.usage
+        console.print(f"  answer: {result.answer}", markup=False)
+        console.print(f"  LLM: {usage.llm_calls} calls, {usage.cache_hits} cached, "
+                      f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens")
     for passage in result.passages:
         body = passage.text.split("\n", 1)[-1]
         console.print(f"  {passage.rank:>2}. [bold]{passage.title}[/bold] "

@@ -36,7 +36,10 @@ class Hopindex:
         self._search = SearchContext(vectors=self.backends.vectors,
                                      keywords=self.backends.keywords,
                                      units=self.backends.state,
-                                     embedder=self.backends.embedder)
+                                     documents=self.backends.state,
+                                     indexes=self.backends.state,
+                                     embedder=self.backends.embedder,
+                                     llm=self.backends.llm)
 
     def __enter__(self) -> Hopindex:
         return self
@@ -50,23 +53,28 @@ class Hopindex:
         self.backends.close()
 
     # -- ingest and delete ------------------------------------------------------------
-    def ingest_paths(self, index: str, paths: Sequence[Path]) -> Job:
+    def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None) -> Job:
         validate_index_name(index)
         read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
-        return self.ingest_documents(index, read.documents, read.errors)
+        return self.ingest_documents(index, read.documents, read.errors, method=method)
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
-                         read_errors: Sequence[ReadError] = ()) -> Job:
-        return submit_ingest(self.runtime, index, documents, read_errors)
+                         read_errors: Sequence[ReadError] = (), method: str | None = None
+                         ) -> Job:
+        """Ingest into ``index``; a new index is built with ``method`` (default: indexrag
+        when an LLM is configured, else extractive)."""
+        return submit_ingest(self.runtime, index, documents, read_errors, method=method)
 
     def delete_documents(self, index: str, doc_ids: Sequence[str]) -> Job:
         self._require_index(index)
         return submit_delete(self.runtime, index, doc_ids)
 
     # -- queries ----------------------------------------------------------------------
-    def query(self, index: str, question: str, method: str = "extractive",
+    def query(self, index: str, question: str, method: str | None = None,
               options: QueryOptions | None = None) -> QueryResult:
-        self._require_index(index)
+        """``method`` defaults to the one the index was built with."""
+        info = self._require_index(index)
+        method = method or info.method
         started = time.perf_counter()
         result = create_method(method, self._search).run_query(index, question,
                                                                options or QueryOptions())

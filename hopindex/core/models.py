@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,13 @@ class UnitKind(enum.StrEnum):
     ENTITY_SUMMARY = "entity_summary"
     DOC_SUMMARY = "doc_summary"
     QA_PAIR = "qa_pair"
+
+
+class IndexMethod(enum.StrEnum):
+    """How an index is built; its query methods follow from it."""
+
+    EXTRACTIVE = "extractive"  # no LLM: passages and extractive bridges
+    INDEXRAG = "indexrag"  # LLM: AKUs and bridging facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,47 @@ class ItemError:
 
 
 @dataclass(slots=True)
+class LlmUsage:
+    """What LLM calls cost: one stage of a job, one query, or a total of several."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    limiter_wait_s: float = 0.0
+
+    def add(self, other: LlmUsage) -> None:
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.retries += other.retries
+        self.limiter_wait_s += other.limiter_wait_s
+
+    def as_dict(self) -> dict[str, float]:
+        return {"calls": self.calls, "cache_hits": self.cache_hits,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "retries": self.retries,
+                "limiter_wait_s": round(self.limiter_wait_s, 6)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LlmUsage:
+        return cls(calls=int(data.get("calls", 0)), cache_hits=int(data.get("cache_hits", 0)),
+                   prompt_tokens=int(data.get("prompt_tokens", 0)),
+                   completion_tokens=int(data.get("completion_tokens", 0)),
+                   retries=int(data.get("retries", 0)),
+                   limiter_wait_s=float(data.get("limiter_wait_s", 0.0)))
+
+
+def total_usage(usages: Iterable[LlmUsage]) -> LlmUsage:
+    total = LlmUsage()
+    for usage in usages:
+        total.add(usage)
+    return total
+
+
+@dataclass(slots=True)
 class Job:
     job_id: str
     index: str
@@ -127,9 +176,8 @@ class Job:
     counts: dict[Stage, StageCounts] = field(
         default_factory=lambda: {stage: StageCounts() for stage in Stage})
     errors: list[ItemError] = field(default_factory=list)
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    # LLM usage per stage name ("stage1", "stage2", ...), as the workers reported it.
+    llm: dict[str, LlmUsage] = field(default_factory=dict)
     bridge_entities_recomputed: int = 0
     bridge_entities_removed: int = 0
     units_embedded: int = 0
@@ -146,8 +194,8 @@ class Job:
             "state": self.state.value,
             "counts": {stage.value: c.as_dict() for stage, c in self.counts.items()},
             "errors": [e.as_dict() for e in self.errors],
-            "llm": {"calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
-                    "completion_tokens": self.completion_tokens},
+            "llm": {**self.llm_total.as_dict(),
+                    "stages": {stage: u.as_dict() for stage, u in sorted(self.llm.items())}},
             "bridge_entities_recomputed": self.bridge_entities_recomputed,
             "bridge_entities_removed": self.bridge_entities_removed,
             "units_embedded": self.units_embedded,
@@ -156,6 +204,14 @@ class Job:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
+
+    @property
+    def llm_total(self) -> LlmUsage:
+        return total_usage(self.llm.values())
+
+    def add_llm_usage(self, stages: dict[str, LlmUsage]) -> None:
+        for stage, usage in stages.items():
+            self.llm.setdefault(stage, LlmUsage()).add(usage)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
@@ -167,8 +223,8 @@ class Job:
             state=JobState(data["state"]), counts=counts,
             errors=[ItemError(item=e["item"], stage=Stage(e["stage"]), reason=e["reason"],
                               where=e.get("where", "")) for e in data["errors"]],
-            llm_calls=data["llm"]["calls"], prompt_tokens=data["llm"]["prompt_tokens"],
-            completion_tokens=data["llm"]["completion_tokens"],
+            llm={stage: LlmUsage.from_dict(u)
+                 for stage, u in data["llm"].get("stages", {}).items()},
             bridge_entities_recomputed=data["bridge_entities_recomputed"],
             bridge_entities_removed=data["bridge_entities_removed"],
             units_embedded=data["units_embedded"], reason=data["reason"],

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from hopindex.core.errors import ConfigError
 
 _PREFIX = "HOPINDEX_"
+# The provider's own variable name, read when HOPINDEX_LLM_API_KEY is not set, so a
+# shell already configured for the OpenAI SDK needs nothing more.
+OPENAI_API_KEY = "OPENAI_API_KEY"
+
+
+class CacheMode(enum.StrEnum):
+    ON = "on"
+    OFF = "off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,28 @@ class Settings:
     max_document_bytes: int = 2_000_000
     log_level: str = "WARNING"
     log_format: str = "console"
+    # The LLM (DESIGN.md §8). No model means no LLM: the extractive pipeline runs.
+    llm_model: str = ""
+    llm_base_url: str = "https://api.openai.com/v1"
+    llm_api_key: str = field(default="", repr=False)
+    llm_timeout_s: float = 60.0
+    llm_max_attempts: int = 8
+    llm_backoff_base_s: float = 0.5
+    llm_backoff_max_s: float = 30.0
+    # What the provider allows this model; 0 leaves that budget unlimited.
+    llm_requests_per_minute: int = 0
+    llm_tokens_per_minute: int = 0
+    # Calls one process keeps in flight; the rate limiter paces them.
+    llm_concurrency: int = 16
+    llm_cache: CacheMode = CacheMode.ON
+    # Empty: the broker's Redis when the broker is Redis (shared by every worker),
+    # else in-process (limiter) and SQLite under data_dir (cache).
+    llm_cache_url: str = ""
+    llm_limiter_url: str = ""
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_model)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -51,15 +82,27 @@ class Settings:
             default = f.default
             if isinstance(default, bool):
                 values[f.name] = raw.lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, enum.Enum):
+                choices = [m.value for m in type(default)]
+                if raw.strip().lower() not in choices:
+                    raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
+                values[f.name] = type(default)(raw.strip().lower())
             elif isinstance(default, int):
                 try:
                     values[f.name] = int(raw)
                 except ValueError:
                     raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+            elif isinstance(default, float):
+                try:
+                    values[f.name] = float(raw)
+                except ValueError:
+                    raise ConfigError(f"{key} must be a number, got {raw!r}") from None
             elif isinstance(default, Path):
                 values[f.name] = Path(raw)
             else:
                 values[f.name] = raw
+        if "llm_api_key" not in values and env.get(OPENAI_API_KEY):
+            values["llm_api_key"] = env[OPENAI_API_KEY]
         settings = cls(**values)  # type: ignore[arg-type]  # values are typed per field above
         return settings.resolved()
 
@@ -87,6 +130,34 @@ class Settings:
                      "bridge_max_docs", "bridge_max_sentences", "max_document_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        self._validate_llm()
+
+    def _validate_llm(self) -> None:
+        for name in ("llm_max_attempts", "llm_concurrency"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        for name in ("llm_requests_per_minute", "llm_tokens_per_minute"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 (unlimited) or positive")
+        for name in ("llm_timeout_s", "llm_backoff_base_s", "llm_backoff_max_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds")
+        if self.llm_enabled and urlsplit(self.llm_base_url).scheme not in ("http", "https"):
+            raise ConfigError(f"{_PREFIX}LLM_BASE_URL must be a URL such as "
+                              f"http://host:8000/v1, got {self.llm_base_url!r}")
+        for name in ("llm_cache_url", "llm_limiter_url"):
+            url = getattr(self, name)
+            if url and urlsplit(url).scheme not in REDIS_SCHEMES:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a redis:// URL, got {url!r}")
+
+    def shared_redis_url(self, explicit: str) -> str:
+        """``explicit`` if set, else the broker URL when the broker is Redis, else ''."""
+        if explicit:
+            return explicit
+        return self.broker_url if urlsplit(self.broker_url).scheme in REDIS_SCHEMES else ""
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 def url_path(url: str) -> Path:

@@ -1,5 +1,8 @@
 """Evaluation reports: one run's figures as a terminal table, JSON, Markdown and a bar chart.
 
+Recall and latency are always shown; answer scores and LLM cost only when some
+method in the run has them, so a retrieval-only run reads as it always did.
+
 matplotlib is imported only inside ``write_bar_chart``: the CLI imports this
 module on every start, and matplotlib costs a noticeable fraction of a second.
 """
@@ -7,11 +10,58 @@ module on every start, and matplotlib costs a noticeable fraction of a second.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 _MISSING = "-"
+_T = TypeVar("_T")
+
+
+@dataclass
+class AnswerScores:
+    """Mean EM, token F1 and accuracy over all of a method's questions, an unanswered
+    question scoring 0, and how many questions it answered."""
+
+    answered: int
+    exact_match: float
+    f1: float
+    accuracy: float
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerScores:
+        return cls(answered=data["answered"], exact_match=data["exact_match"], f1=data["f1"],
+                   accuracy=data["accuracy"])
+
+
+@dataclass
+class LlmCostPerQuery:
+    """LLM use per question (mean and 95th percentile) and cache hits over the whole run."""
+
+    calls_mean: float
+    calls_p95: float
+    prompt_tokens_mean: float
+    prompt_tokens_p95: float
+    completion_tokens_mean: float
+    completion_tokens_p95: float
+    cache_hits: int
+
+    @property
+    def used(self) -> bool:
+        # Counts are never negative, so a zero mean means no question used the LLM;
+        # a run served wholly from the cache has no calls but does have hits.
+        return bool(self.calls_mean or self.prompt_tokens_mean
+                    or self.completion_tokens_mean or self.cache_hits)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LlmCostPerQuery:
+        return cls(calls_mean=data["calls_mean"], calls_p95=data["calls_p95"],
+                   prompt_tokens_mean=data["prompt_tokens_mean"],
+                   prompt_tokens_p95=data["prompt_tokens_p95"],
+                   completion_tokens_mean=data["completion_tokens_mean"],
+                   completion_tokens_p95=data["completion_tokens_p95"],
+                   cache_hits=data["cache_hits"])
 
 
 @dataclass
@@ -22,6 +72,10 @@ class MethodReport:
     latency_p50_ms: float
     latency_p95_ms: float
     extra: dict[str, float] = field(default_factory=dict)
+    # None when the method gave no answer at all (retrieval only): shown as "-", not 0.
+    answers: AnswerScores | None = None
+    # None only in reports written before LLM cost was recorded.
+    llm: LlmCostPerQuery | None = None
 
 
 @dataclass
@@ -46,10 +100,17 @@ class EvalReport:
                                 recall={int(k): v for k, v in m["recall"].items()},
                                 latency_p50_ms=m["latency_p50_ms"],
                                 latency_p95_ms=m["latency_p95_ms"],
-                                extra=dict(m.get("extra", {})))
+                                extra=dict(m.get("extra", {})),
+                                # .get: reports from before these figures lack the keys.
+                                answers=_optional(AnswerScores.from_dict, m.get("answers")),
+                                llm=_optional(LlmCostPerQuery.from_dict, m.get("llm")))
                    for m in data["methods"]]
         return cls(dataset=data["dataset"], index=data["index"], created_at=data["created_at"],
                    methods=methods, ks=tuple(data["ks"]))
+
+
+def _optional(parse: Callable[[dict[str, Any]], _T], data: dict[str, Any] | None) -> _T | None:
+    return None if data is None else parse(data)
 
 
 def _extra_keys(report: EvalReport) -> list[str]:
@@ -59,21 +120,57 @@ def _extra_keys(report: EvalReport) -> list[str]:
     return list(keys)
 
 
+_ANSWER_HEADER = ("EM", "F1", "Acc", "answered")
+_LLM_HEADER = ("LLM calls", "calls p95", "prompt tok", "prompt p95", "compl tok",
+               "compl p95", "cache hits")
+
+
+def _has_answers(report: EvalReport) -> bool:
+    return any(method.answers is not None for method in report.methods)
+
+
+def _has_llm(report: EvalReport) -> bool:
+    # Retrieval-only runs keep the table they always had: no columns of zeros.
+    return any(method.llm is not None and method.llm.used for method in report.methods)
+
+
 def _header(report: EvalReport) -> list[str]:
     return ["method", "n", *(f"R@{k}" for k in report.ks), "p50 ms", "p95 ms",
+            *(_ANSWER_HEADER if _has_answers(report) else ()),
+            *(_LLM_HEADER if _has_llm(report) else ()),
             *_extra_keys(report)]
+
+
+def _answer_cells(answers: AnswerScores | None) -> list[str]:
+    if answers is None:
+        return [_MISSING] * len(_ANSWER_HEADER)
+    return [f"{answers.exact_match:.3f}", f"{answers.f1:.3f}", f"{answers.accuracy:.3f}",
+            str(answers.answered)]
+
+
+def _llm_cells(llm: LlmCostPerQuery | None) -> list[str]:
+    if llm is None:
+        return [_MISSING] * len(_LLM_HEADER)
+    return [f"{llm.calls_mean:.1f}", f"{llm.calls_p95:.1f}", f"{llm.prompt_tokens_mean:.0f}",
+            f"{llm.prompt_tokens_p95:.0f}", f"{llm.completion_tokens_mean:.0f}",
+            f"{llm.completion_tokens_p95:.0f}", str(llm.cache_hits)]
 
 
 def _rows(report: EvalReport) -> list[list[str]]:
     extras = _extra_keys(report)
+    show_answers = _has_answers(report)
+    show_llm = _has_llm(report)
     rows = []
     for method in report.methods:
         recalls = [f"{method.recall[k]:.3f}" if k in method.recall else _MISSING
                    for k in report.ks]
+        answers = _answer_cells(method.answers) if show_answers else []
+        llm = _llm_cells(method.llm) if show_llm else []
         extra = [f"{method.extra[key]:.3f}" if key in method.extra else _MISSING
                  for key in extras]
         rows.append([method.method, str(method.n_questions), *recalls,
-                     f"{method.latency_p50_ms:.1f}", f"{method.latency_p95_ms:.1f}", *extra])
+                     f"{method.latency_p50_ms:.1f}", f"{method.latency_p95_ms:.1f}",
+                     *answers, *llm, *extra])
     return rows
 
 

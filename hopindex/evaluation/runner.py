@@ -1,28 +1,25 @@
-"""Run questions through one or more methods and measure Recall@k and latency."""
+"""Run questions through one or more methods and measure Recall@k, latency, answer scores
+and LLM cost."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hopindex.api.service import Hopindex
 from hopindex.evaluation.datasets import Question
-from hopindex.evaluation.metrics import percentile, recall_at_k
 from hopindex.evaluation.report import EvalReport, MethodReport
+from hopindex.evaluation.scoring import QuestionOutcome, score_question, summarize
 from hopindex.methods.base import QueryOptions, QueryResult
 
+# QuestionOutcome lives in scoring (pure, testable without a service) but stays importable
+# from here, where evaluate_method's callers have always found it.
+__all__ = ["DEFAULT_KS", "QuestionOutcome", "default_report_base", "evaluate",
+           "evaluate_method", "passage_texts"]
+
 DEFAULT_KS = (1, 2, 5, 10, 20)
-
-
-@dataclass(slots=True)
-class QuestionOutcome:
-    qid: str
-    recall: dict[int, float]
-    latency_s: float
-    retrieved: list[str] = field(default_factory=list)
 
 
 def passage_texts(service: Hopindex, result: QueryResult) -> list[str]:
@@ -44,23 +41,12 @@ def evaluate_method(service: Hopindex, index: str, questions: Sequence[Question]
         started = time.perf_counter()
         result = service.query(index, question.question, method=method, options=options)
         latency = time.perf_counter() - started
-        retrieved = passage_texts(service, result)
-        outcome = QuestionOutcome(
-            qid=question.qid, latency_s=latency, retrieved=retrieved,
-            recall={k: recall_at_k(retrieved, question.gold_passages, k) for k in ks})
+        outcome = score_question(question, result, passage_texts(service, result), ks=ks,
+                                 latency_s=latency)
         outcomes.append(outcome)
         if on_question is not None:
             on_question(outcome)
-    n = len(outcomes)
-    latencies_ms = [o.latency_s * 1000 for o in outcomes]
-    report = MethodReport(
-        method=method, n_questions=n,
-        recall={k: (sum(o.recall[k] for o in outcomes) / n if n else 0.0) for k in ks},
-        latency_p50_ms=percentile(latencies_ms, 50) if n else 0.0,
-        latency_p95_ms=percentile(latencies_ms, 95) if n else 0.0,
-        extra={},
-    )
-    return report, outcomes
+    return summarize(method, outcomes, ks), outcomes
 
 
 def evaluate(service: Hopindex, index: str, dataset: str, questions: Sequence[Question],

@@ -5,11 +5,23 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from hopindex.backends.protocols import Embedder, KeywordIndex, UnitStore, VectorStore
-from hopindex.core.errors import InvalidInputError
+from hopindex.backends.protocols import (
+    DocumentStore,
+    Embedder,
+    IndexCatalog,
+    KeywordIndex,
+    UnitStore,
+    VectorStore,
+)
+from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
+from hopindex.core.models import LlmUsage
 from hopindex.methods.retrieval.fusion import FusionMode
+
+if TYPE_CHECKING:
+    # The CLI imports this module to start; the client pulls in the openai SDK.
+    from hopindex.backends.llm.runner import LlmRunner
 
 MAX_K = 100
 DEFAULT_CANDIDATES = 50
@@ -64,11 +76,23 @@ class QueryUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    llm_retries: int = 0
+    limiter_wait_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)
+
+    def add_llm(self, usage: LlmUsage) -> None:
+        self.llm_calls += usage.calls
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cache_hits += usage.cache_hits
+        self.llm_retries += usage.retries
+        self.limiter_wait_s += usage.limiter_wait_s
 
     def as_dict(self) -> dict[str, Any]:
         return {"llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits,
+                "llm_retries": self.llm_retries,
+                "limiter_wait_s": round(self.limiter_wait_s, 6),
                 "phases_s": {k: round(v, 6) for k, v in self.phases_s.items()}}
 
 
@@ -105,7 +129,23 @@ class SearchContext:
     vectors: VectorStore
     keywords: KeywordIndex
     units: UnitStore
+    documents: DocumentStore
+    indexes: IndexCatalog
     embedder: Embedder
+    llm: LlmRunner | None = None
+
+    def require_llm(self, method: str) -> LlmRunner:
+        if self.llm is None:
+            raise ConfigError(f"method {method!r} answers with an LLM and none is configured: "
+                              "set HOPINDEX_LLM_MODEL (and HOPINDEX_LLM_BASE_URL, "
+                              "OPENAI_API_KEY)")
+        return self.llm
+
+    def index_method(self, index: str) -> str:
+        info = self.indexes.get_index(index)
+        if info is None:
+            raise NotFoundError(f"no index {index!r}")
+        return info.method
 
 
 class QueryMethod(Protocol):
@@ -140,4 +180,9 @@ def create_method(name: str, context: SearchContext) -> QueryMethod:
 
 def _load_builtin_methods() -> None:
     # Imported here so each method module registers itself without import cycles.
-    from hopindex.methods import extractive, naive  # noqa: F401  # registration side effect
+    from hopindex.methods import (  # noqa: F401  # registration side effect
+        extractive,
+        indexrag,
+        ircot,
+        naive,
+    )

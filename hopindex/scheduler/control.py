@@ -13,6 +13,7 @@ from typing import Any
 from hopindex.core.ids import content_hash
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
+from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.linking import documents_to_relink
 from hopindex.workers.app import app
@@ -59,8 +60,10 @@ def start_linking(job_id: str, index: str, touched: list[str], job_doc_ids: list
     state = runtime.backends.state
     if is_cancelled(state, job_id):
         return
-    rescan = documents_to_relink(runtime.backends, index, job_doc_ids, dropped_titles,
-                                 runtime.settings.tau)
+    # IndexRAG's entities come from the model, not from titles: nothing to link.
+    rescan = ([] if runtime.index_method(index) == INDEXRAG else
+              documents_to_relink(runtime.backends, index, job_doc_ids, dropped_titles,
+                                  runtime.settings.tau))
     record_progress(state, job_id, Stage.LINK, total=len(rescan))
     batches = batched(rescan, runtime.settings.stage1_batch_docs * 4)
     fan_out([link.s(job_id, index, b) for b in batches],

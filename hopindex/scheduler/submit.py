@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from hopindex.backends.protocols import IndexInfo
-from hopindex.core.errors import HopindexError
+from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.ids import content_hash, doc_id_from_title, job_id, validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
     Document,
+    IndexMethod,
     ItemError,
     Job,
     JobKind,
@@ -30,13 +31,38 @@ from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
-DEFAULT_METHOD = "extractive"
+def default_method(runtime: Runtime) -> IndexMethod:
+    """LLM mode when an LLM is configured; the extractive pipeline otherwise."""
+    return IndexMethod.INDEXRAG if runtime.settings.llm_enabled else IndexMethod.EXTRACTIVE
 
 
-def ensure_index(runtime: Runtime, index: str, method: str = DEFAULT_METHOD) -> IndexInfo:
+def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> IndexInfo:
+    """The index, created for ``method`` (default: :func:`default_method`) when new.
+
+    An existing index keeps its method: mixing units of two methods in one index
+    would make its queries mean nothing.
+    """
     validate_index_name(index)
-    return runtime.backends.state.create_index(
-        IndexInfo(name=index, method=method, created_at=time.time()))
+    state = runtime.backends.state
+    existing = state.get_index(index)
+    if existing is not None:
+        if method is not None and method != existing.method:
+            raise InvalidInputError(f"index {index!r} is built with {existing.method!r}, not "
+                                    f"{method!r}: ingest without --method or into a new index",
+                                    where="method")
+        chosen = existing.method
+    else:
+        try:
+            chosen = IndexMethod(method) if method is not None else default_method(runtime)
+        except ValueError:
+            raise InvalidInputError(f"unknown index method {method!r}; known: "
+                                    f"{', '.join(m.value for m in IndexMethod)}",
+                                    where="method") from None
+    if chosen == IndexMethod.INDEXRAG:
+        runtime.require_llm(index)
+    if existing is not None:
+        return existing
+    return state.create_index(IndexInfo(name=index, method=str(chosen), created_at=time.time()))
 
 
 def validate_documents(index: str, raw: Sequence[RawDocument], max_document_bytes: int
@@ -72,8 +98,8 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
 
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
-                  read_errors: Sequence[ReadError] = ()) -> Job:
-    ensure_index(runtime, index)
+                  read_errors: Sequence[ReadError] = (), method: str | None = None) -> Job:
+    ensure_index(runtime, index, method)
     state = runtime.backends.state
     documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
     errors = [ItemError(item=e.origin, stage=Stage.VALIDATE, reason=e.reason, where=e.origin)

@@ -210,7 +210,9 @@ class OpenAiTestApi:
             return rejected
 
         content, outcome = reply.content, Outcome.OK
-        if fault is Fault.INVALID_JSON and reply.expects_json:
+        poisoned = bool(self.config.invalid_json_marker) and any(
+            self.config.invalid_json_marker in c for c in contents)
+        if (fault is Fault.INVALID_JSON or poisoned) and reply.expects_json:
             content, outcome = corrupt_json(content), Outcome.INVALID_JSON
             log.debug("llm_fault_injected", endpoint=endpoint.value, fault=fault.value)
         completion_tokens = estimate_tokens(content)

@@ -38,6 +38,9 @@ class LlmServerConfig:
     fail_500: float = 0.0
     fail_timeout: float = 0.0
     fail_invalid_json: float = 0.0
+    # Every JSON reply to a prompt containing this text is corrupted, repairs included:
+    # a document that fails for good while the rest of its job succeeds.
+    invalid_json_marker: str = ""
     # An injected 429 asks for this pause; short, so retrying clients stay fast in tests.
     fault_retry_after_s: float = 0.05
     # Longer than any client timeout; cancelled when the server stops.

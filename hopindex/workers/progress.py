@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hopindex.backends.protocols import JobStore
-from hopindex.core.models import ItemError, Job, JobState, Stage
+from hopindex.core.models import ItemError, Job, JobState, LlmUsage, Stage
 
 
 def record_progress(jobs: JobStore, job_id: str, stage: Stage, *, total: int = 0, done: int = 0,
                     failed: int = 0, skipped: int = 0,
-                    errors: Sequence[ItemError] = ()) -> Job:
+                    errors: Sequence[ItemError] = (),
+                    llm_usage: Mapping[str, LlmUsage] | None = None) -> Job:
     def change(job: Job) -> None:
         counts = job.counts[stage]
         counts.total += total
@@ -18,6 +19,8 @@ def record_progress(jobs: JobStore, job_id: str, stage: Stage, *, total: int = 0
         counts.failed += failed
         counts.skipped += skipped
         job.errors.extend(errors)
+        if llm_usage:
+            job.add_llm_usage(dict(llm_usage))
 
     return jobs.update_job(job_id, change)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.registry import Backends, open_backends
+from hopindex.core.errors import ConfigError, NotFoundError
 from hopindex.core.settings import Settings
 from hopindex.methods.extractive.stage1 import ChunkPolicy
 from hopindex.methods.extractive.stage2 import BridgePolicy
@@ -24,6 +26,20 @@ class Runtime:
     @property
     def chunk_policy(self) -> ChunkPolicy:
         return ChunkPolicy()
+
+    def index_method(self, index: str) -> str:
+        """The method the index was created for: it decides what each stage does."""
+        info = self.backends.state.get_index(index)
+        if info is None:
+            raise NotFoundError(f"no index {index!r}")
+        return info.method
+
+    def require_llm(self, index: str) -> LlmRunner:
+        if self.backends.llm is None:
+            raise ConfigError(f"index {index!r} is built with an LLM, but none is configured "
+                              "in this process: set HOPINDEX_LLM_MODEL (and "
+                              "HOPINDEX_LLM_BASE_URL, OPENAI_API_KEY)")
+        return self.backends.llm
 
 
 _current: Runtime | None = None

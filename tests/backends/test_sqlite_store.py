@@ -41,7 +41,7 @@ class TestSqliteStateStore(StateStoreContract):
 
 
 def _bump(job: Job) -> None:
-    job.llm_calls += 1
+    job.units_embedded += 1
 
 
 def _bump_in_own_store(path: Path, job_id: str) -> None:
@@ -142,7 +142,7 @@ def test_processes_sharing_one_file_lose_no_update(tmp_path: Path) -> None:
     final = store.get_job(job.job_id)
     store.close()
     assert final is not None
-    assert final.llm_calls == 4 * ROUNDS
+    assert final.units_embedded == 4 * ROUNDS
 
 
 def test_forked_child_reopens_its_connection(store: SqliteStateStore) -> None:
@@ -159,4 +159,4 @@ def test_forked_child_reopens_its_connection(store: SqliteStateStore) -> None:
         assert p.exitcode == 0
     final = store.get_job(job.job_id)
     assert final is not None
-    assert final.llm_calls == 2 * ROUNDS
+    assert final.units_embedded == 2 * ROUNDS

@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 from hopindex.evaluation.report import (
+    AnswerScores,
     EvalReport,
+    LlmCostPerQuery,
     MethodReport,
     read_json,
+    render_markdown,
     render_table,
     write_all,
     write_bar_chart,
@@ -107,6 +110,114 @@ def test_write_all_writes_three_files_keeping_dots_in_the_base(tmp_path: Path) -
     json_path, md_path, png_path = paths
     assert "0.874" in md_path.read_text(encoding="utf-8")
     assert json.loads(json_path.read_text(encoding="utf-8"))["index"] == "hp100"
+    assert png_path.read_bytes().startswith(PNG_MAGIC)
+
+
+NO_LLM = LlmCostPerQuery(calls_mean=0.0, calls_p95=0.0, prompt_tokens_mean=0.0,
+                         prompt_tokens_p95=0.0, completion_tokens_mean=0.0,
+                         completion_tokens_p95=0.0, cache_hits=0)
+
+
+def llm_report() -> EvalReport:
+    """A retrieval-only method beside an answering LLM method, as the new runner writes."""
+    return EvalReport(
+        dataset="hotpotqa-100", index="hp100", created_at="2026-11-21T10:00:00+00:00",
+        ks=(5,),
+        methods=[
+            MethodReport(method="naive", n_questions=100, recall={5: 0.785},
+                         latency_p50_ms=12.0, latency_p95_ms=30.0, llm=NO_LLM),
+            MethodReport(method="ircot", n_questions=100, recall={5: 0.9},
+                         latency_p50_ms=2500.0, latency_p95_ms=6100.0,
+                         answers=AnswerScores(answered=98, exact_match=0.4512, f1=0.5834,
+                                              accuracy=0.5),
+                         llm=LlmCostPerQuery(calls_mean=3.42, calls_p95=6.0,
+                                             prompt_tokens_mean=2310.4,
+                                             prompt_tokens_p95=4102.0,
+                                             completion_tokens_mean=61.6,
+                                             completion_tokens_p95=120.0, cache_hits=17)),
+        ],
+    )
+
+
+def test_table_shows_answer_and_llm_columns_when_a_method_has_them() -> None:
+    """With an answering method in the run, the table gains EM/F1/Acc/answered and the LLM
+    cost columns; the retrieval-only row shows '-' for answers and zero LLM use."""
+    _, header, _, naive, ircot = render_table(llm_report()).splitlines()
+    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms",
+                              "EM", "F1", "Acc", "answered",
+                              "LLM", "calls", "calls", "p95", "prompt", "tok", "prompt", "p95",
+                              "compl", "tok", "compl", "p95", "cache", "hits"]
+    assert naive.split() == ["naive", "100", "0.785", "12.0", "30.0", "-", "-", "-", "-",
+                             "0.0", "0.0", "0", "0", "0", "0", "0"]
+    assert ircot.split() == ["ircot", "100", "0.900", "2500.0", "6100.0",
+                             "0.451", "0.583", "0.500", "98",
+                             "3.4", "6.0", "2310", "4102", "62", "120", "17"]
+
+
+def test_retrieval_only_run_keeps_the_old_columns() -> None:
+    """When no method answered or used the LLM, neither the answer nor the LLM columns
+    appear, in the table or in the Markdown."""
+    report = llm_report()
+    del report.methods[1]
+    header = render_table(report).splitlines()[1]
+    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms"]
+    assert render_markdown(report).splitlines()[2] == "| method | n | R@5 | p50 ms | p95 ms |"
+
+
+def test_markdown_shows_answer_and_llm_columns() -> None:
+    """The Markdown table carries the same answer and LLM columns as the terminal table, a
+    report from older code (no LLM figures) showing '-' in them."""
+    report = llm_report()
+    report.methods[0].llm = None
+    lines = render_markdown(report).splitlines()
+    assert lines[2] == ("| method | n | R@5 | p50 ms | p95 ms | EM | F1 | Acc | answered | "
+                        "LLM calls | calls p95 | prompt tok | prompt p95 | compl tok | "
+                        "compl p95 | cache hits |")
+    assert lines[3] == "|:---|" + "---:|" * 15
+    assert lines[4] == "| naive | 100 | 0.785 | 12.0 | 30.0 |" + " - |" * 11
+    assert lines[5] == ("| ircot | 100 | 0.900 | 2500.0 | 6100.0 | 0.451 | 0.583 | 0.500 | "
+                        "98 | 3.4 | 6.0 | 2310 | 4102 | 62 | 120 | 17 |")
+
+
+def test_answer_and_llm_figures_round_trip_through_json(tmp_path: Path) -> None:
+    """The JSON holds answers (null for a retrieval-only method) and LLM cost per method,
+    and reads back equal, also through to_dict/from_dict alone."""
+    report = llm_report()
+    assert EvalReport.from_dict(report.to_dict()) == report
+    path = tmp_path / "report.json"
+    write_json(report, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["methods"][0]["answers"] is None
+    assert data["methods"][1]["answers"] == {"answered": 98, "exact_match": 0.4512,
+                                             "f1": 0.5834, "accuracy": 0.5}
+    assert data["methods"][1]["llm"]["calls_p95"] == 6.0
+    assert data["methods"][1]["llm"]["cache_hits"] == 17
+    assert read_json(path) == report
+
+
+def test_report_written_before_answer_and_llm_figures_still_loads() -> None:
+    """A method entry without the answers and llm keys (older code) loads with both None
+    and renders as before."""
+    old = {"dataset": "hotpotqa-100", "index": "hp100",
+           "created_at": "2026-11-21T10:00:00+00:00", "ks": [5],
+           "methods": [{"method": "naive", "n_questions": 100, "recall": {"5": 0.785},
+                        "latency_p50_ms": 12.0, "latency_p95_ms": 30.0, "extra": {}}]}
+    report = EvalReport.from_dict(old)
+    assert report.methods[0].answers is None
+    assert report.methods[0].llm is None
+    assert report.methods[0].recall == {5: 0.785}
+    assert render_table(report).splitlines()[1].split() == ["method", "n", "R@5", "p50", "ms",
+                                                            "p95", "ms"]
+
+
+def test_write_all_carries_answer_and_llm_figures(tmp_path: Path) -> None:
+    """The files write_all produces hold the answer and LLM figures: JSON and Markdown."""
+    json_path, md_path, png_path = write_all(llm_report(), tmp_path / "run")
+    assert json.loads(json_path.read_text(encoding="utf-8"))["methods"][1]["answers"][
+        "answered"] == 98
+    markdown = md_path.read_text(encoding="utf-8")
+    assert "| EM | F1 | Acc | answered |" in markdown
+    assert "| 3.4 | 6.0 | 2310 |" in markdown
     assert png_path.read_bytes().startswith(PNG_MAGIC)
 
 

@@ -1,5 +1,6 @@
 """Embedder adapters: texts to unit-length float32 vectors."""
 
+from hopindex.backends.embedder.openai_embedder import OpenAiEmbedder
 from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
 
-__all__ = ["SentenceTransformerEmbedder"]
+__all__ = ["OpenAiEmbedder", "SentenceTransformerEmbedder"]

@@ -237,8 +237,15 @@ class LlmClient:
 
 
 def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:
-    header = exc.response.headers.get("retry-after") if exc.response is not None else None
-    try:
-        return max(0.0, float(header)) if header is not None else default_s
-    except ValueError:
-        return default_s
+    """The provider's pause: OpenAI's ``retry-after-ms`` when sent (HTTP's ``Retry-After``
+    has whole seconds only, and rounding 50 ms up to 1 s would stall every worker)."""
+    headers = exc.response.headers if exc.response is not None else {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            continue  # an HTTP date or garbage: try the next header, then the default
+    return default_s

@@ -67,13 +67,13 @@ from urllib.parse import urlsplit
 
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
+from hopindex.core.settings import REDIS_SCHEMES
 
 log = get_logger(__name__)
 
 WINDOW_S = 60.0
 # The shortest sleep between attempts: a wake-up a hair early must not spin.
 MIN_SLEEP_S = 0.001
-REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 @dataclass(frozen=True, slots=True)

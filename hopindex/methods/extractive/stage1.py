@@ -9,6 +9,7 @@ from hopindex.core.ids import unit_id
 from hopindex.core.models import (
     Document,
     EntityMention,
+    IndexMethod,
     MentionSource,
     Sentence,
     TextAnalysis,
@@ -21,7 +22,7 @@ from hopindex.core.text import keep_entity, normalize_entity, title_entity
 # as a bridge (METHODS.md, "Extractive bridges").
 DROPPED_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT",
                             "MONEY"})
-METHOD = "extractive"
+METHOD = IndexMethod.EXTRACTIVE.value
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,11 @@ list; the chunk's answers form one AKU unit. Stage 2 asks, per bridge entity, fo
 facts that combine two or more documents; each becomes a bridge unit. A query
 keeps every AKU but at most ``k_b`` bridging facts (balanced selection).
 
-This package holds the prompts, reply validators, unit builders and selection;
-orchestration (tasks, storage) lives elsewhere so these stay testable offline.
+The prompts, reply validators, unit builders and selection are pure and testable
+offline; ``indexing`` makes a batch's calls for the stage tasks, and ``query``
+registers the query method.
 """
+
+from hopindex.methods.indexrag.query import IndexRagMethod
+
+__all__ = ["IndexRagMethod"]

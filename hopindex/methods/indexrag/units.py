@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from hopindex.core.ids import unit_id
-from hopindex.core.models import Document, Sentence, Unit, UnitKind
+from hopindex.core.models import Document, IndexMethod, Sentence, Unit, UnitKind
 from hopindex.core.text import keep_entity, normalize_entity
 from hopindex.methods.extractive.stage1 import ChunkPolicy, chunk_text
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, QaPair
 
-METHOD = "indexrag"
+METHOD = IndexMethod.INDEXRAG.value
 MAX_DOCS_PER_ENTITY = 5
 MAX_FACTS_PER_DOC = 8
 DEFAULT_POLICY = ChunkPolicy()  # 2,000 characters, 200 overlap
@@ -50,7 +50,9 @@ def aku_unit(document: Document, chunk_number: int, facts: ExtractedFacts) -> Un
     """One chunk's AKU: its answers joined by blank lines.
 
     The questions go to metadata, not the text: the paper indexes answers only, and
-    questions would pull every query sharing their wording toward this unit. Callers
+    questions would pull every query sharing their wording toward this unit. The
+    metadata keeps the whole extraction (pairs with their entities), which is what
+    stage 2 reads back, so no second store of facts can drift from the units. Callers
     skip chunks whose facts are empty (an empty text is not worth embedding).
     """
     text = "\n\n".join(pair.answer for pair in facts.qa_pairs)
@@ -61,8 +63,26 @@ def aku_unit(document: Document, chunk_number: int, facts: ExtractedFacts) -> Un
         source_doc_ids=(document.doc_id,), method=METHOD, source_key=source_key,
         entities=tuple(filtered_entities(_surfaces(facts))),
         metadata={"title": document.title, "chunk": chunk_number,
-                  "questions": [pair.question for pair in facts.qa_pairs]},
+                  "questions": [pair.question for pair in facts.qa_pairs],
+                  "qa_pairs": [[p.question, p.answer, list(p.entities)] for p in facts.qa_pairs],
+                  "entities": list(facts.entities)},
     )
+
+
+def doc_facts_from_units(units: Iterable[Unit]) -> dict[str, DocFacts]:
+    """Each document's stage-1 facts, in chunk order, read back from its AKU units."""
+    by_doc: dict[str, list[Unit]] = {}
+    for unit in units:
+        if unit.kind == UnitKind.AKU and unit.source_doc_ids:
+            by_doc.setdefault(unit.source_doc_ids[0], []).append(unit)
+    facts: dict[str, DocFacts] = {}
+    for doc_id, doc_units in by_doc.items():
+        doc_units.sort(key=lambda u: int(u.metadata.get("chunk", 0)))
+        pairs = tuple(QaPair(question=str(q), answer=str(a), entities=tuple(map(str, e)))
+                      for u in doc_units for q, a, e in u.metadata.get("qa_pairs", []))
+        facts[doc_id] = DocFacts(doc_id=doc_id, title=str(doc_units[0].metadata.get("title", "")),
+                                 qa_pairs=pairs)
+    return facts
 
 
 def document_entities(facts_per_chunk: Iterable[ExtractedFacts]) -> set[str]:

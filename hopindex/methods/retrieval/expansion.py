@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.backends.protocols import UnitStore
+from hopindex.backends.protocols import DocumentStore, UnitStore
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import RankedPassage
 
 
 def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
-                       unit_store: UnitStore, k: int) -> list[RankedPassage]:
+                       unit_store: UnitStore, k: int, *,
+                       documents: DocumentStore | None = None) -> list[RankedPassage]:
+    """The top ``k`` source documents of ``hits``, each shown by its best passage.
+
+    Indexes without passage units (IndexRAG keeps only AKUs and bridging facts) show
+    the document itself when ``documents`` is given.
+    """
     doc_score: dict[str, float] = {}
     for hit in hits:
         unit = units[hit.unit_id]
@@ -40,17 +46,23 @@ def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
         if len(order) >= k:
             break
     order = order[:k]
-    passages_by_doc = _best_passage_per_doc(index, [d for d, _, _ in order], units, hits,
-                                            unit_store)
+    doc_ids = [d for d, _, _ in order]
+    passages_by_doc = _best_passage_per_doc(index, doc_ids, units, hits, unit_store)
+    shown = {d: (str(p.metadata.get("title", "")), p.text, p.unit_id)
+             for d, p in passages_by_doc.items()}
+    missing = [d for d in doc_ids if d not in shown]
+    if missing and documents is not None:
+        for document in documents.get_documents(index, missing):
+            shown[document.doc_id] = (document.title, document.text, "")
     result: list[RankedPassage] = []
     for rank, (doc_id, hit, unit) in enumerate(order, start=1):
-        passage = passages_by_doc.get(doc_id)
-        if passage is None:
+        if doc_id not in shown:
             continue  # the document was deleted after its bridge was written
+        title, text, passage_id = shown[doc_id]
         result.append(RankedPassage(
-            rank=rank, doc_id=doc_id, title=str(passage.metadata.get("title", "")),
-            text=passage.text, score=hit.score, via_unit_id=unit.unit_id,
-            via_kind=unit.kind.value, via_text="" if unit is passage else unit.text,
+            rank=rank, doc_id=doc_id, title=title, text=text, score=hit.score,
+            via_unit_id=unit.unit_id, via_kind=unit.kind.value,
+            via_text="" if unit.unit_id == passage_id else unit.text,
         ))
     return result
 

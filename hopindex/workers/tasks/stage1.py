@@ -1,10 +1,15 @@
-"""Stage 1 task: NLP analysis and passage units for a batch of documents."""
+"""Stage 1 task: a batch of documents into units, by the index's method.
+
+``extractive``: NLP analysis, passage units and entity mentions. ``indexrag``: one LLM
+call per chunk, AKU units and the entities the model listed.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
@@ -17,6 +22,8 @@ from hopindex.core.models import (
     UnitKind,
 )
 from hopindex.methods.extractive.stage1 import extract_document
+from hopindex.methods.indexrag.indexing import DocExtraction, extract_documents
+from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.workers.app import app
 from hopindex.workers.progress import is_cancelled, record_progress
 from hopindex.workers.runtime import Runtime, current_runtime
@@ -37,8 +44,27 @@ def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
         return {"units": [], "touched": []}
     started = time.perf_counter()
     documents = state.get_documents(index, doc_ids)
+    usage = UsageMeter()
+    if runtime.index_method(index) == INDEXRAG:
+        units, touched, errors = _indexrag(runtime, index, documents, usage)
+    else:
+        units, touched, errors = _extractive(runtime, index, documents)
+    state.put_units(units)
+    failed_ids = {e.item for e in errors}
+    record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
+                    failed=len(failed_ids), errors=errors, llm_usage=usage.snapshot())
+    log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
+             documents=len(documents), units=len(units), failed=len(failed_ids),
+             llm_calls=usage.total().calls, duration_s=round(time.perf_counter() - started, 3))
+    return {"units": [[u.unit_id, len(u.text)] for u in units], "touched": sorted(touched)}
+
+
+_Outcome = tuple[list[Unit], set[str], list[ItemError]]
+
+
+def _extractive(runtime: Runtime, index: str, documents: list[Document]) -> _Outcome:
     analyses, errors = _analyze(runtime, documents)
-    state.put_analyses(index, analyses)
+    runtime.backends.state.put_analyses(index, analyses)
     units: list[Unit] = []
     touched: set[str] = set()
     for document in documents:
@@ -52,14 +78,38 @@ def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
             continue
         units.extend(units_of_doc)
         touched |= touched_of_doc
-    state.put_units(units)
-    failed_ids = {e.item for e in errors}
-    record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
-                    failed=len(failed_ids), errors=errors)
-    log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
-             documents=len(documents), units=len(units), failed=len(failed_ids),
-             duration_s=round(time.perf_counter() - started, 3))
-    return {"units": [[u.unit_id, len(u.text)] for u in units], "touched": sorted(touched)}
+    return units, touched, errors
+
+
+def _indexrag(runtime: Runtime, index: str, documents: list[Document],
+              usage: UsageMeter) -> _Outcome:
+    """One LLM call per chunk; a document whose extraction fails keeps its previous units
+    and its empty content hash, so the next ingest tries it again."""
+    llm = runtime.require_llm(index)
+    extractions, errors = extract_documents(llm, documents, usage)
+    units: list[Unit] = []
+    touched: set[str] = set()
+    for extraction in extractions:
+        units.extend(extraction.units)
+        touched |= _replace_document_facts(runtime, extraction)
+    return units, touched, errors
+
+
+def _replace_document_facts(runtime: Runtime, extraction: DocExtraction) -> set[str]:
+    state = runtime.backends.state
+    document = extraction.document
+    new_ids = {u.unit_id for u in extraction.units}
+    previous = state.units_of_documents(document.index, [document.doc_id])
+    old_ids = {u.unit_id for u in previous if u.kind is UnitKind.AKU}
+    delete_units_everywhere(runtime.backends, document.index, sorted(old_ids - new_ids))
+    # Bridging facts quote the facts of every source document: any bridge this
+    # document fed, and every entity it names, must be rebuilt when its facts moved.
+    touched = {e for u in previous if u.kind is UnitKind.BRIDGE for e in u.entities}
+    touched |= state.replace_mentions(document.index, document.doc_id, extraction.mentions(),
+                                      (MentionSource.LLM,))
+    if old_ids != new_ids:
+        touched |= set(extraction.entities)
+    return touched
 
 
 def _analyze(runtime: Runtime, documents: list[Document]

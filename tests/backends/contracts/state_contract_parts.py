@@ -174,7 +174,7 @@ class JobStoreContract:
         store.create_job(job)
 
         def broken(j: Job) -> None:
-            j.llm_calls = 99
+            j.units_embedded = 99
             raise RuntimeError("boom")
 
         with pytest.raises(RuntimeError, match="boom"):
@@ -188,9 +188,9 @@ class JobStoreContract:
         threads, rounds = 8, 25
 
         def bump(j: Job) -> None:
-            value = j.llm_calls
+            value = j.units_embedded
             time.sleep(0.0005)  # widen the read-modify-write window a racy store would lose in
-            j.llm_calls = value + 1
+            j.units_embedded = value + 1
 
         def worker() -> None:
             for _ in range(rounds):
@@ -203,7 +203,7 @@ class JobStoreContract:
             t.join()
         final = store.get_job(job.job_id)
         assert final is not None
-        assert final.llm_calls == threads * rounds
+        assert final.units_embedded == threads * rounds
 
     def test_list_jobs_newest_first_by_index(self, store: StateStore, index: str,
                                              other: str) -> None:

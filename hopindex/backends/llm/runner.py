@@ -1,0 +1,107 @@
+"""The synchronous face of the async LLM client, for Celery tasks and query methods.
+
+Tasks and query methods are synchronous, but the client's connection pool and the
+limiter's state belong to one event loop. The runner owns that loop on a daemon
+thread: every caller in the process, from any thread, shares its connections, its
+in-flight cap and (embedded) its rate budget, and one task can keep many calls in
+flight while the limiter paces them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from hopindex.backends.llm.client import ChatRequest, ChatResult, LlmClient
+from hopindex.backends.llm.usage import UsageMeter
+from hopindex.core.errors import ConfigError, HopindexError
+
+T = TypeVar("T")
+
+_START_TIMEOUT_S = 30.0
+
+
+class LlmRunner:
+    def __init__(self, build_client: Callable[[], LlmClient], *, concurrency: int) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"LLM concurrency must be at least 1, got {concurrency}")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="hopindex-llm",
+                                        daemon=True)
+        self._thread.start()
+        self._closed = False
+
+        async def start() -> tuple[LlmClient, asyncio.Semaphore]:
+            # Built on the loop so that anything loop-bound inside binds to this one.
+            return build_client(), asyncio.Semaphore(concurrency)
+
+        try:
+            self._client, self._slots = asyncio.run_coroutine_threadsafe(
+                start(), self._loop).result(_START_TIMEOUT_S)
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    @property
+    def model(self) -> str:
+        return self._client.settings.model
+
+    def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+        return self._run(self._bounded(self._client.complete(request, usage)))
+
+    def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
+                      usage: UsageMeter) -> T:
+        return self._run(self._bounded(self._client.complete_json(request, parse, usage)))
+
+    def complete_json_many(self, requests: Sequence[ChatRequest], parse: Callable[[Any], T],
+                           usage: UsageMeter) -> list[T | HopindexError]:
+        """All requests concurrently (up to the process's in-flight cap), in order.
+
+        A request that fails for good gives its error in its place, so one bad
+        document or entity fails alone. A configuration error (a refused API key)
+        concerns every request and is raised.
+        """
+        async def run_all() -> list[T | BaseException]:
+            tasks = [self._bounded(self._client.complete_json(r, parse, usage))
+                     for r in requests]
+            return await asyncio.gather(*tasks, return_exceptions=True)
+
+        outcomes = self._run(run_all())
+        results: list[T | HopindexError] = []
+        for outcome in outcomes:
+            if isinstance(outcome, ConfigError):
+                raise outcome
+            if isinstance(outcome, HopindexError):
+                results.append(outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome  # a bug, not an LLM failure: do not hide it in a job record
+            else:
+                results.append(outcome)
+        return results
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._client.close(), self._loop).result(
+                _START_TIMEOUT_S)
+        finally:
+            self._stop_loop()
+
+    async def _bounded(self, call: Coroutine[Any, Any, T]) -> T:
+        async with self._slots:
+            return await call
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coroutine.close()
+            raise ConfigError("the LLM runner is closed")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(_START_TIMEOUT_S)
+        self._loop.close()

@@ -1,0 +1,143 @@
+"""``ircot``: retrieval interleaved with chain-of-thought (METHODS.md, "IRCoT").
+
+Each step shows the model what has been gathered and its reasoning so far, keeps
+the first sentence of its reply, and searches with that sentence. The loop stops
+when the reply says "answer is" (or DONE) or after three steps. A final answer
+call reads the gathered units through balanced selection, so at most four calls
+are made per question.
+
+Over an IndexRAG index the loop gathers AKUs and bridging facts (IRCoT over
+IndexRAG, as in the paper's table); over any other index it gathers passages
+(IRCoT alone).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+
+from hopindex.backends.llm.client import ChatRequest
+from hopindex.backends.llm.usage import UsageMeter
+from hopindex.backends.protocols import UnitFilter
+from hopindex.core.models import Hit, Unit, UnitKind
+from hopindex.methods.base import (
+    QueryOptions,
+    QueryResult,
+    Retrieval,
+    SearchContext,
+    register_method,
+)
+from hopindex.methods.indexrag.prompts import answer_request
+from hopindex.methods.indexrag.selection import K_BRIDGE, K, balanced_selection
+from hopindex.methods.indexrag.units import METHOD as INDEXRAG
+from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.search import retrieve_candidates
+
+MAX_STEPS = 3
+STEP_K = 8  # units retrieved per step (METHODS.md: 6-20)
+MAX_GATHERED = 24  # units shown to the reasoning prompt, best first
+REASON_STAGE = "reason"
+REASON_MAX_TOKENS = 100
+ANSWER_PHRASE = "answer is"
+DONE = "DONE"
+
+REASON_SYSTEM = ("You answer multi-hop questions by reasoning one step at a time over "
+                 "retrieved passages.")
+REASON_INSTRUCTIONS = ("Write ONE next sentence of reasoning grounded in the context. When "
+                       "your reasoning reaches the answer, write: So the answer is <answer>.")
+
+_PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
+_INDEXRAG_UNITS = UnitFilter(kinds=(UnitKind.AKU, UnitKind.BRIDGE))
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def reasoning_request(question: str, contexts: list[str], steps: list[str]) -> ChatRequest:
+    context = "\n\n".join(" ".join(c.split()) for c in contexts)
+    so_far = "\n".join(steps) if steps else "(none)"
+    user = (f"Context:\n{context}\n\nQuestion: {' '.join(question.split())}\n"
+            f"Reasoning so far:\n{so_far}\n\n{REASON_INSTRUCTIONS}")
+    return ChatRequest(stage=REASON_STAGE, messages=(("system", REASON_SYSTEM), ("user", user)),
+                       temperature=0.0, max_tokens=REASON_MAX_TOKENS)
+
+
+def first_sentence(reply: str) -> str:
+    text = " ".join(reply.split())
+    for prefix in ("Reasoning:", "Thought:"):
+        text = text.removeprefix(prefix).strip()
+    return _SENTENCE_END.split(text, maxsplit=1)[0] if text else ""
+
+
+def is_final(reply: str) -> bool:
+    return ANSWER_PHRASE in reply.lower() or DONE in reply.split()
+
+
+class IrcotMethod:
+    name = "ircot"
+
+    def __init__(self, context: SearchContext) -> None:
+        self._context = context
+
+    def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
+        started = time.perf_counter()
+        llm = self._context.require_llm(self.name)
+        over_indexrag = self._context.index_method(index) == INDEXRAG
+        unit_filter = _INDEXRAG_UNITS if over_indexrag else _PASSAGES
+        retrieval = options.retrieval or Retrieval.DENSE
+        usage = UsageMeter()
+        phases: dict[str, float] = {}
+        best: dict[str, Hit] = {}
+        units: dict[str, Unit] = {}
+        steps: list[str] = []
+        queries = [question]
+
+        def gather(query: str, k: int) -> None:
+            t0 = time.perf_counter()
+            searched = replace(options, k=k, candidates=max(k, options.candidates or k))
+            found = retrieve_candidates(self._context, index, query, searched,
+                                        retrieval=retrieval, unit_filter=unit_filter)
+            for hit in found.hits[:k]:
+                units[hit.unit_id] = found.units[hit.unit_id]
+                if hit.unit_id not in best or hit.score > best[hit.unit_id].score:
+                    best[hit.unit_id] = hit
+            phases["retrieve"] = phases.get("retrieve", 0.0) + time.perf_counter() - t0
+
+        def ranked() -> list[Hit]:
+            # Scores of different queries are all cosines (or fused ranks) of one index,
+            # so the best score a unit ever got orders the gathered pool.
+            return sorted(best.values(), key=lambda h: (-h.score, h.unit_id))
+
+        gather(question, max(STEP_K, options.k))
+        for _ in range(MAX_STEPS):
+            t0 = time.perf_counter()
+            contexts = [units[h.unit_id].text for h in ranked()[:MAX_GATHERED]]
+            reply = llm.complete(reasoning_request(question, contexts, steps), usage).content
+            phases["reason"] = phases.get("reason", 0.0) + time.perf_counter() - t0
+            sentence = first_sentence(reply)
+            if sentence:
+                steps.append(sentence)
+            if is_final(reply) or not sentence:
+                break
+            queries.append(sentence)
+            gather(sentence, STEP_K)
+        pool = [units[h.unit_id] for h in ranked()]
+        chosen = balanced_selection(pool, K, K_BRIDGE)
+        t0 = time.perf_counter()
+        answer = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
+        phases["answer"] = time.perf_counter() - t0
+        passages = expand_to_passages(index, ranked(), units, self._context.units, options.k,
+                                      documents=self._context.documents)
+        result = QueryResult(
+            question=question, method=self.name, index=index, passages=passages,
+            answer=answer.content.strip(),
+            trace={"retrieval": retrieval.value, "over": INDEXRAG if over_indexrag else "passages",
+                   "steps": steps, "queries": queries, "gathered": len(best),
+                   "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]},
+        )
+        result.usage.add_llm(usage.total())
+        result.usage.phases_s = phases
+        result.latency_s = time.perf_counter() - started
+        return result
+
+
+register_method(IrcotMethod.name, IrcotMethod)

@@ -1,0 +1,86 @@
+"""Settings from the environment: read once, typed per field, errors naming the variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hopindex.core.errors import ConfigError
+from hopindex.core.models import Job, JobKind, LlmUsage
+from hopindex.core.settings import CacheMode, Settings
+
+
+def test_defaults_are_embedded_and_without_llm() -> None:
+    """No variables: embedded URLs under the data dir, no LLM, cache on."""
+    settings = Settings.from_env({})
+    assert settings.vector_url == f"qdrant-edge://{Path('.hopindex') / 'vectors'}"
+    assert not settings.llm_enabled
+    assert settings.llm_cache is CacheMode.ON
+
+
+def test_llm_variables_are_read_with_their_types() -> None:
+    """Strings, integers, floats and the cache enum each parse from their variable."""
+    settings = Settings.from_env({
+        "HOPINDEX_LLM_MODEL": "gpt-4o-mini", "HOPINDEX_LLM_BASE_URL": "http://127.0.0.1:8000/v1",
+        "HOPINDEX_LLM_API_KEY": "sk-local", "HOPINDEX_LLM_TIMEOUT_S": "12.5",
+        "HOPINDEX_LLM_REQUESTS_PER_MINUTE": "600", "HOPINDEX_LLM_TOKENS_PER_MINUTE": "200000",
+        "HOPINDEX_LLM_CACHE": "OFF", "HOPINDEX_LLM_CONCURRENCY": "4"})
+    assert settings.llm_enabled
+    assert settings.llm_model == "gpt-4o-mini"
+    assert settings.llm_base_url == "http://127.0.0.1:8000/v1"
+    assert settings.llm_api_key == "sk-local"
+    assert settings.llm_timeout_s == 12.5
+    assert (settings.llm_requests_per_minute, settings.llm_tokens_per_minute) == (600, 200_000)
+    assert settings.llm_cache is CacheMode.OFF
+    assert settings.llm_concurrency == 4
+
+
+def test_openai_api_key_is_the_fallback_and_never_printed() -> None:
+    """OPENAI_API_KEY fills the key when HOPINDEX_LLM_API_KEY is absent, loses to it when
+    both are set, and the key never appears in the settings' repr (logs, tracebacks)."""
+    env = {"HOPINDEX_LLM_MODEL": "m", "OPENAI_API_KEY": "sk-secret-from-openai"}
+    settings = Settings.from_env(env)
+    assert settings.llm_api_key == "sk-secret-from-openai"
+    assert "sk-secret" not in repr(settings)
+    both = Settings.from_env({**env, "HOPINDEX_LLM_API_KEY": "sk-hopindex"})
+    assert both.llm_api_key == "sk-hopindex"
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("HOPINDEX_LLM_TIMEOUT_S", "soon", "HOPINDEX_LLM_TIMEOUT_S must be a number"),
+    ("HOPINDEX_LLM_TIMEOUT_S", "0", "HOPINDEX_LLM_TIMEOUT_S must be a positive"),
+    ("HOPINDEX_LLM_CACHE", "sometimes", "HOPINDEX_LLM_CACHE must be one of on, off"),
+    ("HOPINDEX_LLM_REQUESTS_PER_MINUTE", "-1", "HOPINDEX_LLM_REQUESTS_PER_MINUTE must be 0"),
+    ("HOPINDEX_LLM_CONCURRENCY", "0", "HOPINDEX_LLM_CONCURRENCY must be positive"),
+    ("HOPINDEX_LLM_CACHE_URL", "memcached://x", "HOPINDEX_LLM_CACHE_URL must be a redis://"),
+    ("HOPINDEX_LLM_BASE_URL", "localhost:8000", "HOPINDEX_LLM_BASE_URL must be a URL"),
+])
+def test_bad_values_name_their_variable(variable: str, value: str, message: str) -> None:
+    """Each bad value raises a ConfigError naming the variable and what it expects."""
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_env({"HOPINDEX_LLM_MODEL": "m", variable: value})
+
+
+def test_shared_redis_defaults_to_a_redis_broker() -> None:
+    """With a Redis broker the limiter and cache share it unless told otherwise; with no
+    broker they stay in-process (empty URL)."""
+    broker = Settings.from_env({"HOPINDEX_BROKER_URL": "redis://queue:6379/0"})
+    assert broker.shared_redis_url(broker.llm_limiter_url) == "redis://queue:6379/0"
+    explicit = Settings.from_env({"HOPINDEX_BROKER_URL": "redis://queue:6379/0",
+                                  "HOPINDEX_LLM_LIMITER_URL": "redis://limits:6379/2"})
+    assert explicit.shared_redis_url(explicit.llm_limiter_url) == "redis://limits:6379/2"
+    assert Settings.from_env({}).shared_redis_url("") == ""
+
+
+def test_job_llm_usage_per_stage_round_trips() -> None:
+    """The job record keeps usage per stage and totals it; as_dict/from_dict keep both."""
+    job = Job(job_id="j", index="i", kind=JobKind.INGEST)
+    job.add_llm_usage({"stage1": LlmUsage(calls=3, prompt_tokens=30, completion_tokens=9)})
+    job.add_llm_usage({"stage1": LlmUsage(calls=1, cache_hits=2),
+                       "stage2": LlmUsage(calls=2, prompt_tokens=5, retries=1)})
+    assert job.llm["stage1"].calls == 4 and job.llm["stage1"].cache_hits == 2
+    assert job.llm_total.calls == 6 and job.llm_total.prompt_tokens == 35
+    data = job.as_dict()
+    assert data["llm"]["calls"] == 6 and data["llm"]["stages"]["stage2"]["retries"] == 1
+    assert Job.from_dict(data).llm == job.llm

@@ -1,0 +1,187 @@
+"""IndexRAG ingest and queries when the model or its configuration misbehaves.
+
+Each test runs the real pipeline against a local test server configured to fail in
+one way: invalid JSON, a 429 storm, hanging requests, a refused key, injected faults
+over the whole HotpotQA-100 corpus.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from importlib.resources import as_file, files
+
+import pytest
+
+from hopindex.core.errors import ConfigError, InvalidInputError, LlmAuthenticationError
+from hopindex.core.ids import doc_id_from_title
+from hopindex.core.models import JobState, Stage, UnitKind
+from hopindex.core.settings import CacheMode
+from hopindex.methods.base import QueryOptions
+from hopindex.methods.indexrag.units import chunk_document
+from hopindex.testing.llm_limits import Endpoint, Outcome
+from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
+from tests.methods.indexrag.conftest import LlmServiceFactory
+
+pytestmark = pytest.mark.integration
+
+StartServer = Callable[..., LlmTestServer]
+POISON = "zq-poison-7f3a"
+
+
+def test_a_document_whose_extraction_fails_for_good_fails_alone(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """Invalid JSON for one document, repair included: that document alone fails with the
+    reason on the job; the others are indexed and the job finishes."""
+    server = start_server(invalid_json_marker=POISON)
+    service = make_llm_service(server)
+    bad = raw("Broken", f"This document makes the model reply {POISON} badly every time.",
+              doc_id="broken")
+    job = service.ingest_documents("curie", [*CURIE_CORPUS, bad])
+    assert job.state is JobState.SUCCEEDED
+    assert [(e.item, e.stage) for e in job.errors] == [("broken", Stage.STAGE1)]
+    assert "not the expected JSON after one repair" in job.errors[0].reason
+    assert job.counts[Stage.STAGE1].failed == 1
+    assert job.counts[Stage.STAGE1].done == len(CURIE_CORPUS)
+    hashes = service.backends.state.document_hashes("curie")
+    assert hashes["broken"] == ""  # retried by the next ingest
+    assert all(h for d, h in hashes.items() if d != "broken")
+    # one call per chunk, plus the single repair attempt for the broken one
+    assert server.stats.by_kind["stage1"] == len(CURIE_CORPUS) + 2
+
+
+def test_a_chunk_naming_no_entity_is_still_indexed(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """An empty entity list is a valid extraction: the AKU is indexed, no bridge is asked."""
+    server = start_server()
+    service = make_llm_service(server)
+    job = service.ingest_documents("plain", [raw("notes", "the water was cold and the wind "
+                                                 "was strong all through the long night.")])
+    assert job.state is JobState.SUCCEEDED and job.errors == []
+    assert service.backends.state.count_units("plain")[UnitKind.AKU] == 1
+    assert "stage2" not in server.stats.by_kind
+
+
+def test_a_429_storm_slows_the_ingest_but_loses_nothing(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """With 60% of requests refused with 429, every document is still indexed; the job
+    counts the retries the server caused."""
+    server = start_server(fail_429=0.6, fault_retry_after_s=0.01)
+    service = make_llm_service(server, llm_max_attempts=40)
+    job = service.ingest_documents("curie", CURIE_CORPUS)
+    assert job.state is JobState.SUCCEEDED and job.errors == []
+    refused = server.stats.count(Endpoint.CHAT, Outcome.RATE_LIMITED)
+    assert refused > 0
+    assert job.llm_total.retries == refused
+    assert job.llm_total.calls == server.stats.count(Endpoint.CHAT, Outcome.OK)
+
+
+def test_a_server_that_hangs_fails_each_document_with_the_reason(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """Requests that never answer time out, are retried a bounded number of times, and
+    the documents fail with a reason instead of hanging the job."""
+    server = start_server(fail_timeout=1.0)
+    service = make_llm_service(server, llm_timeout_s=0.3, llm_max_attempts=2)
+    started = time.perf_counter()
+    job = service.ingest_documents("curie", CURIE_CORPUS[:2])
+    assert time.perf_counter() - started < 20
+    assert job.state.is_final
+    assert sorted(e.item for e in job.errors) == sorted(
+        doc_id_from_title(d.title) for d in CURIE_CORPUS[:2])
+    assert all("failed 2 times" in e.reason and "Timeout" in e.reason for e in job.errors)
+
+
+def test_a_wrong_api_key_fails_at_once_without_retries(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """401: a configuration error raised at once, each request tried exactly once, and
+    the job record says why it failed."""
+    server = start_server(api_key="the-right-key")
+    service = make_llm_service(server, llm_api_key="a-wrong-key")
+    with pytest.raises(LlmAuthenticationError, match="refused the API key"):
+        service.ingest_documents("curie", CURIE_CORPUS)
+    assert server.stats.count(Endpoint.CHAT, Outcome.UNAUTHORIZED) == len(CURIE_CORPUS)
+    assert server.stats.count(Endpoint.CHAT) == len(CURIE_CORPUS)
+    (job,) = service.list_jobs("curie")
+    assert job.state is JobState.FAILED and "API key" in job.reason
+
+
+def test_an_indexrag_index_needs_an_llm(make_service: ServiceFactory) -> None:
+    """Without HOPINDEX_LLM_MODEL the default is extractive; asking for indexrag, or
+    querying with an LLM method, names the setting to change."""
+    service = make_service()
+    with pytest.raises(ConfigError, match="HOPINDEX_LLM_MODEL"):
+        service.ingest_documents("llm", CURIE_CORPUS, method="indexrag")
+    assert service.list_jobs() == []
+    job = service.ingest_documents("plain", CURIE_CORPUS[:2])
+    assert service.backends.state.get_index("plain").method == "extractive"  # type: ignore[union-attr]
+    assert job.state is JobState.SUCCEEDED
+    for method in ("indexrag", "ircot"):
+        with pytest.raises(ConfigError, match="HOPINDEX_LLM_MODEL"):
+            service.query("plain", "Where was Marie Curie born?", method=method)
+
+
+def test_an_index_keeps_the_method_it_was_built_with(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """Ingesting into an IndexRAG index as extractive is refused, naming the field."""
+    service = make_llm_service(start_server())
+    service.ingest_documents("curie", CURIE_CORPUS[:2])
+    with pytest.raises(InvalidInputError, match="built with 'indexrag'") as caught:
+        service.ingest_documents("curie", CURIE_CORPUS[2:], method="extractive")
+    assert caught.value.where == "method"
+
+
+def test_deleting_a_document_rebuilds_the_bridges_it_fed(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """After a delete no unit cites the document, and the entities it shared were asked
+    again (or dropped when they fell below two documents)."""
+    server = start_server()
+    service = make_llm_service(server)
+    service.ingest_documents("curie", CURIE_CORPUS)
+    state = service.backends.state
+    marie = doc_id_from_title("Marie Curie")
+    fed = state.units_of_documents("curie", [marie], kinds=(UnitKind.BRIDGE,))
+    assert fed
+    job = service.delete_documents("curie", [marie])
+    assert job.state is JobState.SUCCEEDED
+    assert state.units_of_documents("curie", [marie]) == []
+    assert all(marie not in u.source_doc_ids
+               for u in state.get_units("curie", [u.unit_id for u in fed]))
+    assert job.counts[Stage.STAGE2].total > 0
+
+
+def test_ircot_alone_reads_passages_of_an_extractive_index(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """IRCoT over an index built without an LLM gathers passages, within 4 calls."""
+    server = start_server()
+    service = make_llm_service(server)
+    service.ingest_documents("plain", CURIE_CORPUS, method="extractive")
+    assert "stage1" not in server.stats.by_kind  # extractive ingest asks the model nothing
+    result = service.query("plain", "Where was the wife of Pierre Curie born?",
+                           method="ircot", options=QueryOptions(k=3))
+    assert result.trace["over"] == "passages"
+    assert 2 <= result.usage.llm_calls == server.stats.count(Endpoint.CHAT) <= 4
+    assert {p.via_kind for p in result.passages} == {"passage"}
+
+
+def test_twenty_percent_injected_faults_still_index_every_document(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """HotpotQA-100 with 10% 429s and 10% 500s (cache off, so every call reaches the
+    server): the job succeeds, every document is indexed, stage 1 still answers each
+    chunk once, and the retries on the job equal the faults the server injected."""
+    server = start_server(fail_429=0.1, fail_500=0.1, fault_retry_after_s=0.01, seed=7)
+    service = make_llm_service(server, llm_max_attempts=12, llm_cache=CacheMode.OFF)
+    with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
+        job = service.ingest_paths("hotpot", [corpus])
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert job.errors == []
+    hashes = service.backends.state.document_hashes("hotpot")
+    assert len(hashes) > 900 and all(hashes.values())
+    documents = service.get_documents("hotpot", sorted(hashes))
+    assert job.llm["stage1"].calls == sum(len(chunk_document(d)) for d in documents)
+    stats = server.stats
+    faults = (stats.count(Endpoint.CHAT, Outcome.RATE_LIMITED)
+              + stats.count(Endpoint.CHAT, Outcome.SERVER_ERROR))
+    assert faults > 0.15 * stats.count(Endpoint.CHAT)
+    assert job.llm_total.retries == faults
+    assert job.llm_total.calls == stats.count(Endpoint.CHAT, Outcome.OK)
