@@ -9,6 +9,7 @@ from rich.console import Console
 
 from hopindex.api.render import render_job, render_result
 from hopindex.api.service import Hopindex
+from hopindex.core.models import IndexMethod
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
 from hopindex.evaluation.runner import evaluate, passage_texts
@@ -23,7 +24,9 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
     with as_file(sample / "corpus.json") as corpus, as_file(sample / "questions.json") as qfile:
         console.rule(f"1. ingest the bundled sample ({SAMPLE}) into index {index!r}")
         started = time.perf_counter()
-        job = service.ingest_paths(index, [corpus])
+        # Extractive whatever the environment says: a demo must not spend ~2,000
+        # calls of a configured paid LLM on the sample.
+        job = service.ingest_paths(index, [corpus], method=IndexMethod.EXTRACTIVE)
         render_job(console, job)
         units = service.backends.state.count_units(index)
         console.print(f"ingest took {time.perf_counter() - started:.1f}s; units in index: "

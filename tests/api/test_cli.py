@@ -94,3 +94,40 @@ def test_eval_compares_methods_and_writes_reports(cli: CliRunner, tmp_path: Path
     assert all(0.0 <= m["recall"]["5"] <= 1.0 for m in report["methods"])
     assert out.with_suffix(".md").read_text().count("|") > 10
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_llm_mode_is_only_environment_variables(tmp_path: Path) -> None:
+    """HOPINDEX_LLM_MODEL + HOPINDEX_LLM_BASE_URL + OPENAI_API_KEY turn the same commands
+    into IndexRAG: ingest builds AKUs and bridging facts, query answers with one call and
+    shows its usage, jobs shows LLM usage per stage."""
+    from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+
+    with LlmTestServer(LlmServerConfig(api_key="sk-test")) as server:
+        cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
+                             "HOPINDEX_LLM_MODEL": server.config.model,
+                             "HOPINDEX_LLM_BASE_URL": server.base_url,
+                             "OPENAI_API_KEY": "sk-test"})
+        ingested = cli.invoke(main, ["ingest", "--index", "curie", "--json",
+                                     str(corpus_file(tmp_path))])
+        assert ingested.exit_code == 0, ingested.output
+        job = json.loads(ingested.output)
+        assert job["llm"]["stages"]["stage1"]["calls"] == len(CURIE_CORPUS)
+        answered = cli.invoke(main, ["query", "--index", "curie", "--json",
+                                     "Where was Marie Curie born?"])
+        assert answered.exit_code == 0, answered.output
+        result = json.loads(answered.output)
+        assert result["method"] == "indexrag" and result["answer"]
+        assert result["usage"]["llm_calls"] == 1
+        shown = cli.invoke(main, ["jobs", job["job_id"]])
+        assert "LLM stage1: 6 calls" in shown.output
+        refused = cli.invoke(main, ["ingest", "--index", "curie", "--method", "extractive",
+                                    str(corpus_file(tmp_path))])
+        assert refused.exit_code == 2 and "built with 'indexrag'" in refused.output
+
+
+def test_indexrag_without_an_llm_names_the_setting(cli: CliRunner, tmp_path: Path) -> None:
+    """Asking for an IndexRAG index with no LLM configured exits 2 naming the variable."""
+    refused = cli.invoke(main, ["ingest", "--index", "x", "--method", "indexrag",
+                                str(corpus_file(tmp_path))])
+    assert refused.exit_code == 2
+    assert "HOPINDEX_LLM_MODEL" in refused.output
