@@ -10,13 +10,13 @@ package stays as light as choosing the local model.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.protocols import Vector
 from hopindex.core.errors import (
     BackendError,
@@ -181,22 +181,8 @@ class OpenAiEmbedder:
         return unit
 
     def _backoff_s(self, attempt: int) -> float:
-        # Full jitter: retries from many workers spread out instead of arriving together.
-        ceiling = min(BACKOFF_MAX_S, self._backoff_base_s * 2 ** (attempt - 1))
-        return random.uniform(0, ceiling)  # jitter spreads retries; no secrecy needed
+        return full_jitter_s(attempt, self._backoff_base_s, BACKOFF_MAX_S)
 
 
 def _retry_after_s(exc: openai.APIStatusError) -> float | None:
-    """The wait a reply asks for: ``retry-after-ms`` (OpenAI's) first, then ``Retry-After``."""
-    headers = exc.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue  # an HTTP date: rare for APIs, and backoff is a fine stand-in
-        if seconds >= 0 and np.isfinite(seconds):
-            return seconds
-    return None
+    return retry_after_s(exc.response.headers)

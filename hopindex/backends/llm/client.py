@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ import openai
 
 from hopindex.backends.llm.cache import ResponseCache, cache_key
 from hopindex.backends.llm.ratelimit import RateLimiter
+from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import (
     ConfigError,
@@ -230,22 +230,9 @@ class LlmClient:
         return arguments
 
     def _backoff_s(self, attempt: int) -> float:
-        # Full jitter: retries from many workers spread out instead of arriving together.
-        ceiling = min(self.settings.backoff_max_s,
-                      self.settings.backoff_base_s * 2 ** (attempt - 1))
-        return random.uniform(0, ceiling)  # jitter spreads retries; no secrecy needed
+        return full_jitter_s(attempt, self.settings.backoff_base_s, self.settings.backoff_max_s)
 
 
 def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:
-    """The provider's pause: OpenAI's ``retry-after-ms`` when sent (HTTP's ``Retry-After``
-    has whole seconds only, and rounding 50 ms up to 1 s would stall every worker)."""
-    headers = exc.response.headers if exc.response is not None else {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date or garbage: try the next header, then the default
-    return default_s
+    found = retry_after_s(exc.response.headers if exc.response is not None else None)
+    return default_s if found is None else found
