@@ -42,6 +42,7 @@ bench: setup
 	$(PY) benchmarks/query_latency.py
 	$(PY) benchmarks/llm_limiter.py
 	$(PY) benchmarks/indexrag_pipeline.py
+	$(PY) benchmarks/distributed_ingest.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

@@ -17,6 +17,8 @@ from hopindex.core.models import IndexMethod, Job, Stage
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
 from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.workers.launch import Pool
+from hopindex.workers.queues import Queue
 
 if TYPE_CHECKING:
     from hopindex.api.service import Hopindex
@@ -92,21 +94,31 @@ def quickstart(index: str, n_questions: int) -> None:
               help="How a new index is built: indexrag (LLM; the default when "
                    "HOPINDEX_LLM_MODEL is set) or extractive (no LLM). An existing index "
                    "keeps its method.")
+@click.option("--no-wait", is_flag=True,
+              help="With workers (HOPINDEX_BROKER_URL): print the job id and return; follow "
+                   "it later with `hopindex jobs JOB_ID --follow` or `hopindex events`.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
-def ingest(index: str, quiet: bool, as_json: bool, method: str | None,
+def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
            paths: tuple[Path, ...]) -> None:
     """Ingest JSONL/JSON files or folders of .txt/.md files into INDEX.
 
     Unchanged documents are skipped; changed ones recompute only what they touch.
     Exits 3 when some documents failed (the rest are ingested; the job says why).
     """
-    from hopindex.api.progress import follow_newest_job
+    from hopindex.api.progress import follow_job, follow_newest_job
 
+    show = not (quiet or as_json)
     with _service() as service:
-        with follow_newest_job(service.backends.state, index, err_console,
-                               enabled=not (quiet or as_json)):
+        if not service.runs_on_workers:
+            with follow_newest_job(service.backends.state, index, err_console, enabled=show):
+                job = service.ingest_paths(index, list(paths), method=method)
+        else:
             job = service.ingest_paths(index, list(paths), method=method)
+            if no_wait:
+                click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+                return
+            job = follow_job(service.backends.state, job.job_id, err_console, enabled=show)
         _report_job(job, as_json=as_json)
 
 
@@ -152,29 +164,138 @@ def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
 @click.option("--index", default=None, help="Only this index's jobs.")
 @click.option("--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-@click.argument("job_id", required=False)
+@click.option("--follow", is_flag=True, help="With JOB_ID: show progress until the job ends.")
+@click.argument("args", nargs=-1)
 @handle_errors
-def jobs(index: str | None, limit: int, as_json: bool, job_id: str | None) -> None:
-    """List jobs, or show one job's state, counts per stage and errors."""
+def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
+         args: tuple[str, ...]) -> None:
+    """List jobs; `jobs JOB_ID` shows one (state, counts per stage, errors, LLM usage);
+    `jobs cancel JOB_ID` stops scheduling its work and marks it cancelled."""
+    from hopindex.api.progress import follow_job
     from hopindex.api.render import render_job
 
+    if len(args) > 2 or (len(args) == 2 and args[0] != "cancel") or args == ("cancel",):
+        raise click.UsageError("expected: jobs [JOB_ID] | jobs cancel JOB_ID")
     with _service() as service:
-        if job_id:
-            job = service.get_job(job_id)
-            if as_json:
-                click.echo(json.dumps(job.as_dict(), indent=2))
-            else:
-                render_job(console, job, max_errors=1000)
+        if args and args[0] == "cancel":
+            job = service.cancel_job(args[1])
+        elif args:
+            job = service.get_job(args[0])
+            if follow:
+                job = follow_job(service.backends.state, job.job_id, err_console,
+                                 enabled=not as_json)
+        else:
+            _list_jobs(service.list_jobs(index, limit), as_json=as_json)
             return
-        found = service.list_jobs(index, limit)
         if as_json:
-            click.echo(json.dumps([j.as_dict() for j in found], indent=2))
+            click.echo(json.dumps(job.as_dict(), indent=2))
+        else:
+            render_job(console, job, max_errors=1000)
+
+
+def _list_jobs(found: list[Job], *, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([j.as_dict() for j in found], indent=2))
+        return
+    for job in found:
+        stage1 = job.counts[Stage.STAGE1]
+        console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
+                      f"{job.state.value:<10} stage1 {stage1.done}/{stage1.total} "
+                      f"errors={len(job.errors)}", markup=False)
+
+
+@main.command()
+@click.option("--index", default=None, help="Only this index's events.")
+@click.option("--from", "from_id", default=None,
+              help="Resume after this event id (as printed); default: from the oldest kept.")
+@click.option("--follow", is_flag=True, help="Keep waiting for new events (Ctrl-C stops).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@handle_errors
+def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) -> None:
+    """Job and index events (job.started, job.progress, job.failed, job.cancelled,
+    index.ready) from the durable event log."""
+    from hopindex.api.events import follow_events, render_event
+
+    with _service() as service:
+        try:
+            for event in follow_events(service.backends.events, index=index, after_id=from_id,
+                                       follow=follow):
+                click.echo(json.dumps(event.as_dict()) if as_json else render_event(event))
+        except KeyboardInterrupt:
             return
-        for job in found:
-            stage1 = job.counts[Stage.STAGE1]
-            console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
-                          f"{job.state.value:<10} stage1 {stage1.done}/{stage1.total} "
-                          f"errors={len(job.errors)}", markup=False)
+
+
+@main.group()
+def webhooks() -> None:
+    """Webhooks that receive an index's events as signed JSON (X-Hopindex-Signature)."""
+
+
+@webhooks.command(name="add")
+@click.option("--index", required=True)
+@click.option("--secret", default=None, help="HMAC-SHA256 key (default: a random one, printed).")
+@click.argument("url")
+@handle_errors
+def webhooks_add(index: str, secret: str | None, url: str) -> None:
+    """Deliver INDEX's events to URL."""
+    from hopindex.api.events import register_webhook
+    from hopindex.core.ids import validate_index_name
+
+    validate_index_name(index)
+    with _service() as service:
+        hook = register_webhook(service.backends.events, index, url, secret)
+        click.echo(json.dumps({"id": hook.webhook_id, "index": hook.index, "url": hook.url,
+                               "secret": hook.secret}, indent=2))
+
+
+@webhooks.command(name="list")
+@click.option("--index", default=None)
+@handle_errors
+def webhooks_list(index: str | None) -> None:
+    with _service() as service:
+        for hook in service.backends.events.list_webhooks(index):
+            console.print(f"{hook.webhook_id}  {hook.index:<16} {hook.url}", markup=False)
+
+
+@webhooks.command(name="remove")
+@click.argument("webhook_id")
+@handle_errors
+def webhooks_remove(webhook_id: str) -> None:
+    from hopindex.core.errors import NotFoundError
+
+    with _service() as service:
+        if not service.backends.events.delete_webhook(webhook_id):
+            raise NotFoundError(f"no webhook {webhook_id!r}")
+
+
+@main.command()
+@click.option("--queues", default=",".join(q.value for q in Queue), show_default=True,
+              help="Comma-separated queues this worker takes tasks from.")
+@click.option("--concurrency", default=4, show_default=True, help="Tasks run at once.")
+@click.option("--pool", type=click.Choice([p.value for p in Pool]), default=Pool.AUTO.value,
+              show_default=True,
+              help="auto: threads when this worker writes the embedded engines, else prefork.")
+@click.option("--name", default=None, help="Worker node name (default hopindex-PID@host).")
+@handle_errors
+def worker(queues: str, concurrency: int, pool: str, name: str | None) -> None:
+    """Run a Celery worker for some of the queues (needs HOPINDEX_BROKER_URL)."""
+    from hopindex.core.logging import configure_logging
+    from hopindex.workers.launch import parse_queues, run_worker
+
+    settings = Settings.from_env()
+    configure_logging(settings)
+    run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name)
+
+
+@main.command()
+@handle_errors
+def beat() -> None:
+    """Run the periodic scheduler: the reaper of stalled jobs (needs HOPINDEX_BROKER_URL)."""
+    from hopindex.core.logging import configure_logging
+    from hopindex.workers.launch import run_beat
+
+    settings = Settings.from_env()
+    configure_logging(settings)
+    run_beat(settings)
 
 
 @main.command(name="eval")

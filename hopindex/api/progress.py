@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -10,10 +11,53 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hopindex.backends.protocols import JobStore
+from hopindex.core.errors import NotFoundError
 from hopindex.core.models import Job, Stage
 
 _SHOWN = (Stage.STAGE1, Stage.EMBED, Stage.LINK, Stage.STAGE2)
 POLL_S = 0.2
+
+
+def _bars(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True)
+
+
+def _stage_updater(progress: Progress) -> Callable[[Job], None]:
+    """One bar per shown stage; the returned function moves them to a job's counts."""
+    bars = {stage: progress.add_task(stage.value, total=None) for stage in _SHOWN}
+
+    def update(job: Job) -> None:
+        for stage, bar in bars.items():
+            counts = job.counts[stage]
+            progress.update(bar, total=counts.total or None,
+                            completed=counts.done + counts.failed + counts.skipped)
+
+    return update
+
+
+def wait_for_job(jobs: JobStore, job_id: str, *, timeout_s: float | None = None,
+                 on_update: Callable[[Job], None] | None = None) -> Job:
+    """Poll a job record until its state is final (its tasks run on workers)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        job = jobs.get_job(job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id!r}")
+        if on_update is not None:
+            on_update(job)
+        if job.state.is_final or (deadline is not None and time.monotonic() > deadline):
+            return job
+        time.sleep(POLL_S)
+
+
+def follow_job(jobs: JobStore, job_id: str, console: Console, enabled: bool = True) -> Job:
+    """Wait for the job to finish, showing its progress per stage unless disabled."""
+    if not enabled:
+        return wait_for_job(jobs, job_id)
+    with _bars(console) as progress:
+        update = _stage_updater(progress)
+        return wait_for_job(jobs, job_id, on_update=update)
 
 
 @contextmanager
@@ -26,16 +70,8 @@ def follow_newest_job(jobs: JobStore, index: str, console: Console,
         return
     known = {j.job_id for j in jobs.list_jobs(index, limit=5)}
     stop = threading.Event()
-    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        bars = {stage: progress.add_task(stage.value, total=None) for stage in _SHOWN}
-
-        def update(job: Job) -> None:
-            for stage, bar in bars.items():
-                counts = job.counts[stage]
-                progress.update(bar, total=counts.total or None,
-                                completed=counts.done + counts.failed + counts.skipped)
-
+    with _bars(console) as progress:
+        update = _stage_updater(progress)
         thread = threading.Thread(target=_poll, args=(jobs, index, known, stop, update),
                                   daemon=True)
         thread.start()

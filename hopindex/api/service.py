@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends, open_backends
 from hopindex.core.errors import NotFoundError
@@ -16,8 +17,9 @@ from hopindex.core.models import Document, Job
 from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
 from hopindex.readers import RawDocument, ReadError, read_paths
+from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.submit import submit_delete, submit_ingest
-from hopindex.workers.app import configure_app
+from hopindex.workers.app import configure_app, drop_connections
 from hopindex.workers.runtime import Runtime, bind_runtime
 
 
@@ -33,13 +35,7 @@ class Hopindex:
         self.backends = backends or open_backends(self.settings)
         self.runtime = Runtime(settings=self.settings, backends=self.backends)
         bind_runtime(self.runtime)
-        self._search = SearchContext(vectors=self.backends.vectors,
-                                     keywords=self.backends.keywords,
-                                     units=self.backends.state,
-                                     documents=self.backends.state,
-                                     indexes=self.backends.state,
-                                     embedder=self.backends.embedder,
-                                     llm=self.backends.llm)
+        self._search: SearchContext | None = None
 
     def __enter__(self) -> Hopindex:
         return self
@@ -51,6 +47,7 @@ class Hopindex:
     def close(self) -> None:
         bind_runtime(None)
         self.backends.close()
+        drop_connections()
 
     # -- ingest and delete ------------------------------------------------------------
     def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None) -> Job:
@@ -76,10 +73,20 @@ class Hopindex:
         info = self._require_index(index)
         method = method or info.method
         started = time.perf_counter()
-        result = create_method(method, self._search).run_query(index, question,
+        result = create_method(method, self._search_context()).run_query(index, question,
                                                                options or QueryOptions())
         result.latency_s = time.perf_counter() - started
         return result
+
+    def _search_context(self) -> SearchContext:
+        # Opened at the first query, not with the service: a process that only submits
+        # jobs to workers must not take the embedded engines' one-process lock.
+        if self._search is None:
+            b = self.backends
+            self._search = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
+                                         documents=b.state, indexes=b.state,
+                                         embedder=b.embedder, llm=b.llm)
+        return self._search
 
     # -- inspection -------------------------------------------------------------------
     def get_job(self, job_id: str) -> Job:
@@ -87,6 +94,18 @@ class Hopindex:
         if job is None:
             raise NotFoundError(f"no job {job_id!r}")
         return job
+
+    @property
+    def runs_on_workers(self) -> bool:
+        """True when a broker sends tasks to worker processes (jobs finish later)."""
+        return bool(self.settings.broker_url)
+
+    def wait_for_job(self, job_id: str, timeout_s: float | None = None) -> Job:
+        return wait_for_job(self.backends.state, job_id, timeout_s=timeout_s)
+
+    def cancel_job(self, job_id: str) -> Job:
+        self.get_job(job_id)
+        return cancel_job(self.runtime, job_id)
 
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
         return self.backends.state.list_jobs(index, limit)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.models import (
     Document,
     EntityMention,
@@ -185,3 +186,26 @@ class NlpAnalyzer(Protocol):
     """Sentence bounds and named entities for a batch of texts."""
 
     def analyze_texts(self, texts: Sequence[str]) -> list[TextAnalysis]: ...
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """The durable, ordered log of job and index events, and the webhooks fed from it.
+
+    Ids are opaque strings the log assigns in append order; a reader resumes strictly
+    after the last id it saw. An id older than everything kept (a trimmed log) resumes
+    from the oldest kept event; an id the log never issued is an ``InvalidInputError``.
+    """
+
+    def append_event(self, event_type: EventType, index: str, job_id: str,
+                     data: dict[str, Any]) -> Event: ...
+    def read_events(self, after_id: str | None = None, index: str | None = None,
+                    limit: int = 100) -> list[Event]: ...
+    def wait_events(self, after_id: str | None, index: str | None, timeout_s: float,
+                    limit: int = 100) -> list[Event]: ...
+    def get_event(self, event_id: str) -> Event | None: ...
+    def last_event_id(self) -> str | None: ...
+    def put_webhook(self, webhook: Webhook) -> Webhook: ...
+    def list_webhooks(self, index: str | None = None) -> list[Webhook]: ...
+    def delete_webhook(self, webhook_id: str) -> bool: ...
+    def close(self) -> None: ...

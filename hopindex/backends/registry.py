@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 from hopindex.backends.protocols import (
     Embedder,
+    EventLog,
     KeywordIndex,
     NlpAnalyzer,
     StateStore,
     VectorStore,
 )
 from hopindex.core.errors import ConfigError
-from hopindex.core.settings import CacheMode, Settings, url_path
+from hopindex.core.settings import REDIS_SCHEMES, CacheMode, Settings, url_path
 
 if TYPE_CHECKING:
     from hopindex.backends.llm.cache import ResponseCache
@@ -22,25 +24,76 @@ if TYPE_CHECKING:
     from hopindex.backends.llm.runner import LlmRunner
 
 _OPENAI_HOST = "api.openai.com"
+# Key prefix of state and events on a shared Redis (several services may share one).
+STATE_PREFIX = "hopindex"
 
 
-@dataclass(slots=True)
 class Backends:
-    """The protocol objects one process works with."""
+    """The protocol objects one process works with, each opened on first use.
 
-    vectors: VectorStore
-    keywords: KeywordIndex
-    state: StateStore
-    embedder: Embedder
-    nlp: NlpAnalyzer
-    llm: LlmRunner | None = None  # None: no LLM configured
+    Lazy because a worker only touches what its queues need: a stage-1 worker
+    must not open the embedded vector store, which allows one process at a time,
+    nor load an embedding model it never calls.
+    """
+
+    def __init__(self, settings: Settings, **opened: object) -> None:
+        self.settings = settings
+        # Objects handed in (tests, a process that already holds them) win over opening.
+        self._opened: dict[str, object] = dict(opened)
+        self._lock = threading.Lock()
+
+    def _get(self, role: str, opener: Callable[[], object]) -> object:
+        with self._lock:
+            if role not in self._opened:
+                self._opened[role] = opener()
+            return self._opened[role]
+
+    @property
+    def vectors(self) -> VectorStore:
+        return cast("VectorStore", self._get(
+            "vectors", lambda: open_vector_store(self.settings.vector_url)))
+
+    @property
+    def keywords(self) -> KeywordIndex:
+        return cast("KeywordIndex", self._get(
+            "keywords", lambda: open_keyword_index(self.settings.keyword_url)))
+
+    @property
+    def state(self) -> StateStore:
+        return cast("StateStore", self._get(
+            "state", lambda: open_state_store(self.settings.state_url)))
+
+    @property
+    def events(self) -> EventLog:
+        return cast("EventLog", self._get(
+            "events", lambda: open_event_log(self.settings.state_url)))
+
+    @property
+    def embedder(self) -> Embedder:
+        return cast("Embedder", self._get(
+            "embedder", lambda: open_embedder(self.settings.embedder_url, self.settings)))
+
+    @property
+    def nlp(self) -> NlpAnalyzer:
+        return cast("NlpAnalyzer", self._get(
+            "nlp", lambda: open_nlp(self.settings.nlp_url, self.settings.max_document_bytes)))
+
+    @property
+    def llm(self) -> LlmRunner | None:
+        """None when no LLM is configured."""
+        return cast("LlmRunner | None", self._get("llm", lambda: open_llm(self.settings)))
+
+    def is_open(self, role: str) -> bool:
+        return role in self._opened
 
     def close(self) -> None:
-        if self.llm is not None:
-            self.llm.close()
-        self.vectors.close()
-        self.keywords.close()
-        self.state.close()
+        """Close what was opened, the LLM first (its loop may still write usage)."""
+        with self._lock:
+            opened, self._opened = self._opened, {}
+        for role in ("llm", "vectors", "keywords", "events", "state"):
+            closer = getattr(opened.get(role), "close", None)
+            if closer is not None:
+                closer()
 
 
 def _scheme(url: str) -> str:
@@ -64,11 +117,33 @@ def open_keyword_index(url: str) -> KeywordIndex:
 
 
 def open_state_store(url: str) -> StateStore:
-    if _scheme(url) == "sqlite":
+    scheme = _scheme(url)
+    if scheme == "sqlite":
         from hopindex.backends.state.sqlite_store import SqliteStateStore
 
         return SqliteStateStore(url_path(url))
-    raise ConfigError(f"HOPINDEX_STATE_URL: unsupported scheme in {url!r} (expected sqlite://)")
+    if scheme in REDIS_SCHEMES:
+        from hopindex.backends.state.redis_store import RedisStateStore
+
+        return RedisStateStore(url, prefix=STATE_PREFIX)
+    raise ConfigError(f"HOPINDEX_STATE_URL: unsupported scheme in {url!r} "
+                      "(expected sqlite:// or redis://)")
+
+
+def open_event_log(state_url: str) -> EventLog:
+    """The event log lives where the state does (DESIGN.md §4): a Redis stream beside
+    Redis state, else an SQLite file beside the state file."""
+    scheme = _scheme(state_url)
+    if scheme == "sqlite":
+        from hopindex.backends.events.sqlite_log import SqliteEventLog
+
+        return SqliteEventLog(url_path(state_url).parent / "events.sqlite3")
+    if scheme in REDIS_SCHEMES:
+        from hopindex.backends.events.redis_log import RedisEventLog
+
+        return RedisEventLog(state_url, prefix=STATE_PREFIX)
+    raise ConfigError(f"HOPINDEX_STATE_URL: unsupported scheme in {state_url!r} "
+                      "(expected sqlite:// or redis://)")
 
 
 def open_embedder(url: str, settings: Settings | None = None) -> Embedder:
@@ -146,11 +221,7 @@ def open_llm(settings: Settings) -> LlmRunner | None:
 
 
 def open_backends(settings: Settings) -> Backends:
-    return Backends(
-        vectors=open_vector_store(settings.vector_url),
-        keywords=open_keyword_index(settings.keyword_url),
-        state=open_state_store(settings.state_url),
-        embedder=open_embedder(settings.embedder_url, settings),
-        nlp=open_nlp(settings.nlp_url, settings.max_document_bytes),
-        llm=open_llm(settings),
-    )
+    """Backends for ``settings``; the state store opens now so a bad URL fails at once."""
+    backends = Backends(settings)
+    _ = backends.state
+    return backends

@@ -185,6 +185,15 @@ class Job:
     created_at: float = field(default_factory=time.time)
     started_at: float | None = None
     finished_at: float | None = None
+    # Last time any task reported on this job: the reaper's measure of progress.
+    updated_at: float = field(default_factory=time.time)
+    # Keys of the task runs and phases already counted, so a redelivered task or a
+    # chord callback that fires twice changes the record once (see workers/progress.py).
+    settled: list[str] = field(default_factory=list)
+    # Bridge units replaced by stage 2, purged from every store by the embed phase.
+    stale_units: list[str] = field(default_factory=list)
+    # When the last job.progress event went out (throttling, see scheduler/lifecycle.py).
+    events_at: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -203,6 +212,10 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "updated_at": self.updated_at,
+            "settled": list(self.settled),
+            "events_at": self.events_at,
+            "stale_units": list(self.stale_units),
         }
 
     @property
@@ -230,6 +243,10 @@ class Job:
             units_embedded=data["units_embedded"], reason=data["reason"],
             created_at=data["created_at"], started_at=data["started_at"],
             finished_at=data["finished_at"],
+            updated_at=data.get("updated_at", data["created_at"]),
+            settled=list(data.get("settled", [])),
+            events_at=float(data.get("events_at", 0.0)),
+            stale_units=list(data.get("stale_units", [])),
         )
 
 

@@ -66,6 +66,19 @@ class Settings:
     llm_cache_url: str = ""
     llm_limiter_url: str = ""
 
+    # Workers (DESIGN.md §5). A message not acknowledged within the visibility timeout
+    # is redelivered (the recovery delay after a worker dies), so every task must
+    # finish well inside it: the hard time limit sits below it.
+    visibility_timeout_s: int = 3600
+    task_time_limit_s: int = 1800
+    task_max_retries: int = 5
+    # A running job that no task has reported on for this long is failed by the
+    # reaper (``hopindex beat``), which looks every reaper_interval_s.
+    job_stall_timeout_s: int = 7200
+    reaper_interval_s: int = 60
+    # job.progress events are emitted at most this often per job (plus one per phase).
+    progress_event_interval_s: float = 5.0
+
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
@@ -106,6 +119,18 @@ class Settings:
         settings = cls(**values)  # type: ignore[arg-type]  # values are typed per field above
         return settings.resolved()
 
+    def to_env(self) -> dict[str, str]:
+        """The ``HOPINDEX_*`` variables that reproduce these settings in a child process."""
+        env: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, bool):
+                value = "true" if value else "false"
+            env[_PREFIX + f.name.upper()] = str(value)
+        return env
+
     def resolved(self) -> Settings:
         """Fill empty backend URLs with the embedded defaults under ``data_dir``."""
         data = self.data_dir
@@ -131,6 +156,29 @@ class Settings:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
         self._validate_llm()
+        self._validate_workers()
+
+    def _validate_workers(self) -> None:
+        for name in ("visibility_timeout_s", "task_time_limit_s", "job_stall_timeout_s",
+                     "reaper_interval_s"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds")
+        if self.task_max_retries < 0:
+            raise ConfigError(f"{_PREFIX}TASK_MAX_RETRIES must be 0 or more")
+        if self.progress_event_interval_s < 0:
+            raise ConfigError(f"{_PREFIX}PROGRESS_EVENT_INTERVAL_S must be 0 or more")
+        if self.task_time_limit_s >= self.visibility_timeout_s:
+            # A task still running when its message becomes visible again gets a
+            # second copy while the first runs (celery/celery #5935).
+            raise ConfigError(f"{_PREFIX}TASK_TIME_LIMIT_S ({self.task_time_limit_s}) must be "
+                              f"below {_PREFIX}VISIBILITY_TIMEOUT_S ({self.visibility_timeout_s})")
+        if self.job_stall_timeout_s <= self.task_time_limit_s:
+            raise ConfigError(f"{_PREFIX}JOB_STALL_TIMEOUT_S ({self.job_stall_timeout_s}) must "
+                              f"exceed {_PREFIX}TASK_TIME_LIMIT_S ({self.task_time_limit_s}): a "
+                              "job whose one task runs long is not stalled")
+        if self.broker_url and urlsplit(self.broker_url).scheme not in (*REDIS_SCHEMES, "memory"):
+            raise ConfigError(f"{_PREFIX}BROKER_URL must be a redis:// URL, "
+                              f"got {self.broker_url!r}")
 
     def _validate_llm(self) -> None:
         for name in ("llm_max_attempts", "llm_concurrency"):

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from celery import chain
+
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.ids import content_hash, doc_id_from_title, job_id, validate_index_name
@@ -24,10 +26,11 @@ from hopindex.core.models import (
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.control import after_stage1, start_linking
+from hopindex.scheduler.lifecycle import fail_job, job_started
 from hopindex.workers.progress import batched
 from hopindex.workers.runtime import Runtime
+from hopindex.workers.tasks.embed import purge
 from hopindex.workers.tasks.stage1 import stage1
-from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
@@ -122,6 +125,7 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     state.put_documents([replace(d, content_hash="") for d in todo])
     log.info("job_submitted", job_id=job.job_id, index=index, documents=len(documents),
              to_process=len(todo), unchanged=len(documents) - len(todo), invalid=len(errors))
+    job_started(runtime, job)
     doc_ids = [d.doc_id for d in todo]
     header = [stage1.s(job.job_id, index, b)
               for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
@@ -152,7 +156,6 @@ def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str]) -> Job:
         own_titles = {e for e, owners in state.title_lexicon(index).items()
                       if set(owners) <= set(present)}
         passages = [u.unit_id for u in units if u.kind is not UnitKind.BRIDGE]
-        delete_units_everywhere(runtime.backends, index, passages)
         touched |= state.delete_mentions(index, present)
         # A title whose only holders left now names no document: its lexicon
         # mentions elsewhere must go too.
@@ -161,8 +164,13 @@ def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str]) -> Job:
                           if not any(m.source is MentionSource.TITLE
                                      for m in remaining.get(e, []))}
         state.delete_documents(index, present)
-    _launch(runtime, job, lambda: start_linking.si(
-        job.job_id, index, sorted(touched), [], sorted(dropped_titles)).apply_async())
+    job_started(runtime, job)
+    # The passages' engine deletes run on the embed queue, whose worker owns the
+    # engines; the bridges they fed are rebuilt after.
+    relink = start_linking.si(job.job_id, index, sorted(touched), [], sorted(dropped_titles))
+    purges = [purge.si(job.job_id, index, b)
+              for b in batched(passages, runtime.settings.embed_batch_units)]
+    _launch(runtime, job, lambda: chain(*purges, relink).apply_async())
     return _reload(runtime, job)
 
 
@@ -170,21 +178,11 @@ def _launch(runtime: Runtime, job: Job, start: Callable[[], object]) -> None:
     try:
         start()
     except HopindexError as exc:
-        _fail(runtime, job, f"{type(exc).__name__}: {exc}")
+        fail_job(runtime, job.job_id, f"{type(exc).__name__}: {exc}")
         raise
     except Exception as exc:
-        _fail(runtime, job, f"unexpected {type(exc).__name__}: {exc}")
+        fail_job(runtime, job.job_id, f"unexpected {type(exc).__name__}: {exc}")
         raise
-
-
-def _fail(runtime: Runtime, job: Job, reason: str) -> None:
-    def change(record: Job) -> None:
-        record.state = JobState.FAILED
-        record.reason = reason
-        record.finished_at = time.time()
-
-    runtime.backends.state.update_job(job.job_id, change)
-    log.error("job_failed", job_id=job.job_id, index=job.index, reason=reason)
 
 
 def _reload(runtime: Runtime, job: Job) -> Job:

@@ -7,42 +7,44 @@ tests). With no broker URL it runs tasks eagerly in the calling process.
 
 from __future__ import annotations
 
-import enum
-
 from celery import Celery
 
 from hopindex.core.settings import Settings
-
-
-class Queue(enum.StrEnum):
-    STAGE1 = "stage1"
-    STAGE2 = "stage2"
-    EMBED = "embed"
-    JUDGE = "judge"
-    CONTROL = "control"
-
+from hopindex.workers.base import HopindexTask
+from hopindex.workers.queues import Queue
 
 TASK_MODULES = (
     "hopindex.workers.tasks.stage1",
     "hopindex.workers.tasks.embed",
     "hopindex.workers.tasks.link",
     "hopindex.workers.tasks.stage2",
+    "hopindex.workers.tasks.webhooks",
     "hopindex.scheduler.control",
+    "hopindex.scheduler.reaper",
 )
 
 TASK_ROUTES = {
     "hopindex.stage1": {"queue": Queue.STAGE1.value},
     "hopindex.link": {"queue": Queue.STAGE1.value},
     "hopindex.stage2": {"queue": Queue.STAGE2.value},
+    # Every write to the vector and keyword engines runs here: the embedded engines
+    # allow one process, so the embed queue's worker is the one that owns them.
     "hopindex.embed": {"queue": Queue.EMBED.value},
+    "hopindex.purge": {"queue": Queue.EMBED.value},
+    "hopindex.deliver_webhook": {"queue": Queue.CONTROL.value},
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
 }
 
-app = Celery("hopindex", include=list(TASK_MODULES))
+REAP_TASK = "hopindex.control.reap"
+
+app = Celery("hopindex", include=list(TASK_MODULES), task_cls=HopindexTask)
 
 
 def configure_app(settings: Settings) -> Celery:
+    """Point the app at ``settings``' broker (or eager mode) and drop old connections."""
     eager = not settings.broker_url
+    transport = {"visibility_timeout": settings.visibility_timeout_s,
+                 **restore_sweep(settings.visibility_timeout_s)}
     app.conf.update(
         broker_url=settings.broker_url or "memory://",
         result_backend=None if eager else settings.broker_url,
@@ -55,8 +57,82 @@ def configure_app(settings: Settings) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        broker_transport_options=transport,
+        result_backend_transport_options=transport,
+        broker_connection_retry_on_startup=True,
+        task_time_limit=settings.task_time_limit_s,
+        task_soft_time_limit=soft_time_limit_s(settings.task_time_limit_s),
+        result_expires=86_400,
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
+        beat_schedule={
+            "reap-stalled-jobs": {"task": REAP_TASK, "schedule": float(settings.reaper_interval_s)},
+        },
+        hopindex_max_retries=settings.task_max_retries,
     )
+    drop_connections()
     return app
+
+
+def restore_sweep(visibility_timeout_s: int) -> dict[str, int]:
+    """How often workers look for messages whose worker died: a tenth of the visibility
+    timeout, between 1 s and kombu's default of 100 s (interval x throttle).
+
+    At kombu's default a message waits up to 100 s more after its visibility timeout,
+    which would dwarf a short timeout (tests use 20 s); the sweep is one sorted-set
+    range query, cheap at any of these rates.
+    """
+    sweep_s = max(1, min(100, visibility_timeout_s // 10))
+    interval_s = min(10, sweep_s)
+    return {"unacked_restore_interval": interval_s,
+            "unacked_restore_throttle": max(1, sweep_s // interval_s)}
+
+
+def soft_time_limit_s(hard_s: int) -> int:
+    """The soft limit leaves a task a tenth of its hard limit (at most 30 s) to clean up.
+
+    A fixed 30 s grace would leave a short hard limit (tests use 15 s) a soft limit
+    of nothing, failing every task at once.
+    """
+    return max(1, hard_s - min(30, max(1, hard_s // 10)))
+
+
+def drop_connections() -> None:
+    """Forget the broker pools and result backend built for earlier settings.
+
+    Celery caches them on first use; a process (a test session) that configures the
+    app for a second broker would otherwise keep talking to the first. Called again
+    when a service closes, so no connection outlives the Redis it points at.
+    """
+    _release_result_subscriptions()
+    # Celery has no public reset for these caches; see the docstring.
+    app._pool = None
+    # The producer pool holds connections of its own: left alone, messages would
+    # still go to the broker of the first configuration (memory:// after an eager run).
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
+    app._backend_cache = None
+    local = app._local
+    if hasattr(local, "backend"):
+        del local.backend
+
+
+def _release_result_subscriptions() -> None:
+    """Unsubscribe from the results of every task this process sent.
+
+    The Redis result backend subscribes to each sent task's result, and an
+    ``AsyncResult`` unsubscribes when it is garbage-collected, which may be after its
+    Redis is gone: the failed reconnect then raises inside the collector, wherever it
+    happens to run. Submitters read the job record, never results, so dropping the
+    subscriptions here loses nothing and leaves those late unsubscribes nothing to send.
+    """
+    backends = {id(b): b for b in (app._backend_cache, getattr(app._local, "backend", None))
+                if b is not None}
+    for backend in backends.values():
+        consumer = getattr(backend, "result_consumer", None)
+        if consumer is None:
+            continue
+        consumer.subscribed_to.clear()
+        consumer.stop()

@@ -1,17 +1,61 @@
-"""Job-record bookkeeping shared by every task: counts per stage and per-item errors."""
+"""Job-record bookkeeping shared by every task: counts per stage and per-item errors.
+
+Celery may run a task twice: a worker killed after its writes but before its
+acknowledgement gets the message redelivered (``acks_late``), and a chord callback
+can fire again when its header is redelivered. Writes are idempotent by unit id;
+counts are made so by *settling*: each change carries a key (the task run's id or
+a phase name), and a key already on the job record is not applied again.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from celery import current_task
 
 from hopindex.backends.protocols import JobStore
 from hopindex.core.models import ItemError, Job, JobState, LlmUsage, Stage
+
+# Task ids are uuid4s; 16 hex digits keep collisions out of reach (2^64) while a job of
+# thousands of task runs keeps its record small.
+_KEY_CHARS = 16
+
+
+def current_task_key() -> str:
+    """The key of the task run executing now ('' outside a task): stable across redelivery."""
+    task_id = getattr(getattr(current_task, "request", None), "id", None)
+    return f"task:{task_id.replace('-', '')[:_KEY_CHARS]}" if task_id else ""
+
+
+def settle(jobs: JobStore, job_id: str, change: Callable[[Job], None], *,
+           key: str | None = None) -> tuple[Job, bool]:
+    """Apply ``change`` once per ``key`` (default: the running task's key).
+
+    Returns the stored job and whether the change was applied now. Every applied
+    change stamps ``updated_at``, which is what the reaper watches.
+    """
+    key = current_task_key() if key is None else key
+    applied = False
+
+    def guarded(job: Job) -> None:
+        nonlocal applied
+        if key and key in job.settled:
+            return
+        change(job)
+        if key:
+            job.settled.append(key)
+        job.updated_at = time.time()
+        applied = True
+
+    return jobs.update_job(job_id, guarded), applied
 
 
 def record_progress(jobs: JobStore, job_id: str, stage: Stage, *, total: int = 0, done: int = 0,
                     failed: int = 0, skipped: int = 0,
                     errors: Sequence[ItemError] = (),
-                    llm_usage: Mapping[str, LlmUsage] | None = None) -> Job:
+                    llm_usage: Mapping[str, LlmUsage] | None = None,
+                    key: str | None = None) -> Job:
     def change(job: Job) -> None:
         counts = job.counts[stage]
         counts.total += total
@@ -22,12 +66,46 @@ def record_progress(jobs: JobStore, job_id: str, stage: Stage, *, total: int = 0
         if llm_usage:
             job.add_llm_usage(dict(llm_usage))
 
-    return jobs.update_job(job_id, change)
+    return settle(jobs, job_id, change, key=key)[0]
+
+
+def claim_phase(jobs: JobStore, job_id: str, phase: str) -> bool:
+    """True for the one task run that starts ``phase`` of a running job.
+
+    The claim records the claiming run's key, so the same message redelivered
+    after its worker died claims again and finishes the phase; another run (a
+    duplicate callback) or a job cancelled or failed meanwhile gets False and
+    must schedule nothing.
+    """
+    mine = f"phase:{phase}={current_task_key()}"
+    prefix = f"phase:{phase}="
+    claimed = False
+
+    def change(job: Job) -> None:
+        nonlocal claimed
+        if job.state is not JobState.RUNNING:
+            raise _NotRunningError
+        holder = next((k for k in job.settled if k.startswith(prefix)), None)
+        if holder is None:
+            job.settled.append(mine)
+            job.updated_at = time.time()
+        claimed = holder in (None, mine)
+
+    try:
+        jobs.update_job(job_id, change)
+    except _NotRunningError:
+        return False
+    return claimed
+
+
+class _NotRunningError(Exception):
+    """Aborts a claim without writing (update_job writes nothing when the change raises)."""
 
 
 def is_cancelled(jobs: JobStore, job_id: str) -> bool:
+    """True when the job is gone or no longer running: its remaining tasks do nothing."""
     job = jobs.get_job(job_id)
-    return job is None or job.state is JobState.CANCELLED
+    return job is None or job.state in (JobState.CANCELLED, JobState.FAILED)
 
 
 def batched(items: Sequence[str], size: int) -> list[list[str]]:

@@ -42,12 +42,40 @@ def id_list(ids: Sequence[str]) -> str:
     return dumps(list(ids))
 
 
-def _wrap(operation: str, exc: sqlite3.Error) -> BackendError:
-    message = f"sqlite state store: {operation} failed: {exc}"
+def wrap_sqlite_error(what: str, operation: str, exc: sqlite3.Error) -> BackendError:
+    """``exc`` as a ``BackendError`` naming ``what`` (the store) and the operation."""
+    message = f"{what}: {operation} failed: {exc}"
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
         # Another process held the write lock past busy_timeout: worth retrying.
         return BackendUnavailableError(message)
     return BackendError(message)
+
+
+def _wrap(operation: str, exc: sqlite3.Error) -> BackendError:
+    return wrap_sqlite_error("sqlite state store", operation, exc)
+
+
+@contextmanager
+def sqlite_transaction(conn: sqlite3.Connection, what: str, operation: str, *,
+                       write: bool) -> Iterator[sqlite3.Connection]:
+    """One transaction on ``conn`` (the caller holds its lock): all of it lands, or none."""
+    try:
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    except sqlite3.Error as exc:
+        raise wrap_sqlite_error(what, operation, exc) from exc
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise wrap_sqlite_error(what, operation, exc) from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise wrap_sqlite_error(what, operation, exc) from exc
 
 
 class SqliteConnection:
@@ -105,25 +133,9 @@ class SqliteConnection:
     @contextmanager
     def _transaction(self, operation: str, *, write: bool) -> Iterator[sqlite3.Connection]:
         """One transaction per call: all of a bulk write lands, or none of it."""
-        with self._lock:
-            conn = self._connection()
-            try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except sqlite3.Error as exc:
-                raise _wrap(operation, exc) from exc
-            try:
-                yield conn
-            except sqlite3.Error as exc:
-                conn.rollback()
-                raise _wrap(operation, exc) from exc
-            except BaseException:
-                conn.rollback()
-                raise
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                conn.rollback()
-                raise _wrap(operation, exc) from exc
+        with self._lock, sqlite_transaction(self._connection(), "sqlite state store",
+                                            operation, write=write) as conn:
+            yield conn
 
     def close(self) -> None:
         with self._lock:

@@ -1,4 +1,8 @@
-"""Embed task: vectors and postings for a batch of units, skipping ones already written."""
+"""Embed-queue tasks: the only writers of the vector and keyword engines.
+
+``embed`` writes vectors and postings for a batch of units, skipping ones already
+written; ``purge`` removes stale units from every store.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ import time
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, VectorRecord
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, Stage
+from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
-from hopindex.workers.progress import is_cancelled
+from hopindex.workers.progress import is_cancelled, settle
 from hopindex.workers.runtime import current_runtime
+from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
@@ -46,8 +52,22 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
         counts.skipped += len(unit_ids) - len(units)
         job.units_embedded += len(units)
 
-    state.update_job(job_id, change)
+    job, _ = settle(state, job_id, change)
+    maybe_progress(runtime, job)
     log.info("stage_finished", stage="embed", job_id=job_id, index=index, units=len(units),
              skipped=len(unit_ids) - len(units), encode_s=round(encode_s, 3),
              duration_s=round(time.perf_counter() - started, 3))
     return len(units)
+
+
+@app.task(name="hopindex.purge")  # type: ignore[untyped-decorator]  # celery is untyped
+def purge(job_id: str, index: str, unit_ids: list[str]) -> int:
+    """Delete units a stage replaced, engines first (see workers/writes.py); returns how
+    many were given. Deleting an id twice is a no-op, so redelivery is harmless.
+
+    Runs even for a cancelled job: the units it names are already unreachable."""
+    started = time.perf_counter()
+    delete_units_everywhere(current_runtime().backends, index, unit_ids)
+    log.info("stage_finished", stage="purge", job_id=job_id, index=index, units=len(unit_ids),
+             duration_s=round(time.perf_counter() - started, 3))
+    return len(unit_ids)

@@ -24,10 +24,10 @@ from hopindex.core.models import (
 from hopindex.methods.extractive.stage1 import extract_document
 from hopindex.methods.indexrag.indexing import DocExtraction, extract_documents
 from hopindex.methods.indexrag.units import METHOD as INDEXRAG
+from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
 from hopindex.workers.progress import is_cancelled, record_progress
 from hopindex.workers.runtime import Runtime, current_runtime
-from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
@@ -36,30 +36,37 @@ _STAGE1_SOURCES = (MentionSource.NER, MentionSource.TITLE)
 
 @app.task(name="hopindex.stage1")  # type: ignore[untyped-decorator]  # celery is untyped
 def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
-    """Returns the units written as ``[unit_id, characters]`` and the entities whose
-    bridges may have changed."""
+    """Returns the units written as ``[unit_id, characters]``, the entities whose
+    bridges may have changed, and the ``stale`` units the embed queue must purge.
+
+    The vector and keyword engines are not touched here: their writes belong to the
+    embed queue's worker (see workers/app.py).
+    """
     runtime = current_runtime()
     state = runtime.backends.state
     if is_cancelled(state, job_id):
-        return {"units": [], "touched": []}
+        return {"units": [], "touched": [], "stale": []}
     started = time.perf_counter()
     documents = state.get_documents(index, doc_ids)
     usage = UsageMeter()
     if runtime.index_method(index) == INDEXRAG:
-        units, touched, errors = _indexrag(runtime, index, documents, usage)
+        units, touched, stale, errors = _indexrag(runtime, index, documents, usage)
     else:
-        units, touched, errors = _extractive(runtime, index, documents)
+        units, touched, stale, errors = _extractive(runtime, index, documents)
     state.put_units(units)
     failed_ids = {e.item for e in errors}
-    record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
-                    failed=len(failed_ids), errors=errors, llm_usage=usage.snapshot())
+    job = record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
+                          failed=len(failed_ids), errors=errors, llm_usage=usage.snapshot())
+    maybe_progress(runtime, job)
     log.info("stage_finished", stage="stage1", job_id=job_id, index=index,
              documents=len(documents), units=len(units), failed=len(failed_ids),
              llm_calls=usage.total().calls, duration_s=round(time.perf_counter() - started, 3))
-    return {"units": [[u.unit_id, len(u.text)] for u in units], "touched": sorted(touched)}
+    return {"units": [[u.unit_id, len(u.text)] for u in units], "touched": sorted(touched),
+            "stale": sorted(stale)}
 
 
-_Outcome = tuple[list[Unit], set[str], list[ItemError]]
+# Units written, entities touched, stale unit ids, per-document errors.
+_Outcome = tuple[list[Unit], set[str], set[str], list[ItemError]]
 
 
 def _extractive(runtime: Runtime, index: str, documents: list[Document]) -> _Outcome:
@@ -67,18 +74,20 @@ def _extractive(runtime: Runtime, index: str, documents: list[Document]) -> _Out
     runtime.backends.state.put_analyses(index, analyses)
     units: list[Unit] = []
     touched: set[str] = set()
+    stale: set[str] = set()
     for document in documents:
         if document.doc_id not in analyses:
             continue
         try:
-            units_of_doc, touched_of_doc = _extract_one(runtime, document,
-                                                        analyses[document.doc_id])
+            units_of_doc, touched_of_doc, stale_of_doc = _extract_one(
+                runtime, document, analyses[document.doc_id])
         except HopindexError as exc:
             errors.append(ItemError(item=document.doc_id, stage=Stage.STAGE1, reason=str(exc)))
             continue
         units.extend(units_of_doc)
         touched |= touched_of_doc
-    return units, touched, errors
+        stale |= stale_of_doc
+    return units, touched, stale, errors
 
 
 def _indexrag(runtime: Runtime, index: str, documents: list[Document],
@@ -89,27 +98,31 @@ def _indexrag(runtime: Runtime, index: str, documents: list[Document],
     extractions, errors = extract_documents(llm, documents, usage)
     units: list[Unit] = []
     touched: set[str] = set()
+    stale: set[str] = set()
     for extraction in extractions:
         units.extend(extraction.units)
-        touched |= _replace_document_facts(runtime, extraction)
-    return units, touched, errors
+        touched_of_doc, stale_of_doc = _replace_document_facts(runtime, extraction)
+        touched |= touched_of_doc
+        stale |= stale_of_doc
+    return units, touched, stale, errors
 
 
-def _replace_document_facts(runtime: Runtime, extraction: DocExtraction) -> set[str]:
+def _replace_document_facts(runtime: Runtime, extraction: DocExtraction
+                            ) -> tuple[set[str], set[str]]:
     state = runtime.backends.state
     document = extraction.document
     new_ids = {u.unit_id for u in extraction.units}
     previous = state.units_of_documents(document.index, [document.doc_id])
-    old_ids = {u.unit_id for u in previous if u.kind is UnitKind.AKU}
-    delete_units_everywhere(runtime.backends, document.index, sorted(old_ids - new_ids))
+    stale = {u.unit_id for u in previous if u.kind is UnitKind.AKU} - new_ids
     # Bridging facts quote the facts of every source document: any bridge this
-    # document fed, and every entity it names, must be rebuilt when its facts moved.
+    # document fed, and every entity it names, is rebuilt. The document runs stage 1
+    # only because its text changed, so this costs nothing extra, and it keeps a
+    # redelivered task (whose first run already wrote the units) touching the same set.
     touched = {e for u in previous if u.kind is UnitKind.BRIDGE for e in u.entities}
     touched |= state.replace_mentions(document.index, document.doc_id, extraction.mentions(),
                                       (MentionSource.LLM,))
-    if old_ids != new_ids:
-        touched |= set(extraction.entities)
-    return touched
+    touched |= set(extraction.entities)
+    return touched, stale
 
 
 def _analyze(runtime: Runtime, documents: list[Document]
@@ -132,18 +145,17 @@ def _analyze(runtime: Runtime, documents: list[Document]
 
 
 def _extract_one(runtime: Runtime, document: Document,
-                 analysis: TextAnalysis) -> tuple[list[Unit], set[str]]:
+                 analysis: TextAnalysis) -> tuple[list[Unit], set[str], set[str]]:
     state = runtime.backends.state
     output = extract_document(document, analysis, runtime.chunk_policy)
     new_ids = {u.unit_id for u in output.units}
     previous = state.units_of_documents(document.index, [document.doc_id])
-    stale = [u.unit_id for u in previous
-             if u.kind is UnitKind.PASSAGE and u.unit_id not in new_ids]
-    delete_units_everywhere(runtime.backends, document.index, stale)
-    # Every bridge quoting this document may quote changed text: recompute them all.
+    stale = {u.unit_id for u in previous
+             if u.kind is UnitKind.PASSAGE and u.unit_id not in new_ids}
+    # Every bridge quoting this document may quote changed text: recompute them all,
+    # and every entity it names (see _replace_document_facts for why always).
     touched = {e for u in previous if u.kind is UnitKind.BRIDGE for e in u.entities}
     touched |= state.replace_mentions(document.index, document.doc_id, output.mentions,
                                       _STAGE1_SOURCES)
-    if stale or not previous:
-        touched |= {m.entity for m in output.mentions}
-    return output.units, touched
+    touched |= {m.entity for m in output.mentions}
+    return output.units, touched, stale

@@ -10,16 +10,17 @@ import time
 from typing import Any
 
 from hopindex.backends.llm.usage import UsageMeter
+from hopindex.backends.protocols import JobStore
 from hopindex.core.logging import get_logger
 from hopindex.core.models import ItemError, Job, Stage, Unit, UnitKind
 from hopindex.methods.extractive.stage2 import build_bridge_unit
 from hopindex.methods.indexrag.indexing import plan_bridges, write_bridging_facts
 from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.methods.indexrag.units import doc_facts_from_units
+from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
-from hopindex.workers.progress import is_cancelled
+from hopindex.workers.progress import current_task_key, is_cancelled, settle
 from hopindex.workers.runtime import Runtime, current_runtime
-from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
@@ -29,12 +30,12 @@ _Built = dict[str, list[Unit]]
 
 @app.task(name="hopindex.stage2")  # type: ignore[untyped-decorator]  # celery is untyped
 def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
-    """Returns the bridge units written as ``[unit_id, characters]``; stale bridge units
-    are deleted everywhere."""
+    """Returns the bridge units written as ``[unit_id, characters]`` and the ``stale``
+    bridge units the embed queue must purge."""
     runtime = current_runtime()
     state = runtime.backends.state
     if is_cancelled(state, job_id):
-        return {"units": []}
+        return {"units": [], "stale": []}
     started = time.perf_counter()
     usage = UsageMeter()
     if runtime.index_method(index) == INDEXRAG:
@@ -43,20 +44,22 @@ def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
         built_of, errors = _extractive(runtime, index, entities), []
     failed = {e.item for e in errors}
     built = [u for units in built_of.values() for u in units]
-    # Write new units before repointing the catalogue, and delete stale ones last,
-    # so a crash at any point leaves the previous bridge or the new one findable.
+    # Write new units before repointing the catalogue, and purge stale ones last (on
+    # the embed queue), so a crash at any point leaves the previous bridge or the new
+    # one findable.
     state.put_units(built)
-    stale: list[str] = []
+    settled = [e for e in entities if e not in failed]
+    new_of = {e: [u.unit_id for u in built_of.get(e, [])] for e in settled}
+    current = state.bridge_units_of_entities(index, settled)
+    stale = sorted({u for e in settled for u in current.get(e, []) if u not in new_of[e]})
+    # Once repointed, the replaced ids are known nowhere else: note them on the job
+    # first, so a run killed after repointing still has them purged (see control.py).
+    _note_stale(state, job_id, stale)
     removed = 0
-    for entity in entities:
-        if entity in failed:
-            continue
-        new_ids = [u.unit_id for u in built_of.get(entity, [])]
-        previous = state.replace_bridge_units(index, entity, new_ids)
-        stale.extend(u for u in previous if u not in new_ids)
-        if previous and not new_ids:
+    for entity in settled:
+        previous = state.replace_bridge_units(index, entity, new_of[entity])
+        if previous and not new_of[entity]:
             removed += 1
-    delete_units_everywhere(runtime.backends, index, stale)
     with_units = sum(1 for units in built_of.values() if units)
     llm_usage = usage.snapshot()
 
@@ -70,11 +73,22 @@ def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
         job.bridge_entities_removed += removed
         job.add_llm_usage(llm_usage)
 
-    state.update_job(job_id, change)
+    job, _ = settle(state, job_id, change)
+    maybe_progress(runtime, job)
     log.info("stage_finished", stage="stage2", job_id=job_id, index=index,
              entities=len(entities), bridges=len(built), removed=removed, failed=len(failed),
              llm_calls=usage.total().calls, duration_s=round(time.perf_counter() - started, 3))
-    return {"units": [[u.unit_id, len(u.text)] for u in built]}
+    return {"units": [[u.unit_id, len(u.text)] for u in built], "stale": sorted(stale)}
+
+
+def _note_stale(state: JobStore, job_id: str, stale: list[str]) -> None:
+    if not stale:
+        return
+
+    def change(job: Job) -> None:
+        job.stale_units.extend(u for u in stale if u not in job.stale_units)
+
+    settle(state, job_id, change, key=f"stale-{current_task_key()}")
 
 
 def _document_sets(runtime: Runtime, index: str, entities: list[str]

@@ -1,0 +1,121 @@
+"""Reading the event log for people and scripts (``hopindex events``), and webhook
+registration (``hopindex webhooks add``)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from hopindex.backends.protocols import EventLog
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.events import Event, EventType, Webhook
+
+PAGE = 100
+WEBHOOK_SCHEMES = ("http", "https")
+
+
+def follow_events(log: EventLog, *, index: str | None, after_id: str | None, follow: bool,
+                  poll_timeout_s: float = 1.0,
+                  stop: Callable[[], bool] | None = None) -> Iterator[Event]:
+    """Every event after ``after_id`` (None: from the oldest kept), oldest first; with
+    ``follow``, then each new one as it is appended, until ``stop()`` is true or
+    Ctrl-C. ``stop`` is checked between waits, so it takes effect within
+    ``poll_timeout_s``."""
+    cursor = after_id
+    while True:
+        batch = log.read_events(after_id=cursor, index=index, limit=PAGE)
+        for event in batch:
+            cursor = event.event_id
+            yield event
+        if len(batch) < PAGE:
+            break
+    if not follow:
+        return
+    try:
+        while stop is None or not stop():
+            for event in log.wait_events(cursor, index, poll_timeout_s, limit=PAGE):
+                cursor = event.event_id
+                yield event
+    except KeyboardInterrupt:
+        # Ctrl-C is how a follower is meant to end, not an error.
+        return
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+
+
+def _progress(data: dict[str, Any]) -> str:
+    """``stage done/total`` for each stage that has work, e.g. ``stage1 6/6 embed 3/12``."""
+    parts = []
+    for stage, counts in (data.get("counts") or {}).items():
+        if isinstance(counts, dict) and counts.get("total"):
+            failed = f" failed={counts['failed']}" if counts.get("failed") else ""
+            parts.append(f"{stage} {counts.get('done', 0)}/{counts['total']}{failed}")
+    return " ".join(parts)
+
+
+def summarize(event: Event) -> str:
+    """A short human summary of ``event.data``; the full data is in ``--json``."""
+    data = event.data
+    if event.event_type is EventType.INDEX_READY:
+        parts = [f"units {_counts(data.get('units') or {})}".rstrip()]
+        if "documents" in data:
+            parts.append(f"documents={data['documents']}")
+        if data.get("failed"):
+            parts.append(f"failed={','.join(map(str, data['failed']))}")
+        if "duration_s" in data:
+            parts.append(f"in {data['duration_s']}s")
+        return " ".join(parts)
+    parts = []
+    if data.get("phase"):
+        parts.append(f"phase={data['phase']}")
+    if event.event_type is EventType.JOB_STARTED and data.get("kind"):
+        parts.append(f"kind={data['kind']}")
+    progress = _progress(data)
+    if progress:
+        parts.append(progress)
+    if data.get("errors"):
+        parts.append(f"errors={data['errors']}")
+    if data.get("reason"):
+        parts.append(f"reason={data['reason']!r}")
+    return " ".join(parts)
+
+
+def render_event(event: Event) -> str:
+    """One line: id, UTC time, type, index, job, summary."""
+    when = datetime.fromtimestamp(event.created_at, tz=UTC).isoformat(timespec="seconds")
+    line = (f"{event.event_id}  {when.replace('+00:00', 'Z')}  {event.event_type.value:<13} "
+            f"{event.index:<16} job={event.job_id}")
+    summary = summarize(event)
+    return f"{line}  {summary}" if summary else line
+
+
+def validate_webhook_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in WEBHOOK_SCHEMES and bool(parts.hostname)
+        _ = parts.port  # raises ValueError on a port that is not a number in range
+    except ValueError:
+        valid = False
+    if not valid:
+        raise InvalidInputError(f"webhook URL {url!r} is not an http:// or https:// URL "
+                                "with a host", where="url")
+    return url
+
+
+def register_webhook(log: EventLog, index: str, url: str, secret: str | None) -> Webhook:
+    """Store a webhook for ``index``'s events; a random secret when none is given
+    (it is returned, and shown once by the CLI)."""
+    validate_webhook_url(url)
+    if secret is not None and not secret:
+        raise InvalidInputError("the secret must not be empty (omit it for a random one)",
+                                where="secret")
+    webhook = Webhook(webhook_id=f"wh-{secrets.token_hex(8)}", index=index, url=url,
+                      secret=secret if secret is not None else secrets.token_hex(32),
+                      created_at=time.time())
+    return log.put_webhook(webhook)

@@ -1,0 +1,58 @@
+"""The JSON both event log adapters store: event data and webhook records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hopindex.core.errors import BackendError, InvalidInputError
+from hopindex.core.events import Webhook
+
+# One encoder for every call: json.dumps with non-default arguments builds a new one.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def encode_data(data: dict[str, Any]) -> str:
+    """Compact JSON of an event's data; refused up front so nothing half-encodable is
+    stored and every consumer (webhooks, SSE, ``--json``) can read what is."""
+    try:
+        return _ENCODER.encode(data)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"event data is not JSON: {exc}", where="data") from exc
+
+
+def decode_data(text: str | bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BackendError(f"event log holds malformed event data: {exc}") from exc
+    if not isinstance(data, dict):
+        raise BackendError(f"event log holds event data that is a {type(data).__name__}")
+    return data
+
+
+def encode_webhook(webhook: Webhook) -> str:
+    return _ENCODER.encode({"id": webhook.webhook_id, "index": webhook.index,
+                            "url": webhook.url, "secret": webhook.secret,
+                            "created_at": webhook.created_at})
+
+
+def decode_webhook(text: str | bytes) -> Webhook:
+    try:
+        record = json.loads(text)
+        return Webhook(webhook_id=str(record["id"]), index=str(record["index"]),
+                       url=str(record["url"]), secret=str(record["secret"]),
+                       created_at=float(record["created_at"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"event log holds a malformed webhook record: {exc!r}") from exc
+
+
+def check_limit(limit: int) -> int:
+    if limit < 1:
+        raise InvalidInputError(f"limit must be at least 1, got {limit}", where="limit")
+    return limit
+
+
+def sorted_webhooks(webhooks: list[Webhook]) -> list[Webhook]:
+    """Oldest first, so listings are stable across adapters."""
+    return sorted(webhooks, key=lambda w: (w.created_at, w.webhook_id))

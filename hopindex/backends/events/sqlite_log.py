@@ -1,0 +1,249 @@
+"""The embedded event log: one SQLite file of its own beside the state file.
+
+A separate file rather than tables in the state store: a follower polls it every
+50 ms for as long as it follows, and those reads must not queue behind the state
+store's connection lock while a bulk write holds it.
+
+Ids are the ``AUTOINCREMENT`` row id as a decimal string. ``AUTOINCREMENT`` (not a
+plain rowid) so an id is never issued twice, even after the newest rows are gone;
+and appends take the write lock up front, so ids are assigned in commit order and
+a reader that has seen id N can never later find an event below N appear.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hopindex.backends.events.codec import (
+    check_limit,
+    decode_data,
+    encode_data,
+    sorted_webhooks,
+)
+from hopindex.backends.state.connection import (
+    BUSY_TIMEOUT_MS,
+    sqlite_transaction,
+    wrap_sqlite_error,
+)
+from hopindex.core.errors import BackendError, InvalidInputError
+from hopindex.core.events import Event, EventType, Webhook
+from hopindex.core.logging import get_logger
+
+log = get_logger(__name__)
+
+POLL_INTERVAL_S = 0.05
+_ID = re.compile(r"[0-9]{1,18}")  # 18 digits stay inside SQLite's signed 64-bit integers
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        type TEXT NOT NULL,
+        idx TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_at REAL NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS events_by_index ON events (idx, id)",
+    """CREATE TABLE IF NOT EXISTS webhooks (
+        webhook_id TEXT PRIMARY KEY,
+        idx TEXT NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at REAL NOT NULL)""",
+)
+_COLUMNS = "id, type, idx, job_id, data, created_at"
+
+
+_WHAT = "sqlite event log"
+
+
+def _wrap(operation: str, exc: sqlite3.Error) -> BackendError:
+    return wrap_sqlite_error(_WHAT, operation, exc)
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    event_id, event_type, index, job_id, data, created_at = row
+    return Event(event_id=str(event_id), event_type=EventType(event_type), index=index,
+                 job_id=job_id, data=decode_data(data), created_at=float(created_at))
+
+
+class SqliteEventLog:
+    """``EventLog`` on one SQLite file; safe for several threads and processes.
+
+    One connection behind a lock, as the state store does (see
+    ``backends/state/connection.py``); other processes are coordinated by SQLite's
+    file locks with ``busy_timeout``, and WAL lets followers read during appends.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = Path(path)
+        self._lock = threading.RLock()
+        self._closed = False
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackendError(f"sqlite event log: cannot create {self._path.parent}: "
+                               f"{exc}") from exc
+        self._pid = os.getpid()
+        self._conn = self._open()
+        try:
+            with self._transaction("create schema", write=True) as conn:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+        except BaseException:
+            self._conn.close()
+            raise
+        log.info("event_log_opened", backend="sqlite", path=str(self._path))
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: transactions are begun explicitly, so an append
+            # takes the write lock up front (BEGIN IMMEDIATE).
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise _wrap(f"open {self._path}", exc) from exc
+        return conn
+
+    def _check_process(self) -> None:
+        if self._pid != os.getpid():
+            # A forked worker must not share the parent's connection (SQLite forbids
+            # carrying one across fork), nor a lock another parent thread may have
+            # held at the fork and that nobody in this process will ever release.
+            self._pid = os.getpid()
+            self._lock = threading.RLock()
+            self._conn = self._open()
+
+    @contextmanager
+    def _transaction(self, operation: str, *, write: bool) -> Iterator[sqlite3.Connection]:
+        self._check_process()
+        with self._lock:
+            if self._closed:
+                raise BackendError(f"sqlite event log {self._path} is closed")
+            with sqlite_transaction(self._conn, _WHAT, operation, write=write) as conn:
+                yield conn
+
+    # -- events ----------------------------------------------------------------------------
+
+    def append_event(self, event_type: EventType, index: str, job_id: str,
+                     data: dict[str, Any]) -> Event:
+        encoded = encode_data(data)
+        created_at = time.time()
+        with self._transaction("append_event", write=True) as conn:
+            cursor = conn.execute(
+                "INSERT INTO events (type, idx, job_id, data, created_at) VALUES (?, ?, ?, ?, ?)",
+                (EventType(event_type).value, index, job_id, encoded, created_at))
+            row_id = cursor.lastrowid
+        # The stored data, not the caller's dict: a later change to it must not show.
+        return Event(event_id=str(row_id), event_type=EventType(event_type), index=index,
+                     job_id=job_id, data=decode_data(encoded), created_at=created_at)
+
+    def _position(self, conn: sqlite3.Connection, after_id: str | None) -> int:
+        """The row id to read after; see the ``EventLog`` docstring for what is accepted."""
+        if after_id is None:
+            return 0
+        if not _ID.fullmatch(after_id):
+            raise InvalidInputError(f"malformed event id {after_id!r}: this log's ids are "
+                                    "decimal integers", where="from")
+        position = int(after_id)
+        found = conn.execute("SELECT EXISTS (SELECT 1 FROM events WHERE id = ?), "
+                             "(SELECT min(id) FROM events)", (position,)).fetchone()
+        exists, oldest = found
+        if exists or (oldest is not None and position < oldest):
+            return position
+        raise InvalidInputError(f"unknown event id {after_id!r}: this log never issued it",
+                                where="from")
+
+    def _read(self, conn: sqlite3.Connection, position: int, index: str | None,
+              limit: int) -> list[Event]:
+        if index is None:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE id > ? "
+                                "ORDER BY id LIMIT ?", (position, limit)).fetchall()
+        else:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE idx = ? AND id > ? "
+                                "ORDER BY id LIMIT ?", (index, position, limit)).fetchall()
+        return [_event(row) for row in rows]
+
+    def read_events(self, after_id: str | None = None, index: str | None = None,
+                    limit: int = 100) -> list[Event]:
+        check_limit(limit)
+        with self._transaction("read_events", write=False) as conn:
+            return self._read(conn, self._position(conn, after_id), index, limit)
+
+    def wait_events(self, after_id: str | None, index: str | None, timeout_s: float,
+                    limit: int = 100) -> list[Event]:
+        check_limit(limit)
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._transaction("wait_events", write=False) as conn:
+            position = self._position(conn, after_id)
+            found = self._read(conn, position, index, limit)
+        # The lock is released between polls so appends and other readers go on.
+        while not found and time.monotonic() < deadline:
+            time.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+            with self._transaction("wait_events", write=False) as conn:
+                found = self._read(conn, position, index, limit)
+        return found
+
+    def get_event(self, event_id: str) -> Event | None:
+        if not _ID.fullmatch(event_id):
+            return None
+        with self._transaction("get_event", write=False) as conn:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE id = ?",
+                               (int(event_id),)).fetchone()
+        return None if row is None else _event(row)
+
+    def last_event_id(self) -> str | None:
+        with self._transaction("last_event_id", write=False) as conn:
+            (newest,) = conn.execute("SELECT max(id) FROM events").fetchone()
+        return None if newest is None else str(newest)
+
+    # -- webhooks --------------------------------------------------------------------------
+
+    def put_webhook(self, webhook: Webhook) -> Webhook:
+        with self._transaction("put_webhook", write=True) as conn:
+            conn.execute("INSERT OR REPLACE INTO webhooks (webhook_id, idx, url, secret, "
+                         "created_at) VALUES (?, ?, ?, ?, ?)",
+                         (webhook.webhook_id, webhook.index, webhook.url, webhook.secret,
+                          webhook.created_at))
+        return webhook
+
+    def list_webhooks(self, index: str | None = None) -> list[Webhook]:
+        query = "SELECT webhook_id, idx, url, secret, created_at FROM webhooks"
+        with self._transaction("list_webhooks", write=False) as conn:
+            rows = (conn.execute(query).fetchall() if index is None
+                    else conn.execute(f"{query} WHERE idx = ?", (index,)).fetchall())
+        return sorted_webhooks([
+            Webhook(webhook_id=w, index=i, url=u, secret=s, created_at=float(c))
+            for w, i, u, s, c in rows])
+
+    def delete_webhook(self, webhook_id: str) -> bool:
+        with self._transaction("delete_webhook", write=True) as conn:
+            deleted = conn.execute("DELETE FROM webhooks WHERE webhook_id = ?",
+                                   (webhook_id,)).rowcount
+        return bool(deleted)
+
+    def close(self) -> None:
+        if self._pid != os.getpid():
+            # A forked child's inherited connection and lock are the parent's: closing
+            # must touch neither (the lock may be held for ever, see _check_process).
+            self._closed = True
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._conn.close()
+        log.debug("event_log_closed", backend="sqlite", path=str(self._path))

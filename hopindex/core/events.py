@@ -1,0 +1,59 @@
+"""What the durable event log holds (DESIGN.md §7): job and index events, and the
+webhooks that receive an index's events."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from hopindex.core.errors import InvalidInputError
+
+
+class EventType(enum.StrEnum):
+    JOB_STARTED = "job.started"
+    JOB_PROGRESS = "job.progress"
+    JOB_FAILED = "job.failed"
+    JOB_CANCELLED = "job.cancelled"
+    INDEX_READY = "index.ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the log; ``event_id`` is the log's own cursor (ordered, resumable)."""
+
+    event_id: str
+    event_type: EventType
+    index: str
+    job_id: str
+    data: dict[str, Any]
+    created_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The public shape: what ``--json``, server-sent events and webhook bodies carry."""
+        return {"id": self.event_id, "type": self.event_type.value, "index": self.index,
+                "job_id": self.job_id, "data": self.data, "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Event:
+        try:
+            data = record["data"]
+            if not isinstance(data, dict):
+                raise TypeError(f"data is a {type(data).__name__}, not an object")
+            return cls(event_id=str(record["id"]), event_type=EventType(record["type"]),
+                       index=str(record["index"]), job_id=str(record["job_id"]),
+                       data=data, created_at=float(record["created_at"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"malformed event record: {exc!r}", where="event") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A URL that receives one index's events, signed with ``secret`` (HMAC-SHA256)."""
+
+    webhook_id: str
+    index: str
+    url: str
+    # Kept out of repr: a webhook logged or printed in a traceback must not leak it.
+    secret: str = field(repr=False)
+    created_at: float

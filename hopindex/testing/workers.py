@@ -1,0 +1,91 @@
+"""Real ``hopindex worker`` processes for integration tests and benchmarks.
+
+Each worker runs in its own session (process group), so ``kill`` can SIGKILL the
+worker and its pool children together, the way a machine dies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from hopindex.core.errors import BackendUnavailableError
+from hopindex.core.settings import Settings
+
+READY_MARK = " ready."
+START_TIMEOUT_S = 60.0
+
+
+class WorkerProcess:
+    """``hopindex worker`` for ``settings`` (which must name a broker)."""
+
+    def __init__(self, settings: Settings, queues: Sequence[str], *, concurrency: int = 2,
+                 pool: str = "auto", name: str, log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        env = {**os.environ, **settings.to_env(), "HOPINDEX_LOG_LEVEL": "INFO"}
+        argv = [sys.executable, "-c", "from hopindex.api.cli import main; main()", "worker",
+                "--queues", ",".join(queues), "--concurrency", str(concurrency),
+                "--pool", pool, "--name", f"{name}@%h"]
+        self._log = log_path.open("wb")
+        self._ready = threading.Event()
+        self.process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None  # set by Popen(stdout=PIPE)
+        for line in self.process.stdout:
+            self._log.write(line)
+            self._log.flush()
+            if READY_MARK.encode() in line:
+                self._ready.set()
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> WorkerProcess:
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise BackendUnavailableError(
+                    f"worker {self.name} did not start; its log: {self.log_path}\n"
+                    + self.log_path.read_text(errors="replace")[-3000:])
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool children: no shutdown, no acknowledgements."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self._close_log()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Warm shutdown (SIGTERM: finish running tasks), SIGKILL after ``timeout_s``."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        self._reader.join(timeout=5)
+        self._log.close()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def __enter__(self) -> WorkerProcess:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

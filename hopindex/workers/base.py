@@ -1,0 +1,66 @@
+"""The base class of every hopindex task: retries follow the error's type, and a
+task that fails for good fails its job visibly instead of hanging its chord."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Task
+
+from hopindex.core.errors import HopindexError
+from hopindex.core.logging import get_logger
+
+log = get_logger(__name__)
+
+BACKOFF_BASE_S = 2.0
+BACKOFF_MAX_S = 300.0
+
+
+class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
+    """Retries ``HopindexError``s whose type says ``retryable`` with exponential backoff
+    (or the ``retry_after_s`` they carry), up to ``HOPINDEX_TASK_MAX_RETRIES``."""
+
+    # False for tasks outside any job (webhook deliveries, the reaper).
+    job_bound: bool = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except HopindexError as exc:
+            # Eager runs have no queue to wait in; the LLM client has retried already.
+            if not exc.retryable or self.request.is_eager:
+                raise
+            max_retries = int(self.app.conf.get("hopindex_max_retries", 5))
+            if self.request.retries >= max_retries:
+                raise
+            countdown = getattr(exc, "retry_after_s", None) or min(
+                BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** self.request.retries)
+            log.warning("task_retrying", task=self.name, attempt=self.request.retries + 1,
+                        countdown_s=countdown, error=str(exc))
+            raise self.retry(exc=exc, countdown=countdown, max_retries=max_retries) from exc
+
+    def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...],
+                   kwargs: dict[str, Any], einfo: Any) -> None:
+        job_id = self._job_id(args, kwargs)
+        log.error("task_failed", task=self.name, task_id=task_id, job_id=job_id,
+                  error=f"{type(exc).__name__}: {exc}")
+        if job_id is None:
+            return
+        # Imported here: the lifecycle module imports tasks, which import this module.
+        from hopindex.scheduler.lifecycle import fail_job
+        from hopindex.workers.runtime import current_runtime
+
+        try:
+            fail_job(current_runtime(), job_id,
+                     f"task {self.name} failed: {type(exc).__name__}: {exc}")
+        except Exception as failure:  # reporting must not mask the task's own error
+            log.error("job_fail_not_recorded", job_id=job_id, error=str(failure))
+
+    def _job_id(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """Every job task takes the job id as its first string argument (a chord
+        callback gets the header's results, a list, before it)."""
+        if not self.job_bound:
+            return None
+        if "job_id" in kwargs:
+            return str(kwargs["job_id"])
+        return next((a for a in args if isinstance(a, str)), None)

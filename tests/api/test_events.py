@@ -1,0 +1,134 @@
+"""``hopindex events`` core: following the log from a cursor, one-line rendering, and
+webhook registration (over the SQLite event log)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.events import follow_events, register_webhook, render_event
+from hopindex.backends.events.sqlite_log import SqliteEventLog
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.events import Event, EventType
+
+INDEX = "curie"
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[SqliteEventLog]:
+    log = SqliteEventLog(tmp_path / "events.sqlite3")
+    yield log
+    log.close()
+
+
+def progress(log: SqliteEventLog, n: int, index: str = INDEX) -> list[Event]:
+    return [log.append_event(EventType.JOB_PROGRESS, index, "job-1", {"i": i})
+            for i in range(n)]
+
+
+def test_without_follow_reads_everything_after_the_cursor_and_ends(
+        log: SqliteEventLog) -> None:
+    """Without --follow every event after the cursor comes out once, in order, across
+    more than one read page, and then the iterator ends."""
+    events = progress(log, 250)
+    cursor = events[9].event_id
+    started = time.monotonic()
+    seen = list(follow_events(log, index=None, after_id=cursor, follow=False))
+    assert [e.event_id for e in seen] == [e.event_id for e in events[10:]]
+    assert time.monotonic() - started < 1
+    assert len(list(follow_events(log, index=None, after_id=None, follow=False))) == 250
+
+
+def test_follow_resumes_from_a_cursor_and_sees_new_events_until_stopped(
+        log: SqliteEventLog) -> None:
+    """A follower started from a kept id gets the backlog after it, then events another
+    thread appends later (only its index's), and ends soon after ``stop`` turns true."""
+    backlog = progress(log, 3)
+    stop = threading.Event()
+    seen: list[Event] = []
+    ended = threading.Event()
+
+    def follow() -> None:
+        for event in follow_events(log, index=INDEX, after_id=backlog[0].event_id,
+                                   follow=True, poll_timeout_s=0.2, stop=stop.is_set):
+            seen.append(event)
+        ended.set()
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    time.sleep(0.3)
+    assert [e.event_id for e in seen] == [e.event_id for e in backlog[1:]]
+    progress(log, 2, index="elsewhere")
+    ready = log.append_event(EventType.INDEX_READY, INDEX, "job-1", {"units": {"passage": 6}})
+    deadline = time.monotonic() + 5
+    while len(seen) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert seen[-1] == ready and len(seen) == 3
+    stop.set()
+    assert ended.wait(2), "the follower did not stop"
+
+
+def test_follow_from_an_unknown_id_is_an_error_naming_from(log: SqliteEventLog) -> None:
+    """A cursor this log never issued is refused up front, naming ``--from``'s field."""
+    progress(log, 1)
+    with pytest.raises(InvalidInputError) as caught:
+        next(follow_events(log, index=None, after_id="12345", follow=True))
+    assert caught.value.where == "from"
+
+
+def test_render_index_ready_shows_units_per_kind(log: SqliteEventLog) -> None:
+    """index.ready renders on one line with its id, UTC time, type, index, job, units per
+    kind, document count, failed documents and duration."""
+    event = Event(event_id="17", event_type=EventType.INDEX_READY, index=INDEX,
+                  job_id="job-9", created_at=0.0,
+                  data={"units": {"passage": 6, "bridge": 2}, "documents": 6,
+                        "failed": ["d3"], "llm": {}, "duration_s": 1.25})
+    line = render_event(event)
+    assert "\n" not in line
+    assert line.startswith("17  1970-01-01T00:00:00Z  index.ready")
+    for part in (INDEX, "job=job-9", "units bridge=2 passage=6", "documents=6",
+                 "failed=d3", "in 1.25s"):
+        assert part in line, part
+
+
+def test_render_progress_and_failure_summaries() -> None:
+    """job.progress shows its phase and per-stage done/total (stages with work only);
+    job.failed shows its reason."""
+    counts = {"stage1": {"total": 6, "done": 4, "failed": 1, "skipped": 0},
+              "stage2": {"total": 0, "done": 0, "failed": 0, "skipped": 0}}
+    progress_event = Event(event_id="3", event_type=EventType.JOB_PROGRESS, index=INDEX,
+                           job_id="j", created_at=0.0,
+                           data={"state": "running", "phase": "link", "counts": counts,
+                                 "errors": 1})
+    line = render_event(progress_event)
+    assert "phase=link" in line and "stage1 4/6 failed=1" in line and "errors=1" in line
+    assert "stage2" not in line
+    failed = Event(event_id="4", event_type=EventType.JOB_FAILED, index=INDEX, job_id="j",
+                   created_at=0.0, data={"reason": "stalled", "counts": {}})
+    assert render_event(failed).endswith("reason='stalled'")
+
+
+def test_register_webhook_makes_an_id_and_a_secret(log: SqliteEventLog) -> None:
+    """Without a secret a random 64-hex-digit one is made; ids differ per webhook; a given
+    secret is kept; the webhook is stored."""
+    first = register_webhook(log, INDEX, "https://example.org/hook", None)
+    second = register_webhook(log, INDEX, "http://127.0.0.1:8080/x", "mine")
+    assert len(first.secret) == 64 and int(first.secret, 16) >= 0
+    assert first.webhook_id != second.webhook_id and second.secret == "mine"
+    assert log.list_webhooks(INDEX) == [first, second]
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/x", "example.org/hook", "http://",
+                                 "https://host:notaport/x", "file:///etc/passwd"])
+def test_register_webhook_refuses_urls_that_are_not_http(log: SqliteEventLog,
+                                                         url: str) -> None:
+    """Anything but an http(s) URL with a host is an input error naming ``url``, and
+    nothing is stored."""
+    with pytest.raises(InvalidInputError) as caught:
+        register_webhook(log, INDEX, url, None)
+    assert caught.value.where == "url"
+    assert log.list_webhooks() == []

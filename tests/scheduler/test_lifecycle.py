@@ -1,0 +1,76 @@
+"""Job state changes publish their events; the reaper fails stalled jobs with a reason
+(eager mode, embedded state and event log)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.events import EventType
+from hopindex.core.models import Job, JobState
+from hopindex.scheduler.lifecycle import cancel_job, fail_job
+from hopindex.scheduler.reaper import reap, stalled_jobs
+from tests.backends.contracts.state_records import new_job
+from tests.conftest import CURIE_CORPUS, ServiceFactory
+
+pytestmark = pytest.mark.integration
+
+INDEX = "curie"
+
+
+def test_an_ingest_publishes_started_progress_and_ready(make_service: ServiceFactory) -> None:
+    """job.started first, a job.progress per phase, then index.ready carrying the
+    index's units per kind, in log order and all for this job."""
+    service = make_service()
+    job = service.ingest_documents(INDEX, CURIE_CORPUS)
+    events = service.backends.events.read_events(index=INDEX)
+    types = [e.event_type for e in events]
+    assert types[0] is EventType.JOB_STARTED and types[-1] is EventType.INDEX_READY
+    phases = [e.data["phase"] for e in events if "phase" in e.data]
+    assert phases == ["embed-stage1", "link", "stage2", "embed-stage2", "finalize"]
+    assert {e.job_id for e in events} == {job.job_id}
+    ready = events[-1].data
+    units = service.backends.state.count_units(INDEX)
+    assert ready["units"] == {k.value: n for k, n in units.items()}
+    assert ready["documents"] == len(CURIE_CORPUS) and ready["failed"] == []
+
+
+def _running(service_state: object, updated_ago_s: float) -> Job:
+    job = new_job(INDEX)
+    job.state = JobState.RUNNING
+    job.updated_at = time.time() - updated_ago_s
+    return job
+
+
+def test_the_reaper_fails_only_stalled_running_jobs(make_service: ServiceFactory) -> None:
+    """A running job silent past the stall timeout is failed with a reason naming the
+    timeout, and job.failed is published; a recent one and a finished one are left."""
+    service = make_service(job_stall_timeout_s=3600, task_time_limit_s=60,
+                           visibility_timeout_s=120)
+    state = service.backends.state
+    stalled, fresh = _running(state, 7200), _running(state, 10)
+    finished = _running(state, 7200)
+    finished.state = JobState.SUCCEEDED
+    for job in (stalled, fresh, finished):
+        state.create_job(job)
+    assert [j.job_id for j in stalled_jobs(state, time.time(), 3600)] == [stalled.job_id]
+    assert reap.apply().get() == [stalled.job_id]
+    failed = service.get_job(stalled.job_id)
+    assert failed.state is JobState.FAILED
+    assert "HOPINDEX_JOB_STALL_TIMEOUT_S" in failed.reason
+    assert service.get_job(fresh.job_id).state is JobState.RUNNING
+    assert service.get_job(finished.job_id).state is JobState.SUCCEEDED
+    published = service.backends.events.read_events(index=INDEX)
+    assert [(e.event_type, e.job_id) for e in published] == [
+        (EventType.JOB_FAILED, stalled.job_id)]
+
+
+def test_final_jobs_are_not_failed_or_cancelled_again(make_service: ServiceFactory) -> None:
+    """Failing a finished job changes nothing; cancelling one is an error naming it."""
+    service = make_service()
+    job = service.ingest_documents(INDEX, CURIE_CORPUS[:2])
+    assert fail_job(service.runtime, job.job_id, "late").state is JobState.SUCCEEDED
+    with pytest.raises(InvalidInputError, match="already succeeded"):
+        cancel_job(service.runtime, job.job_id)

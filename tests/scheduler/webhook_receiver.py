@@ -1,0 +1,85 @@
+"""A real HTTP endpoint that records what webhooks POST to it, for tests.
+
+``WebhookReceiver`` listens on a free loopback port in a thread. Every request is
+kept as ``(body, headers)`` with header names lower-cased; ``status`` and
+``delay_s`` may be changed while it runs to play a failing or slow receiver.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+Delivery = tuple[bytes, dict[str, str]]
+
+
+class WebhookReceiver:
+    def __init__(self, *, status: int = 200, delay_s: float = 0.0) -> None:
+        self.status = status
+        self.delay_s = delay_s
+        self._received: list[Delivery] = []
+        self._changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with receiver._changed:
+                    receiver._received.append((body, headers))
+                    receiver._changed.notify_all()
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
+                reply = b"ok" if receiver.status < 400 else b"receiver says no"
+                try:
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing left to answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # keep test output clean; the recorded requests are the log
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/hooks/hopindex"
+
+    @property
+    def received(self) -> list[Delivery]:
+        with self._changed:
+            return list(self._received)
+
+    def wait_for(self, predicate: Callable[[list[Delivery]], bool],
+                 timeout_s: float = 10.0) -> list[Delivery]:
+        """Every delivery so far, once ``predicate`` holds for them; TimeoutError if it
+        does not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not predicate(self._received):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"webhook receiver: condition not met within "
+                                       f"{timeout_s} s; {len(self._received)} deliveries")
+                self._changed.wait(remaining)
+            return list(self._received)
+
+    def __enter__(self) -> WebhookReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,109 @@
+"""A distributed hopindex for integration tests: a private Redis as broker, state and
+event log, real ``hopindex worker`` subprocesses, and the LLM test server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.service import Hopindex
+from hopindex.core.settings import Settings
+from hopindex.testing.llm_server import LlmTestServer
+from hopindex.testing.redis_server import running_redis
+from hopindex.testing.workers import WorkerProcess
+
+# start_server is a fixture: imported so these tests start LLM test servers the same way.
+from tests.methods.indexrag.conftest import llm_settings, start_server  # noqa: F401
+
+INDEX = "hotpot"
+# Nothing listens on port 1: running_redis starts a private server, so no test
+# shares queues with another run or with the user's own Redis.
+_NO_REDIS = "redis://127.0.0.1:1/0"
+
+
+@pytest.fixture(scope="module")
+def private_redis() -> Iterator[str]:
+    import shutil
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    with running_redis(_NO_REDIS, database=0) as (url, _):
+        yield url
+
+
+def hotpot_corpus(tmp: Path, limit: int | None = None,
+                  extra: list[dict[str, str]] | None = None) -> Path:
+    """The bundled HotpotQA-100 corpus (the first ``limit`` documents) as JSONL."""
+    with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as path:
+        corpus: dict[str, list[str]] = json.loads(path.read_text())
+    titles = list(corpus)[:limit]
+    out = tmp / f"corpus-{limit or 'all'}.jsonl"
+    with out.open("w") as fh:
+        for title in titles:
+            fh.write(json.dumps({"title": title, "text": "".join(corpus[title])}) + "\n")
+        for record in extra or []:
+            fh.write(json.dumps(record) + "\n")
+    return out
+
+
+def distributed_settings(data_dir: Path, server: LlmTestServer, redis_url: str,
+                         **overrides: object) -> Settings:
+    """State, events, LLM cache and limiter on Redis; engines embedded in ``data_dir``.
+
+    The visibility timeout is seconds, not an hour, so a killed worker's messages
+    come back within the test (DESIGN.md §5)."""
+    values: dict[str, object] = {
+        "broker_url": redis_url, "state_url": redis_url, "visibility_timeout_s": 20,
+        "task_time_limit_s": 15, "job_stall_timeout_s": 120, "stage1_batch_docs": 16,
+        "stage2_batch_entities": 32}
+    values.update(overrides)
+    return llm_settings(data_dir, server, **values)
+
+
+@dataclass
+class Cluster:
+    settings: Settings
+    tmp: Path
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    def start(self, name: str, queues: str, *, concurrency: int = 4,
+              pool: str = "auto") -> WorkerProcess:
+        worker = WorkerProcess(self.settings, queues.split(","), concurrency=concurrency,
+                               pool=pool, name=name, log_path=self.tmp / f"{name}.log")
+        self.workers.append(worker)
+        return worker.wait_ready()
+
+    def stop_all(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, private_redis: str) -> Iterator[Callable[..., Cluster]]:
+    """Clusters on one flushed Redis database; every worker is stopped at the end."""
+    import redis
+
+    made: list[Cluster] = []
+
+    def make(server: LlmTestServer, **overrides: object) -> Cluster:
+        redis.Redis.from_url(private_redis).flushdb()
+        c = Cluster(distributed_settings(tmp_path / "dist", server, private_redis, **overrides),
+                    tmp_path)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop_all()
+
+
+def unit_texts(service: Hopindex, index: str = INDEX) -> dict[str, str]:
+    """Every unit of the index, id → text (bridges come with their source documents)."""
+    state = service.backends.state
+    doc_ids = sorted(state.document_hashes(index))
+    return {u.unit_id: u.text for u in state.units_of_documents(index, doc_ids)}

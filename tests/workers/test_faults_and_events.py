@@ -1,0 +1,108 @@
+"""A distributed ingest under injected 429s and 5xx with one document that always
+fails: the job succeeds naming that document, and index.ready reaches a subscriber
+that connected late (resuming by id) and a webhook whose signature checks out."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.events import follow_events, register_webhook
+from hopindex.api.service import Hopindex
+from hopindex.core.events import Event, EventType
+from hopindex.core.models import JobState, Stage
+from hopindex.scheduler.webhooks import verify_signature
+from hopindex.testing.llm_server import LlmTestServer
+from tests.scheduler.webhook_receiver import WebhookReceiver
+from tests.workers.conftest import INDEX, Cluster, hotpot_corpus
+
+pytestmark = pytest.mark.integration
+
+MARKER = "zz-always-broken-zz"
+POISONED = {"id": "poisoned", "title": "Poisoned page",
+            "text": f"This page makes the model answer garbage every time. {MARKER}"}
+
+
+def test_faults_one_failing_document_late_subscriber_and_webhook(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """20% of calls get a 429 or a 500 and one document's replies are never valid JSON;
+    the job still succeeds, lists exactly that document with the reason, and the
+    index.ready event reaches both consumers with its unit counts."""
+    server = start_server(fail_429=0.1, fail_500=0.1, invalid_json_marker=MARKER, seed=7)
+    corpus = hotpot_corpus(tmp_path, limit=60, extra=[POISONED])
+    c = cluster(server)
+    c.start("w1", "stage1,stage2,control,embed")
+    c.start("w2", "stage1,stage2,control")
+    with WebhookReceiver() as receiver, Hopindex(c.settings) as client:
+        events = client.backends.events
+        hook = register_webhook(events, INDEX, receiver.url, None)
+        cursor = events.last_event_id()
+        job = client.ingest_paths(INDEX, [corpus])
+        # The subscriber connects only once the job has started, from the id it kept.
+        started = _first(events.read_events(after_id=cursor, index=INDEX),
+                         EventType.JOB_STARTED)
+        assert started is not None and started.job_id == job.job_id
+        seen: list[Event] = []
+        done = threading.Event()
+
+        def subscribe() -> None:
+            for event in follow_events(events, index=INDEX, after_id=cursor, follow=True,
+                                       poll_timeout_s=0.5, stop=done.is_set):
+                seen.append(event)
+                if event.event_type is EventType.INDEX_READY:
+                    done.set()
+
+        subscriber = threading.Thread(target=subscribe, daemon=True)
+        subscriber.start()
+        job = client.wait_for_job(job.job_id, timeout_s=600)
+        subscriber.join(timeout=60)
+        deliveries = receiver.wait_for(lambda r: any(
+            h.get("x-hopindex-event") == "index.ready" for _, h in r), timeout_s=60)
+
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert [(e.item, e.stage) for e in job.errors] == [("poisoned", Stage.STAGE1)]
+    assert "JSON" in job.errors[0].reason or "json" in job.errors[0].reason
+    assert job.llm_total.retries > 0  # the faults happened and were absorbed
+    ready = _first(seen, EventType.INDEX_READY)
+    assert ready is not None and ready.job_id == job.job_id
+    assert seen[0].event_id == started.event_id  # resumed exactly after the cursor
+    assert ready.data["failed"] == ["poisoned"] and ready.data["units"]["aku"] > 0
+    body, headers = next((b, h) for b, h in deliveries
+                         if h.get("x-hopindex-event") == "index.ready")
+    assert verify_signature(hook.secret, body, headers["x-hopindex-signature"])
+    assert not verify_signature("wrong-secret", body, headers["x-hopindex-signature"])
+    assert json.loads(body)["id"] == ready.event_id
+
+
+def _first(events: list[Event], event_type: EventType) -> Event | None:
+    return next((e for e in events if e.event_type is event_type), None)
+
+
+def test_cancel_stops_scheduling_and_publishes(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """Cancelling a running job marks it cancelled at once; its queued tasks then do
+    nothing, no later phase starts, and job.cancelled is in the log."""
+    server = start_server(latency_s=0.05)
+    corpus = hotpot_corpus(tmp_path, limit=200)
+    c = cluster(server, stage1_batch_docs=4)
+    c.start("w1", "stage1,stage2,control,embed", concurrency=2)
+    with Hopindex(c.settings) as client:
+        job = client.ingest_paths(INDEX, [corpus])
+        while client.get_job(job.job_id).counts[Stage.STAGE1].done == 0:
+            time.sleep(0.05)
+        cancelled = client.cancel_job(job.job_id)
+        assert cancelled.state is JobState.CANCELLED
+        time.sleep(3)  # tasks already running finish; queued ones find the job cancelled
+        after = client.get_job(job.job_id)
+        types = [e.event_type for e in client.backends.events.read_events(index=INDEX)]
+    assert after.state is JobState.CANCELLED
+    assert after.counts[Stage.STAGE1].done < after.counts[Stage.STAGE1].total
+    assert after.counts[Stage.STAGE2].total == 0  # stage 2 was never planned
+    assert EventType.JOB_CANCELLED in types and EventType.INDEX_READY not in types
