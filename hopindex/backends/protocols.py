@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.models import (
+    Dispatch,
     Document,
     EntityMention,
     Hit,
@@ -155,12 +156,16 @@ class EntityCatalogue(Protocol):
 
 
 class JobStore(Protocol):
-    """Job records; ``update_job`` is an atomic read-modify-write."""
+    """Job records; ``update_job`` is an atomic read-modify-write. A running job also
+    keeps its fan-outs (``Dispatch``), newest last, for the reaper to re-drive."""
 
     def create_job(self, job: Job) -> None: ...
     def get_job(self, job_id: str) -> Job | None: ...
     def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job: ...
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]: ...
+    def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None: ...
+    def last_dispatch(self, job_id: str) -> Dispatch | None: ...
+    def clear_dispatches(self, job_id: str) -> None: ...
 
 
 class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore, Protocol):

@@ -194,6 +194,8 @@ class Job:
     stale_units: list[str] = field(default_factory=list)
     # When the last job.progress event went out (throttling, see scheduler/lifecycle.py).
     events_at: float = 0.0
+    # What the reaper did each time it re-drove this stalled job (scheduler/reaper.py).
+    redrives: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -216,6 +218,7 @@ class Job:
             "settled": list(self.settled),
             "events_at": self.events_at,
             "stale_units": list(self.stale_units),
+            "redrives": list(self.redrives),
         }
 
     @property
@@ -247,7 +250,28 @@ class Job:
             settled=list(data.get("settled", [])),
             events_at=float(data.get("events_at", 0.0)),
             stale_units=list(data.get("stale_units", [])),
+            redrives=list(data.get("redrives", [])),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """One fan-out of a job phase: the frozen Celery signatures of its tasks and of the
+    callback that follows them, kept so the reaper can re-send what a broker lost."""
+
+    phase: str
+    tasks: list[dict[str, Any]]
+    callback: dict[str, Any]
+    created_at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "tasks": self.tasks, "callback": self.callback,
+                "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Dispatch:
+        return cls(phase=data["phase"], tasks=list(data["tasks"]), callback=data["callback"],
+                   created_at=float(data["created_at"]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,9 +72,12 @@ class Settings:
     visibility_timeout_s: int = 3600
     task_time_limit_s: int = 1800
     task_max_retries: int = 5
-    # A running job that no task has reported on for this long is failed by the
-    # reaper (``hopindex beat``), which looks every reaper_interval_s.
+    # A running job that no task has reported on for this long is re-driven by the
+    # reaper (``hopindex beat``, every reaper_interval_s): the tasks of its current
+    # phase that never reported are sent again, up to job_max_redrives times; then
+    # the job is failed with the reason.
     job_stall_timeout_s: int = 7200
+    job_max_redrives: int = 3
     reaper_interval_s: int = 60
     # job.progress events are emitted at most this often per job (plus one per phase).
     progress_event_interval_s: float = 5.0
@@ -163,8 +166,9 @@ class Settings:
                      "reaper_interval_s"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds")
-        if self.task_max_retries < 0:
-            raise ConfigError(f"{_PREFIX}TASK_MAX_RETRIES must be 0 or more")
+        for name in ("task_max_retries", "job_max_redrives"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 or more")
         if self.progress_event_interval_s < 0:
             raise ConfigError(f"{_PREFIX}PROGRESS_EVENT_INTERVAL_S must be 0 or more")
         if self.task_time_limit_s >= self.visibility_timeout_s:
@@ -172,10 +176,11 @@ class Settings:
             # second copy while the first runs (celery/celery #5935).
             raise ConfigError(f"{_PREFIX}TASK_TIME_LIMIT_S ({self.task_time_limit_s}) must be "
                               f"below {_PREFIX}VISIBILITY_TIMEOUT_S ({self.visibility_timeout_s})")
-        if self.job_stall_timeout_s <= self.task_time_limit_s:
+        if self.job_stall_timeout_s <= self.visibility_timeout_s:
             raise ConfigError(f"{_PREFIX}JOB_STALL_TIMEOUT_S ({self.job_stall_timeout_s}) must "
-                              f"exceed {_PREFIX}TASK_TIME_LIMIT_S ({self.task_time_limit_s}): a "
-                              "job whose one task runs long is not stalled")
+                              f"exceed {_PREFIX}VISIBILITY_TIMEOUT_S ({self.visibility_timeout_s}):"
+                              " a dead worker's tasks come back after the visibility timeout, "
+                              "and re-driving them sooner would only duplicate them")
         if self.broker_url and urlsplit(self.broker_url).scheme not in (*REDIS_SCHEMES, "memory"):
             raise ConfigError(f"{_PREFIX}BROKER_URL must be a redis:// URL, "
                               f"got {self.broker_url!r}")

@@ -1,19 +1,63 @@
-"""Fan-out helpers over Celery canvas primitives."""
+"""Fan-outs over Celery chords, recorded so that a stalled job can be re-driven.
+
+A phase runs its tasks as a chord: the callback that plans the next phase fires
+when every task has returned. A message the broker loses would hang that chord
+forever: kombu's Redis transport pops a message and records it as unacknowledged
+a few milliseconds later, so a worker killed inside that gap takes the message
+with it. Each fan-out is therefore frozen before anything is sent, giving every
+task and the callback its id, and recorded on the job (``JobStore.add_dispatch``);
+the reaper re-sends from that record what never reported (scheduler/redrive.py).
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from celery import chord
+from celery.canvas import Signature
+
+from hopindex.core.models import Dispatch
+from hopindex.workers.runtime import Runtime
 
 
-def fan_out(header: list[Any], callback: Any) -> None:
+def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],
+            callback: Signature) -> None:
     """Run ``header`` in parallel, then ``callback`` with their results.
 
-    An empty chord header is legal in Celery but runs its body with no
-    arguments in some result backends; call the body directly instead.
+    An empty chord header is legal in Celery but runs its body with no arguments
+    in some result backends; the callback is sent directly with ``[]`` instead.
+    The record is written before the first message goes out: a submitter that dies
+    in between leaves a fan-out the reaper sends whole, never one it cannot see.
     """
-    if header:
-        chord(header)(callback)
-    else:
-        callback.clone(args=([],)).apply_async()
+    if not header:
+        body = callback.clone()
+        body.freeze()
+        _record(runtime, job_id, Dispatch(phase=phase, tasks=[], callback=_plain(body)))
+        body.clone(args=([],)).apply_async()
+        return
+    canvas = chord(header, callback)
+    canvas.freeze()
+    group_id = canvas.tasks.id
+    tasks = []
+    for task in canvas.tasks.tasks:
+        record = _plain(task)
+        # The frozen header names its group only in the message Celery builds; a
+        # re-sent task needs it to count towards the same chord.
+        record["options"]["group_id"] = group_id
+        tasks.append(record)
+    _record(runtime, job_id, Dispatch(phase=phase, tasks=tasks, callback=_plain(canvas.body)))
+    canvas.apply_async()
+
+
+def _record(runtime: Runtime, job_id: str, dispatch: Dispatch) -> None:
+    # An eager run executes every task inside this call: nothing can be lost, and
+    # no reaper runs without a broker.
+    if runtime.settings.broker_url:
+        runtime.backends.state.add_dispatch(job_id, dispatch)
+
+
+def _plain(signature: Signature) -> dict[str, Any]:
+    """The signature as the JSON a task message carries (chord bodies included)."""
+    plain: dict[str, Any] = json.loads(json.dumps(signature))
+    return plain

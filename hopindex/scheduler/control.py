@@ -49,7 +49,8 @@ def _embed_then(phase: str, job_id: str, index: str, results: list[dict[str, Any
     if not start_phase(runtime, job_id, phase, Stage.EMBED, len(unit_ids)):
         return
     size = runtime.settings.embed_batch_units
-    fan_out([embed.si(job_id, index, b) for b in batched(unit_ids, size)]
+    fan_out(runtime, job_id, phase,
+            [embed.si(job_id, index, b) for b in batched(unit_ids, size)]
             + [purge.si(job_id, index, b) for b in batched(stale, size)], callback)
 
 
@@ -72,7 +73,7 @@ def start_linking(job_id: str, index: str, touched: list[str], job_doc_ids: list
     if not start_phase(runtime, job_id, "link", Stage.LINK, len(rescan)):
         return
     batches = batched(rescan, runtime.settings.stage1_batch_docs * 4)
-    fan_out([link.s(job_id, index, b) for b in batches],
+    fan_out(runtime, job_id, "link", [link.s(job_id, index, b) for b in batches],
             plan_stage2.s(job_id, index, sorted(set(touched) | set(dropped_titles)),
                           job_doc_ids))
 
@@ -86,7 +87,7 @@ def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
         return
     log.info("stage2_planned", job_id=job_id, index=index, entities=len(entities))
     batches = batched(entities, runtime.settings.stage2_batch_entities)
-    fan_out([stage2.s(job_id, index, b) for b in batches],
+    fan_out(runtime, job_id, "stage2", [stage2.s(job_id, index, b) for b in batches],
             after_stage2.s(job_id, index, job_doc_ids))
 
 

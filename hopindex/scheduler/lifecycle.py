@@ -99,6 +99,7 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
     except NotFoundError:
         return None
     if failed:
+        _forget_dispatches(runtime, job_id)
         log.error("job_failed", job_id=job_id, index=job.index, reason=reason)
         publish(runtime, EventType.JOB_FAILED, job, {**progress_data(job), "reason": reason})
     return job
@@ -124,6 +125,7 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
 
     job = runtime.backends.state.update_job(job_id, change)
     if cancelled:
+        _forget_dispatches(runtime, job_id)
         log.info("job_cancelled", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_CANCELLED, job, progress_data(job))
     return job
@@ -149,9 +151,20 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
     log.info("index_ready", job_id=job_id, index=index, state=job.state.value, units=units,
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
     if succeeded:
+        _forget_dispatches(runtime, job_id)
         failed_items = sorted({e.item for e in job.errors})
         publish(runtime, EventType.INDEX_READY, job, {
             "units": units, "documents": len(state.document_hashes(index)),
             "failed": failed_items, "llm": job.llm_total.as_dict(),
             "duration_s": round((job.finished_at or 0) - job.created_at, 3)})
     return job
+
+
+def _forget_dispatches(runtime: Runtime, job_id: str) -> None:
+    """A finished job is never re-driven: its fan-out records can go."""
+    try:
+        runtime.backends.state.clear_dispatches(job_id)
+    except HopindexError as exc:
+        # Left-over records are harmless (the reaper skips final jobs); a failed
+        # cleanup must not turn a finished job into an error.
+        log.warning("dispatches_not_cleared", job_id=job_id, error=str(exc))

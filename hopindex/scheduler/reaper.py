@@ -1,9 +1,12 @@
 """The periodic reaper (``hopindex beat``): running jobs that stopped progressing
-are failed with a reason instead of staying "running" forever (DESIGN.md §5).
+are re-driven, and failed with a reason when re-driving cannot help (DESIGN.md §5).
 
-A job stalls when its messages are lost (a broker flushed, a chord whose callback
-never fires) rather than when a worker dies: a dead worker's messages come back
-after the visibility timeout and the job moves on. Failing it is safe because
+A job stalls when its messages are lost (a broker flushed, a worker killed in the
+instant between popping a message and recording it as unacknowledged), not when a
+worker dies: a dead worker's messages come back after the visibility timeout and
+the job moves on. A stalled job gets its newest fan-out's unfinished work sent
+again (scheduler/redrive.py), at most ``HOPINDEX_JOB_MAX_REDRIVES`` times; after
+that, or with nothing recorded to re-send, it is failed. Failing is safe because
 nothing is half-written: its unfinished documents keep no content hash, so
 ingesting the same input again redoes exactly those.
 """
@@ -13,11 +16,13 @@ from __future__ import annotations
 import time
 
 from hopindex.backends.protocols import JobStore
+from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
-from hopindex.scheduler.lifecycle import fail_job
+from hopindex.scheduler.lifecycle import fail_job, progress_data, publish
+from hopindex.scheduler.redrive import plan_redrive
 from hopindex.workers.app import REAP_TASK, app
-from hopindex.workers.runtime import current_runtime
+from hopindex.workers.runtime import Runtime, current_runtime
 
 log = get_logger(__name__)
 
@@ -37,19 +42,63 @@ def stall_reason(job: Job, now: float) -> str:
                                                  job.counts[stage].failed,
                                                  job.counts[stage].skipped))]
     where = f" with {', '.join(pending)} unfinished" if pending else ""
+    redriven = f" after {len(job.redrives)} re-drive(s)" if job.redrives else ""
     return (f"stalled: no task reported for {now - job.updated_at:.0f} s "
-            f"(HOPINDEX_JOB_STALL_TIMEOUT_S){where}; ingest the same input again to redo "
-            "the unfinished documents")
+            f"(HOPINDEX_JOB_STALL_TIMEOUT_S){where}{redriven}; ingest the same input again "
+            "to redo the unfinished documents")
+
+
+def redrive_job(runtime: Runtime, job: Job, now: float) -> bool:
+    """Re-send what the stalled ``job`` is missing; False when there is nothing to
+    re-send or the re-drive budget is spent (the caller then fails the job)."""
+    state = runtime.backends.state
+    if len(job.redrives) >= runtime.settings.job_max_redrives:
+        return False
+    dispatch = state.last_dispatch(job.job_id)
+    if dispatch is None:
+        return False
+    plan = plan_redrive(job, dispatch)
+    note = f"{plan.describe()} after {now - job.updated_at:.0f} s without progress"
+    claimed = False
+
+    def change(record: Job) -> None:
+        nonlocal claimed
+        # Only the job as it was read: a task that reported meanwhile means the
+        # job is moving again, and another reaper run may have re-driven it.
+        if record.state is JobState.RUNNING and record.updated_at == job.updated_at:
+            record.redrives.append(note)
+            record.updated_at = time.time()
+            claimed = True
+
+    updated = state.update_job(job.job_id, change)
+    if not claimed:
+        return True
+    plan.send()
+    log.warning("job_redriven", job_id=job.job_id, index=job.index, phase=dispatch.phase,
+                tasks=len(plan.tasks), redrives=len(updated.redrives))
+    publish(runtime, EventType.JOB_PROGRESS, updated, {**progress_data(updated), "redrive": note})
+    return True
 
 
 @app.task(name=REAP_TASK, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
 def reap() -> list[str]:
-    """Fail every stalled job; returns their ids."""
+    """Re-drive or fail every stalled job; returns the ids of the jobs failed."""
     runtime = current_runtime()
     now = time.time()
     reaped = []
+    redriven = 0
     for job in stalled_jobs(runtime.backends.state, now, runtime.settings.job_stall_timeout_s):
+        try:
+            if redrive_job(runtime, job, now):
+                redriven += 1
+                continue
+        except Exception as exc:
+            # A broker or store error on one job must not leave the others unreaped;
+            # this job is looked at again on the next run.
+            log.error("job_redrive_failed", job_id=job.job_id,
+                      error=f"{type(exc).__name__}: {exc}")
+            continue
         if fail_job(runtime, job.job_id, stall_reason(job, now)) is not None:
             reaped.append(job.job_id)
-    log.info("reaper_finished", reaped=len(reaped))
+    log.info("reaper_finished", reaped=len(reaped), redriven=redriven)
     return reaped

@@ -6,8 +6,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from celery import chain
-
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.ids import content_hash, doc_id_from_title, job_id, validate_index_name
@@ -130,7 +128,7 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     header = [stage1.s(job.job_id, index, b)
               for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
     _launch(runtime, job, lambda: fan_out(
-        header, after_stage1.s(job.job_id, index, doc_ids, [])))
+        runtime, job.job_id, "stage1", header, after_stage1.s(job.job_id, index, doc_ids, [])))
     return _reload(runtime, job)
 
 
@@ -170,7 +168,7 @@ def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str]) -> Job:
     relink = start_linking.si(job.job_id, index, sorted(touched), [], sorted(dropped_titles))
     purges = [purge.si(job.job_id, index, b)
               for b in batched(passages, runtime.settings.embed_batch_units)]
-    _launch(runtime, job, lambda: chain(*purges, relink).apply_async())
+    _launch(runtime, job, lambda: fan_out(runtime, job.job_id, "purge", purges, relink))
     return _reload(runtime, job)
 
 

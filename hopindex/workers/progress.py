@@ -25,7 +25,12 @@ _KEY_CHARS = 16
 def current_task_key() -> str:
     """The key of the task run executing now ('' outside a task): stable across redelivery."""
     task_id = getattr(getattr(current_task, "request", None), "id", None)
-    return f"task:{task_id.replace('-', '')[:_KEY_CHARS]}" if task_id else ""
+    return task_key(task_id) if task_id else ""
+
+
+def task_key(task_id: str) -> str:
+    """The settle key of the task with ``task_id``: what its run records on the job."""
+    return f"task:{task_id.replace('-', '')[:_KEY_CHARS]}"
 
 
 def settle(jobs: JobStore, job_id: str, change: Callable[[Job], None], *,

@@ -9,7 +9,7 @@ import pytest
 
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import EventType
-from hopindex.core.models import Job, JobState
+from hopindex.core.models import Dispatch, Job, JobState
 from hopindex.scheduler.lifecycle import cancel_job, fail_job
 from hopindex.scheduler.reaper import reap, stalled_jobs
 from tests.backends.contracts.state_records import new_job
@@ -65,6 +65,24 @@ def test_the_reaper_fails_only_stalled_running_jobs(make_service: ServiceFactory
     published = service.backends.events.read_events(index=INDEX)
     assert [(e.event_type, e.job_id) for e in published] == [
         (EventType.JOB_FAILED, stalled.job_id)]
+
+
+def test_a_job_out_of_redrives_is_failed_naming_them(make_service: ServiceFactory) -> None:
+    """A stalled job that was already re-driven HOPINDEX_JOB_MAX_REDRIVES times is
+    failed, not re-driven again, and the reason counts the re-drives; its recorded
+    fan-outs are cleared with it."""
+    service = make_service(job_stall_timeout_s=3600, task_time_limit_s=60,
+                           visibility_timeout_s=120, job_max_redrives=1)
+    state = service.backends.state
+    job = _running(state, 7200)
+    job.redrives.append("re-sent 1 of 4 tasks of stage1 after 7200 s without progress")
+    state.create_job(job)
+    state.add_dispatch(job.job_id, Dispatch(phase="stage1", tasks=[], callback={}))
+    assert reap.apply().get() == [job.job_id]
+    failed = service.get_job(job.job_id)
+    assert failed.state is JobState.FAILED
+    assert "after 1 re-drive(s)" in failed.reason
+    assert state.last_dispatch(job.job_id) is None
 
 
 def test_final_jobs_are_not_failed_or_cancelled_again(make_service: ServiceFactory) -> None:

@@ -12,15 +12,18 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
+from hopindex.backends.registry import open_keyword_index, open_vector_store
+from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.redis_server import running_redis
-from hopindex.testing.workers import WorkerProcess
+from hopindex.testing.workers import BeatProcess, HopindexProcess, WorkerProcess
 
 # start_server is a fixture: imported so these tests start LLM test servers the same way.
 from tests.methods.indexrag.conftest import llm_settings, start_server  # noqa: F401
 
 INDEX = "hotpot"
+JOB_TIMEOUT_S = 600.0
 # Nothing listens on port 1: running_redis starts a private server, so no test
 # shares queues with another run or with the user's own Redis.
 _NO_REDIS = "redis://127.0.0.1:1/0"
@@ -70,6 +73,7 @@ class Cluster:
     settings: Settings
     tmp: Path
     workers: list[WorkerProcess] = field(default_factory=list)
+    others: list[HopindexProcess] = field(default_factory=list)
 
     def start(self, name: str, queues: str, *, concurrency: int = 4,
               pool: str = "auto") -> WorkerProcess:
@@ -78,9 +82,15 @@ class Cluster:
         self.workers.append(worker)
         return worker.wait_ready()
 
+    def start_beat(self) -> BeatProcess:
+        """``hopindex beat``: the reaper runs on a worker of the control queue."""
+        beat = BeatProcess(self.settings, log_path=self.tmp / "beat.log")
+        self.others.append(beat)
+        return beat.wait_ready()
+
     def stop_all(self) -> None:
-        for worker in self.workers:
-            worker.stop()
+        for process in [*self.others, *self.workers]:
+            process.stop()
 
 
 @pytest.fixture
@@ -107,3 +117,41 @@ def unit_texts(service: Hopindex, index: str = INDEX) -> dict[str, str]:
     state = service.backends.state
     doc_ids = sorted(state.document_hashes(index))
     return {u.unit_id: u.text for u in state.units_of_documents(index, doc_ids)}
+
+
+def embedder_settings(server: LlmTestServer) -> dict[str, object]:
+    """Embeddings from the test server: unit ids and texts do not depend on the vectors,
+    and a CPU model shared by the eager run and every worker would double these tests'
+    time without testing anything more."""
+    return {"embedder_url": f"openai://{server.config.embedding_model}"}
+
+
+def engine_counts(cluster: Cluster) -> tuple[int, int]:
+    """Vectors and postings in the embedded engines (every worker must be stopped)."""
+    vectors = open_vector_store(cluster.settings.vector_url)
+    keywords = open_keyword_index(cluster.settings.keyword_url)
+    try:
+        return vectors.count_vectors(INDEX), keywords.count_units(INDEX)
+    finally:
+        vectors.close()
+        keywords.close()
+
+
+def eager_units(tmp_path: Path, server: LlmTestServer, corpus: Path) -> dict[str, str]:
+    """The units an eager (in-process) ingest of ``corpus`` builds: the reference."""
+    with Hopindex(llm_settings(tmp_path / "eager", server, **embedder_settings(server))) as eager:
+        job = eager.ingest_paths(INDEX, [corpus])
+        expected = unit_texts(eager)
+    assert job.state is JobState.SUCCEEDED and not job.errors
+    return expected
+
+
+def assert_built_as_eager(cluster: Cluster, job: Job, got: dict[str, str],
+                          expected: dict[str, str]) -> None:
+    """The job succeeded cleanly with the eager run's exact units, each in both engines
+    once (stops every worker: the embedded engines allow one process)."""
+    cluster.stop_all()
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert not job.errors
+    assert got == expected
+    assert engine_counts(cluster) == (len(expected), len(expected))

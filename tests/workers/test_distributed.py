@@ -10,40 +10,27 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.backends.registry import open_keyword_index, open_vector_store
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.workers import WorkerProcess
-from tests.methods.indexrag.conftest import llm_settings
-from tests.workers.conftest import INDEX, Cluster, hotpot_corpus, unit_texts
+from tests.workers.conftest import (
+    INDEX,
+    JOB_TIMEOUT_S,
+    Cluster,
+    assert_built_as_eager,
+    eager_units,
+    embedder_settings,
+    hotpot_corpus,
+    unit_texts,
+)
 
 pytestmark = pytest.mark.integration
-
-JOB_TIMEOUT_S = 600.0
-
-
-def _embedder(server: LlmTestServer) -> dict[str, object]:
-    """Embeddings from the test server: unit ids and texts do not depend on the vectors,
-    and a CPU model shared by the eager run and every worker would double these tests'
-    time without testing anything more."""
-    return {"embedder_url": f"openai://{server.config.embedding_model}"}
-
-
-def _engine_counts(cluster: Cluster) -> tuple[int, int]:
-    """Vectors and postings in the embedded engines (every worker must be stopped)."""
-    vectors = open_vector_store(cluster.settings.vector_url)
-    keywords = open_keyword_index(cluster.settings.keyword_url)
-    try:
-        return vectors.count_vectors(INDEX), keywords.count_units(INDEX)
-    finally:
-        vectors.close()
-        keywords.close()
 
 
 # The awaited count moves the moment a task finishes, which is also the moment its
 # worker pops the next message; kombu's Redis transport records that message as
 # unacknowledged only a few milliseconds after the pop, and a SIGKILL inside that gap
-# loses it (the job then stalls until the reaper fails it). Killing a little later
+# loses it (the job then stalls until the reaper re-drives it). Killing a little later
 # lands inside the next task's LLM calls (about 0.5 s per batch here), which is the
 # crash this test is about.
 MID_TASK_S = 0.2
@@ -52,26 +39,6 @@ MID_TASK_S = 0.2
 def _kill_mid_task(victim: WorkerProcess) -> None:
     time.sleep(MID_TASK_S)
     victim.kill()
-
-
-def _eager_units(tmp_path: Path, server: LlmTestServer, corpus: Path) -> dict[str, str]:
-    """The units an eager (in-process) ingest of ``corpus`` builds: the reference."""
-    with Hopindex(llm_settings(tmp_path / "eager", server, **_embedder(server))) as eager:
-        job = eager.ingest_paths(INDEX, [corpus])
-        expected = unit_texts(eager)
-    assert job.state is JobState.SUCCEEDED and not job.errors
-    return expected
-
-
-def _assert_built_as_eager(cluster: Cluster, job: Job, got: dict[str, str],
-                           expected: dict[str, str]) -> None:
-    """The job succeeded cleanly with the eager run's exact units, each in both engines
-    once (stops every worker: the embedded engines allow one process)."""
-    cluster.stop_all()
-    assert job.state is JobState.SUCCEEDED, job.reason
-    assert not job.errors
-    assert got == expected
-    assert _engine_counts(cluster) == (len(expected), len(expected))
 
 
 def _wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
@@ -93,9 +60,9 @@ def test_two_workers_build_the_same_units_as_the_eager_run(
     unit is in the vector and keyword engines once."""
     server = start_server()
     corpus = hotpot_corpus(tmp_path)
-    expected = _eager_units(tmp_path, server, corpus)
+    expected = eager_units(tmp_path, server, corpus)
 
-    c = cluster(server, **_embedder(server))
+    c = cluster(server, **embedder_settings(server))
     c.start("w1", "stage1,stage2,control,embed")
     c.start("w2", "stage1,stage2,control")
     with Hopindex(c.settings) as client:
@@ -103,7 +70,7 @@ def test_two_workers_build_the_same_units_as_the_eager_run(
         assert job.state is JobState.RUNNING  # returned at once: workers run it
         job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
-    _assert_built_as_eager(c, job, got, expected)
+    assert_built_as_eager(c, job, got, expected)
     logs = c.workers[0].log_text() + c.workers[1].log_text()
     assert "stage=stage1" in c.workers[1].log_text()  # the second worker took part
     assert "Traceback" not in logs
@@ -117,10 +84,14 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
     with the eager run's exact unit set, each unit embedded once."""
     server = start_server(latency_s=0.02)
     corpus = hotpot_corpus(tmp_path, limit=320)
-    expected = _eager_units(tmp_path, server, corpus)
+    expected = eager_units(tmp_path, server, corpus)
 
-    c = cluster(server, stage1_batch_docs=8, stage2_batch_entities=16, **_embedder(server))
+    # A beat runs the reaper: should a kill land in the instant a message is popped
+    # and lose it, the job is re-driven instead of hanging (see test_redrive.py).
+    c = cluster(server, stage1_batch_docs=8, stage2_batch_entities=16, job_stall_timeout_s=40,
+                reaper_interval_s=2, **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
+    c.start_beat()
     victim = c.start("llm-1", "stage1,stage2", concurrency=2, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
@@ -136,7 +107,7 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
         c.start("llm-3", "stage1,stage2", concurrency=2, pool="threads")
         job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
-    _assert_built_as_eager(c, job, got, expected)
+    assert_built_as_eager(c, job, got, expected)
     # Redelivered tasks were counted once: no stage reports more than its total.
     for stage in (Stage.STAGE1, Stage.EMBED, Stage.STAGE2):
         counts = job.counts[stage]

@@ -47,11 +47,13 @@ def test_a_worker_needs_a_broker(tmp_path: Path) -> None:
 
 def test_worker_settings_are_ordered(tmp_path: Path) -> None:
     """A task limit at or above the visibility timeout would get tasks run twice while
-    still running; a stall timeout below the task limit would reap busy jobs."""
+    still running; a stall timeout within the visibility timeout would re-drive tasks
+    the broker is about to redeliver anyway."""
     with pytest.raises(ConfigError, match="TASK_TIME_LIMIT_S"):
         _settings(tmp_path, task_time_limit_s=3600, visibility_timeout_s=3600)
     with pytest.raises(ConfigError, match="JOB_STALL_TIMEOUT_S"):
-        _settings(tmp_path, job_stall_timeout_s=100, task_time_limit_s=200)
+        _settings(tmp_path, job_stall_timeout_s=100, task_time_limit_s=50,
+                  visibility_timeout_s=100)
     with pytest.raises(ConfigError, match="BROKER_URL must be a redis"):
         _settings(tmp_path, broker_url="amqp://guest@localhost//")
     env = _settings(tmp_path, broker_url="redis://h:6379/0").to_env()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from hopindex.backends.state.connection import SqliteConnection, dumps
 from hopindex.core.errors import BackendError, NotFoundError
-from hopindex.core.models import Job
+from hopindex.core.models import Dispatch, Job
 
 
 class JobsMixin(SqliteConnection):
@@ -58,3 +58,18 @@ class JobsMixin(SqliteConnection):
                                 " ORDER BY created_at DESC, rowid DESC LIMIT ?",
                                 [*params, limit]).fetchall()
         return [Job.from_dict(json.loads(data)) for (data,) in rows]
+
+    def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None:
+        with self._transaction("add_dispatch", write=True) as conn:
+            conn.execute("INSERT INTO dispatches (job_id, data) VALUES (?, ?)",
+                         (job_id, dumps(dispatch.as_dict())))
+
+    def last_dispatch(self, job_id: str) -> Dispatch | None:
+        with self._transaction("last_dispatch", write=False) as conn:
+            row = conn.execute("SELECT data FROM dispatches WHERE job_id = ?"
+                               " ORDER BY seq DESC LIMIT 1", (job_id,)).fetchone()
+        return Dispatch.from_dict(json.loads(row[0])) if row else None
+
+    def clear_dispatches(self, job_id: str) -> None:
+        with self._transaction("clear_dispatches", write=True) as conn:
+            conn.execute("DELETE FROM dispatches WHERE job_id = ?", (job_id,))

@@ -6,6 +6,8 @@ entry in the sorted sets ``P:jobs`` and the index's ``jobs``. A member is
 created at the same instant, the later insertion sorts higher, which is SQLite's
 ``created_at DESC, rowid DESC``.
 
+``P:dispatch:<id>`` is a list of the job's fan-outs as JSON, newest last.
+
 ``update_job`` runs Python (the change callable), so it cannot be a script. It is
 an optimistic WATCH/MULTI/EXEC loop, and writers of one job also take a short
 lease first. The callers' changes set flags outside the job (``claimed``,
@@ -29,7 +31,7 @@ from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_connection import RedisConnection, text
 from hopindex.core.errors import BackendError, BackendUnavailableError, NotFoundError
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Job
+from hopindex.core.models import Dispatch, Job
 
 log = get_logger(__name__)
 
@@ -190,3 +192,16 @@ class RedisJobsMixin(RedisConnection):
         replies = self._batched("list_jobs", [_job_id_of(m) for m in members], add)
         # A job deleted between the two reads is skipped.
         return [Job.from_dict(json.loads(data)) for data in replies if data is not None]
+
+    def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None:
+        with self._errors("add_dispatch"):
+            self._redis().rpush(self._key("dispatch", job_id), dumps(dispatch.as_dict()))
+
+    def last_dispatch(self, job_id: str) -> Dispatch | None:
+        with self._errors("last_dispatch"):
+            data = text(self._redis().lindex(self._key("dispatch", job_id), -1))
+        return Dispatch.from_dict(json.loads(data)) if data is not None else None
+
+    def clear_dispatches(self, job_id: str) -> None:
+        with self._errors("clear_dispatches"):
+            self._redis().delete(self._key("dispatch", job_id))

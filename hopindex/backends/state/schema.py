@@ -84,7 +84,18 @@ CREATE INDEX jobs_by_time ON jobs (created_at);
 CREATE INDEX jobs_by_index_time ON jobs (idx, created_at);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# A running job's fan-outs, newest last (``JobStore.add_dispatch``); a finished
+# job's are cleared.
+_V2 = """
+CREATE TABLE dispatches (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX dispatches_by_job ON dispatches (job_id, seq);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 # The tables every index owns rows in; deleting an index empties all of them.
 INDEX_TABLES: tuple[str, ...] = (

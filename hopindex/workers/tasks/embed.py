@@ -67,7 +67,11 @@ def purge(job_id: str, index: str, unit_ids: list[str]) -> int:
 
     Runs even for a cancelled job: the units it names are already unreachable."""
     started = time.perf_counter()
-    delete_units_everywhere(current_runtime().backends, index, unit_ids)
+    backends = current_runtime().backends
+    delete_units_everywhere(backends, index, unit_ids)
+    # Nothing to count, but the run reports like every task: it is progress to the
+    # reaper, and what tells a re-drive this purge needs no re-sending.
+    settle(backends.state, job_id, lambda job: None)
     log.info("stage_finished", stage="purge", job_id=job_id, index=index, units=len(unit_ids),
              duration_s=round(time.perf_counter() - started, 3))
     return len(unit_ids)

@@ -13,7 +13,7 @@ import pytest
 
 from hopindex.backends.protocols import StateStore
 from hopindex.core.errors import BackendError, InvalidInputError, NotFoundError
-from hopindex.core.models import ItemError, Job, JobKind, JobState, Stage
+from hopindex.core.models import Dispatch, ItemError, Job, JobKind, JobState, Stage
 from tests.backends.contracts.state_records import LEXICON, NER, TITLE, mention, new_job
 
 
@@ -204,6 +204,23 @@ class JobStoreContract:
         final = store.get_job(job.job_id)
         assert final is not None
         assert final.units_embedded == threads * rounds
+
+    def test_dispatches_keep_the_newest_last_per_job(self, store: StateStore,
+                                                      index: str) -> None:
+        """The last dispatch added is the one returned, per job; clearing one job's
+        leaves the other's."""
+        job, other = new_job(index), new_job(index)
+        assert store.last_dispatch(job.job_id) is None
+        first = Dispatch(phase="stage1", tasks=[{"task": "t", "options": {"task_id": "a"}}],
+                         callback={"task": "cb"}, created_at=1.0)
+        second = Dispatch(phase="stage2", tasks=[], callback={"task": "cb2"}, created_at=2.0)
+        store.add_dispatch(job.job_id, first)
+        store.add_dispatch(job.job_id, second)
+        store.add_dispatch(other.job_id, first)
+        assert store.last_dispatch(job.job_id) == second
+        store.clear_dispatches(job.job_id)
+        assert store.last_dispatch(job.job_id) is None
+        assert store.last_dispatch(other.job_id) == first
 
     def test_list_jobs_newest_first_by_index(self, store: StateStore, index: str,
                                              other: str) -> None:

@@ -1,0 +1,72 @@
+"""Re-drive a stalled job: re-send what its newest fan-out never finished.
+
+A job stalls when a message is lost (see scheduler/canvas.py), not when a worker
+dies: a dead worker's unacknowledged messages come back after the visibility
+timeout, which the stall timeout exceeds. The reaper then looks at the job's
+newest ``Dispatch``:
+
+- tasks that never settled on the job record (or settled but stored no result)
+  are re-sent with their own ids and chord, so the chord completes as if they had
+  never been lost, and a late original counts once (``settle`` keys by task id);
+- when every task finished, the callback is what was lost: it is re-sent with the
+  tasks' stored results and its own id, so its phase claim still holds.
+
+Nothing is written twice: unit writes are upserts by deterministic id, and a
+duplicate callback finds its phase already claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from celery import states
+
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Dispatch, Job
+from hopindex.workers.app import app
+from hopindex.workers.progress import task_key
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Redrive:
+    """What re-driving a job sends: lost tasks, or the callback with its results."""
+
+    dispatch: Dispatch
+    tasks: list[dict[str, Any]]
+    results: list[Any] | None = None
+
+    def describe(self) -> str:
+        phase = self.dispatch.phase
+        if self.tasks:
+            return f"re-sent {len(self.tasks)} of {len(self.dispatch.tasks)} tasks of {phase}"
+        return f"re-sent the callback of {phase}"
+
+    def send(self) -> None:
+        for task in self.tasks:
+            app.signature(task).apply_async()
+        if not self.tasks:
+            callback = app.signature(self.dispatch.callback)
+            callback.clone(args=(self.results or [],)).apply_async()
+
+
+def plan_redrive(job: Job, dispatch: Dispatch) -> Redrive:
+    """What to re-send for ``job`` from its newest fan-out ``dispatch``."""
+    settled = set(job.settled)
+    lost = [t for t in dispatch.tasks if task_key(_task_id(t)) not in settled]
+    if lost:
+        return Redrive(dispatch, lost)
+    metas = [app.backend.get_task_meta(_task_id(t)) for t in dispatch.tasks]
+    # Settled but no result stored: killed between its writes and its reply, and
+    # its message lost too. Running it again settles nothing twice.
+    unfinished = [t for t, meta in zip(dispatch.tasks, metas, strict=True)
+                  if meta.get("status") != states.SUCCESS]
+    if unfinished:
+        return Redrive(dispatch, unfinished)
+    return Redrive(dispatch, [], [meta.get("result") for meta in metas])
+
+
+def _task_id(task: dict[str, Any]) -> str:
+    return str(task["options"]["task_id"])
