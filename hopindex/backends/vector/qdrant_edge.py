@@ -15,6 +15,7 @@ import json
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +34,15 @@ from qdrant_edge import (
     Point,
     Query,
     QueryRequest,
+    Record,
     UpdateOperation,
 )
 
 from hopindex.backends.embedded import engine_errors, index_folder
-from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord
+from hopindex.backends.protocols import UnitFilter, UnitPayload, Vector, VectorRecord
 from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Hit
+from hopindex.core.models import Hit, UnitKind
 
 log = get_logger(__name__)
 
@@ -87,6 +89,12 @@ def _to_filter(unit_filter: UnitFilter | None) -> Filter | None:
     ]
     return Filter(must=[FieldCondition(key=key, match=MatchAny(any=values))
                         for key, values in fields if values])
+
+
+def _search_request(vector: list[float], k: int, unit_filter: UnitFilter | None) -> QueryRequest:
+    """Nearest ``k`` on the dense vector, ids and scores only (texts live in the state)."""
+    return QueryRequest(query=Query.Nearest(vector, using=VECTOR_NAME), limit=k,
+                        filter=_to_filter(unit_filter), with_payload=False)
 
 
 class QdrantEdgeVectorStore:
@@ -197,8 +205,7 @@ class QdrantEdgeVectorStore:
         if opened is None:
             return []
         query_vector = self._as_list(index, opened.dimension, vector, what="query vector")
-        request = QueryRequest(query=Query.Nearest(query_vector, using=VECTOR_NAME), limit=k,
-                               filter=_to_filter(unit_filter), with_payload=False)
+        request = _search_request(query_vector, k, unit_filter)
         with engine_errors(ENGINE, index, "search"):
             points = opened.shard.query(request)
         return [Hit(unit_id=str(point.id), score=float(point.score)) for point in points]
@@ -209,6 +216,20 @@ class QdrantEdgeVectorStore:
             return 0
         with engine_errors(ENGINE, index, "count"):
             return int(opened.shard.count(CountRequest(exact=True)))
+
+    def get_vectors(self, index: str, unit_ids: Sequence[str]) -> list[VectorRecord]:
+        if not unit_ids:
+            return []
+        opened = self._open(index)
+        if opened is None:
+            return []
+        wanted = list(dict.fromkeys(unit_ids))
+        with engine_errors(ENGINE, index, "retrieve"):
+            point_ids: list[int | uuid.UUID | str] = list(wanted)
+            stored = opened.shard.retrieve(point_ids, with_payload=True,
+                                           with_vector=[VECTOR_NAME])
+        by_id = {str(point.id): self._record(index, point) for point in stored}
+        return [by_id[unit_id] for unit_id in wanted if unit_id in by_id]
 
     # -- helpers -------------------------------------------------------------------
 
@@ -266,6 +287,20 @@ class QdrantEdgeVectorStore:
                                f"shape {array.shape}, the index expects {expected}")
         values: list[float] = array.tolist()
         return values
+
+    @staticmethod
+    def _record(index: str, point: Record) -> VectorRecord:
+        vectors = point.vector
+        dense = vectors.get(VECTOR_NAME) if isinstance(vectors, dict) else None
+        payload = point.payload or {}
+        if not isinstance(dense, list) or "kind" not in payload:
+            raise BackendError(f"qdrant-edge index {index!r}: point {point.id} lacks its "
+                               f"'{VECTOR_NAME}' vector or its 'kind' payload")
+        return VectorRecord(unit_id=str(point.id), vector=np.asarray(dense, dtype=np.float32),
+                            payload=UnitPayload(
+                                kind=UnitKind(payload["kind"]),
+                                source_doc_ids=tuple(payload.get("source_doc_ids") or ()),
+                                entities=tuple(payload.get("entities") or ())))
 
     @classmethod
     def _point(cls, index: str, dimension: int | None, record: VectorRecord) -> Point:

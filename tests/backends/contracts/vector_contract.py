@@ -171,12 +171,43 @@ class VectorStoreContract:
         store.upsert_vectors(index, [record(n) for n in range(6)])
         assert store.count_vectors(index) == 6
 
+    def test_get_vectors_reads_points_back(self, store: VectorStore, filled: str) -> None:
+        """Stored vectors and payloads come back in the order asked; unknown ids are left out."""
+        got = store.get_vectors(filled, [uid(2), uid(99), uid(0), uid(2)])
+        assert [r.unit_id for r in got] == [uid(2), uid(0)]
+        expected = {r.unit_id: r for r in (record(2, kind=UnitKind.BRIDGE, docs=("d2", "d3"),
+                                                  entities=("berlin", "france")),
+                                           record(0, kind=UnitKind.PASSAGE, docs=("d1",),
+                                                  entities=("paris", "france")))}
+        for found in got:
+            want = expected[found.unit_id]
+            assert found.vector.dtype == np.float32
+            # Cosine stores may keep vectors normalised; these are unit length already.
+            np.testing.assert_allclose(found.vector, want.vector, atol=1e-5)
+            assert found.payload == want.payload
+        assert store.get_vectors(filled, []) == []
+
+    def test_get_vectors_round_trips_into_another_index(self, store: VectorStore,
+                                                        filled: str) -> None:
+        """What get_vectors returns can be upserted elsewhere and searches the same."""
+        other = f"ct-{uuid.uuid4().hex[:12]}"
+        store.ensure_index(other, DIM)
+        try:
+            store.upsert_vectors(other, store.get_vectors(filled, [uid(n) for n in range(5)]))
+            assert store.count_vectors(other) == 5
+            for n in range(5):
+                assert ids(store.search_vectors(other, axis(n), k=5)) == ids(
+                    store.search_vectors(filled, axis(n), k=5))
+        finally:
+            store.drop_index(other)
+
     def test_unknown_index_is_empty(self, store: VectorStore) -> None:
         """An index never created searches, counts and deletes as empty, without failing."""
         name = f"ct-missing-{uuid.uuid4().hex[:8]}"
         assert store.count_vectors(name) == 0
         assert store.search_vectors(name, axis(0), k=5) == []
         store.delete_vectors(name, [uid(1)])
+        assert store.get_vectors(name, [uid(1)]) == []
         store.drop_index(name)
         assert store.count_vectors(name) == 0
 

@@ -1,0 +1,194 @@
+"""docker-compose.yml, .env.example and the Dockerfile describe a stack hopindex can run.
+
+Debian's ``docker-compose config`` validates and resolves the file (no Docker
+engine needed); the resolved services are then checked against hopindex itself:
+every HOPINDEX_* variable is a setting it reads (and parses), every command is a
+``hopindex`` subcommand with flags it accepts, every queue has a worker, and the
+Prometheus config scrapes the services the file defines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from hopindex.api.cli import main
+from hopindex.core.settings import Settings
+from hopindex.workers.launch import parse_queues
+from hopindex.workers.queues import Queue
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+ENV_EXAMPLE = ROOT / ".env.example"
+SETTING_NAMES = {f"HOPINDEX_{f.name.upper()}" for f in fields(Settings)}
+# A syntactically valid key for the one variable the example leaves for the user to set.
+API_KEYS = "compose-test-key-0123456789:write"
+EXPECTED_SERVICES = {"redis", "qdrant", "elasticsearch", "api", "worker-stage1",
+                     "worker-stage2", "worker-embed", "worker-judge", "worker-control", "beat",
+                     "prometheus", "grafana"}
+
+
+def _install_docker_compose() -> str | None:
+    """The docker-compose binary, installing Debian's package when missing (as root;
+    without its recommended Docker engine, which `config` does not need)."""
+    found = shutil.which("docker-compose")
+    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return found
+    for command in (["apt-get", "update", "-q"],
+                    ["apt-get", "install", "-y", "-q", "--no-install-recommends",
+                     "docker-compose"]):
+        subprocess.run(command, check=False, capture_output=True, timeout=600,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("docker-compose")
+
+
+@pytest.fixture(scope="module")
+def docker_compose() -> str:
+    binary = _install_docker_compose()
+    if binary is None:
+        pytest.skip("docker-compose is not installed and could not be installed (needs root "
+                    "and apt-get: `apt-get install docker-compose`, or `make docker-compose`)")
+    return binary
+
+
+def compose_config(binary: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPINDEX_")}
+    return subprocess.run([binary, "--env-file", str(ENV_EXAMPLE), "config"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**clean, **env})
+
+
+@pytest.fixture(scope="module")
+def resolved(docker_compose: str) -> dict[str, Any]:
+    done = compose_config(docker_compose, HOPINDEX_API_KEYS=API_KEYS)
+    assert done.returncode == 0, done.stderr
+    config: dict[str, Any] = yaml.safe_load(done.stdout)
+    return config
+
+
+def hopindex_services(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: service for name, service in config["services"].items()
+            if service.get("command", [None])[0] == "hopindex"}
+
+
+def test_docker_compose_config_accepts_the_file(resolved: dict[str, Any]) -> None:
+    """`docker-compose config` resolves the file with .env.example; every service of the
+    stack is there with a memory limit, and the data services have healthchecks."""
+    services = resolved["services"]
+    assert set(services) == EXPECTED_SERVICES
+    for name, service in services.items():
+        assert service.get("mem_limit"), f"{name} has no memory limit"
+    for name in ("redis", "qdrant", "elasticsearch", "api", "worker-embed"):
+        assert services[name]["healthcheck"]["test"], name
+    for name, service in hopindex_services(resolved).items():
+        assert service["depends_on"]["elasticsearch"]["condition"] == "service_healthy", name
+
+
+def test_missing_api_keys_stop_the_stack_with_the_reason(docker_compose: str) -> None:
+    """The API listens beyond loopback, so the stack refuses to start without keys."""
+    done = compose_config(docker_compose)
+    assert done.returncode != 0
+    assert "set HOPINDEX_API_KEYS in .env" in done.stdout + done.stderr
+
+
+def test_every_hopindex_variable_is_a_setting_it_reads(resolved: dict[str, Any]) -> None:
+    """Each service's HOPINDEX_* variables name Settings fields and parse and validate
+    as hopindex reads them; they point at the servers, never at embedded engines."""
+    services = hopindex_services(resolved)
+    assert len(services) == 7
+    for name, service in services.items():
+        env = {k: str(v) for k, v in service["environment"].items()}
+        unknown = {k for k in env if k.startswith("HOPINDEX_")} - SETTING_NAMES
+        assert not unknown, f"{name} sets variables hopindex does not read: {unknown}"
+        settings = Settings.from_env(env)
+        assert settings.vector_url.startswith("qdrant://"), name
+        assert settings.keyword_url.startswith("elasticsearch://"), name
+        assert settings.state_url.startswith("redis://"), name
+        assert settings.broker_url.startswith("redis://"), name
+
+
+def test_env_example_lists_exactly_what_compose_reads() -> None:
+    """Every ${VAR} the compose file interpolates is in .env.example, every variable
+    there is used, and the HOPINDEX_* ones are settings hopindex reads."""
+    interpolated = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
+    example = {line.split("=", 1)[0].strip()
+               for line in ENV_EXAMPLE.read_text().splitlines()
+               if line.strip() and not line.lstrip().startswith("#")}
+    assert interpolated == example
+    assert {k for k in example if k.startswith("HOPINDEX_")} <= SETTING_NAMES
+
+
+def test_service_commands_are_hopindex_subcommands_with_real_flags(
+        resolved: dict[str, Any]) -> None:
+    """Each command parses as the hopindex CLI would parse it (unknown subcommands or
+    flags, or bad values, fail here), and its flags appear in the subcommand's help."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    for name, service in hopindex_services(resolved).items():
+        args = [str(a) for a in service["command"][1:]]
+        with click.Context(main) as ctx:
+            command = main.get_command(ctx, args[0])
+        assert command is not None, f"{name}: no `hopindex {args[0]}`"
+        parsed = command.make_context(args[0], args[1:], parent=click.Context(main))
+        helped = runner.invoke(main, [args[0], "--help"])
+        assert helped.exit_code == 0, helped.output
+        for flag in (a for a in args[1:] if a.startswith("--")):
+            assert flag in helped.output, f"{name}: {flag} is not an option of {args[0]}"
+        if args[0] == "worker":
+            assert parsed.params["metrics_port"] == 9100, name
+            parse_queues(parsed.params["queues"])
+
+
+def test_every_queue_has_its_worker_service(resolved: dict[str, Any]) -> None:
+    """worker-<queue> takes exactly <queue>, so each stage scales on its own."""
+    taken: list[str] = []
+    for name, service in hopindex_services(resolved).items():
+        command = [str(a) for a in service["command"]]
+        if command[1] == "worker":
+            queues = command[command.index("--queues") + 1]
+            assert name == f"worker-{queues}", name
+            taken.append(queues)
+    assert sorted(taken) == sorted(q.value for q in Queue)
+
+
+def test_monitoring_is_provisioned_from_the_repository(resolved: dict[str, Any]) -> None:
+    """Prometheus and Grafana mount hopindex/monitoring/; Prometheus scrapes the API and
+    every worker service by its compose name, on the ports they serve metrics on."""
+    services = resolved["services"]
+    mounts = {service: [v["source"] if isinstance(v, dict) else v.split(":")[0]
+                        for v in services[service]["volumes"]]
+              for service in ("prometheus", "grafana")}
+    prometheus_dir = ROOT / "hopindex" / "monitoring" / "prometheus"
+    assert str(prometheus_dir) in mounts["prometheus"]
+    assert str(ROOT / "hopindex" / "monitoring" / "grafana" / "provisioning") in mounts["grafana"]
+    scrape = yaml.safe_load((prometheus_dir / "prometheus.yml").read_text())
+    targets = {(name, sd["port"]) for job in scrape["scrape_configs"]
+               for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
+    workers = {name for name in services if name.startswith("worker-")}
+    assert targets == {("api", 8080), *((name, 9100) for name in workers)}
+
+
+def test_dockerfile_is_slim_non_root_with_cpu_torch() -> None:
+    """Python 3.11 slim, the CPU torch wheel pinned like the Makefile's, a non-root user;
+    the build context leaves out the virtualenv, git and tests."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.M)
+    torch = re.search(r"^TORCH := (\S+)", makefile, re.M)
+    assert torch is not None
+    assert (f"pip install {torch.group(1)} --index-url https://download.pytorch.org/whl/cpu"
+            in dockerfile)
+    users = re.findall(r"^USER (\S+)", dockerfile, re.M)
+    assert users and users[-1] not in ("root", "0")
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", ".git", "tests", ".env"} <= set(ignored)
