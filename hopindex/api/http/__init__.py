@@ -1,0 +1,1 @@
+"""The HTTP API (aiohttp): ``hopindex serve``. See ``app.create_app`` and README "HTTP API"."""

@@ -1,0 +1,52 @@
+"""The aiohttp application: routes, middlewares, and the parts handlers share."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.http.keys import KeyRing, load_key_ring
+from hopindex.api.http.middleware import answer_middleware, auth_middleware
+from hopindex.api.http.openapi.spec import build_spec
+from hopindex.api.http.routes import ALL_ROUTES
+from hopindex.api.http.routes.service import SPEC_KEY
+from hopindex.api.http.routing import CONTEXT, ApiContext, StreamGate
+from hopindex.api.http.submission import JobLauncher
+from hopindex.api.service import Hopindex
+
+
+def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Application:
+    """The API over ``service`` (its settings give the limits); ``keys`` default to
+    HOPINDEX_API_KEYS and HOPINDEX_API_KEYS_FILE. The caller closes ``service``."""
+    settings = service.settings
+    if keys is None:
+        keys = load_key_ring(settings.api_keys, settings.api_keys_file)
+    blocking = BlockingRunner(settings.api_concurrency)
+    ctx = ApiContext(service=service, settings=settings, keys=keys, blocking=blocking,
+                     jobs=JobLauncher(service, blocking),
+                     streams=StreamGate(limit=settings.api_max_event_streams))
+    # Body limits are enforced while streaming (params.py, uploads.py); aiohttp's own
+    # limit is set to match for anything read another way.
+    app = web.Application(middlewares=[answer_middleware, auth_middleware],
+                          client_max_size=settings.api_max_body_bytes)
+    app[CONTEXT] = ctx
+    app[SPEC_KEY] = build_spec(settings)
+    for route in ALL_ROUTES:
+        app.router.add_route(route.method, route.path, route.handler)
+        ctx.routes[(route.method, route.path)] = route
+    app.on_shutdown.append(_end_streams)
+    app.on_cleanup.append(_release)
+    return app
+
+
+async def _end_streams(app: web.Application) -> None:
+    app[CONTEXT].closing.set()
+
+
+async def _release(app: web.Application) -> None:
+    ctx = app[CONTEXT]
+    # Both wait for threads (a running embedded job, pending blocking calls).
+    await asyncio.to_thread(ctx.jobs.close)
+    await asyncio.to_thread(ctx.blocking.close)

@@ -1,0 +1,155 @@
+"""The two middlewares every request passes: answering (request id, timeout, errors as
+JSON, one log event) and authentication (bearer key, access, index scope)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+
+import structlog
+from aiohttp import web
+
+from hopindex.api.http.errors import (
+    ApiError,
+    bad_request,
+    error_response,
+    from_hopindex_error,
+    internal_error,
+    plain_traceback,
+)
+from hopindex.api.http.keys import LOCAL_PRINCIPAL, Pending
+from hopindex.api.http.routing import (
+    PRINCIPAL_KEY,
+    REQUEST_ID_HEADER,
+    REQUEST_ID_KEY,
+    Handler,
+    Route,
+    RouteKind,
+    context,
+    require_index_scope,
+    route_of,
+)
+from hopindex.core.errors import HopindexError
+from hopindex.core.logging import get_logger
+
+log = get_logger(__name__)
+
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# aiohttp's own answers (no route, wrong method, unreadable request) as stable codes.
+_HTTP_CODES = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed",
+               413: "body_too_large", 415: "unsupported_media_type"}
+
+
+def _request_id(request: web.Request) -> str:
+    given = request.headers.get(REQUEST_ID_HEADER, "")
+    return given if _CLIENT_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
+def _from_http_exception(exc: web.HTTPException) -> ApiError:
+    headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else {}
+    message = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+    return ApiError(exc.status, _HTTP_CODES.get(exc.status, "http_error"), message,
+                    headers=headers)
+
+
+@web.middleware
+async def answer_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Request id, request timeout, every error as JSON, one ``http_request`` log event."""
+    request_id = _request_id(request)
+    request[REQUEST_ID_KEY] = request_id
+    started = time.perf_counter()
+    route = route_of(request)
+    status = 500
+    with structlog.contextvars.bound_contextvars(request_id=request_id):
+        try:
+            if route is not None and route.kind is RouteKind.STREAM:
+                response = await handler(request)
+            else:
+                async with asyncio.timeout(context(request).settings.api_request_timeout_s):
+                    response = await handler(request)
+        except ApiError as exc:
+            response = error_response(exc, request_id)
+        except HopindexError as exc:
+            mapped = from_hopindex_error(exc)
+            if mapped is None:
+                log.error("http_request_failed", error_type=type(exc).__name__,
+                          error=str(exc), traceback=plain_traceback(exc))
+                mapped = internal_error()
+            response = error_response(mapped, request_id)
+        except web.HTTPException as exc:
+            response = error_response(_from_http_exception(exc), request_id)
+        except TimeoutError:
+            response = error_response(ApiError(
+                504, "timeout", "the request took longer than "
+                f"{context(request).settings.api_request_timeout_s:g}s "
+                "(HOPINDEX_API_REQUEST_TIMEOUT_S)"), request_id)
+        except asyncio.CancelledError:
+            raise  # the client went away or the server is stopping
+        except Exception as exc:
+            log.error("http_request_failed", error_type=type(exc).__name__,
+                      traceback=plain_traceback(exc))
+            response = error_response(internal_error(), request_id)
+        status = response.status
+        if not response.prepared:
+            response.headers[REQUEST_ID_HEADER] = request_id
+        who = request.get(PRINCIPAL_KEY)
+        log.info("http_request", method=request.method, path=request.path, status=status,
+                 duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                 key=who.name if who else None)
+    return response
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        return None
+    return credentials.strip()
+
+
+def _check_query(request: web.Request, route: Route) -> None:
+    for name in request.query:
+        if name not in route.query:
+            known = ", ".join(route.query) or "none"
+            raise bad_request(f"unknown query parameter {name!r}; known: {known}", field=name)
+        if len(request.query.getall(name)) > 1:
+            raise bad_request(f"query parameter {name!r} is given more than once", field=name)
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """401 without a valid key, 403 when the key's access or indexes do not cover the
+    route (the ``{name}`` in its path; handlers check indexes named elsewhere), then
+    400 for query parameters the route does not take."""
+    route = route_of(request)
+    if route is None:
+        return await handler(request)  # aiohttp answers 404 or 405
+    needed = route.guard.access
+    if needed is None:
+        _check_query(request, route)
+        return await handler(request)
+    ctx = context(request)
+    if not ctx.keys.configured:
+        request[PRINCIPAL_KEY] = LOCAL_PRINCIPAL
+    else:
+        presented = _bearer(request)
+        if presented is None:
+            raise ApiError(401, "unauthenticated", "send an API key: Authorization: Bearer KEY")
+        found = ctx.keys.lookup(presented)
+        if found is Pending.SLOW_CHECK:
+            found = await ctx.blocking.run(ctx.keys.verify_slow, presented)
+        # Not kept in this frame while the handler runs: a traceback must not carry it.
+        del presented
+        if found is None:
+            raise ApiError(401, "unauthenticated", "the API key is not valid")
+        request[PRINCIPAL_KEY] = found
+    who = request[PRINCIPAL_KEY]
+    if not who.access.allows(needed):
+        raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"
+                                         f" this request needs {needed.value} access")
+    if "name" in request.match_info:
+        require_index_scope(request, request.match_info["name"])
+    _check_query(request, route)
+    return await handler(request)

@@ -1,0 +1,217 @@
+"""The OpenAPI components: request and response bodies, as JSON Schema (2020-12).
+
+Request schemas are exactly as strict as the handlers (same bounds, same
+required fields, unknown fields refused), so a client that follows them is
+never refused, and one that does not always gets a 4xx naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hopindex.api.http.keys import Access
+from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
+from hopindex.api.http.routes.query import MAX_METHOD_CHARS
+from hopindex.api.http.routes.webhooks import MAX_SECRET_CHARS, MAX_URL_CHARS
+from hopindex.api.http.sse import StreamMode
+from hopindex.api.http.uploads import OnError
+from hopindex.core.ids import INDEX_NAME_PATTERN
+from hopindex.core.models import IndexMethod, JobKind, JobState, Stage
+from hopindex.core.settings import Settings
+from hopindex.methods.base import MAX_CANDIDATES, MAX_K, Retrieval, method_names
+from hopindex.methods.retrieval.fusion import FusionMode
+
+Schema = dict[str, Any]
+
+INDEX_NAME: Schema = {"type": "string", "pattern": INDEX_NAME_PATTERN.pattern}
+# At least one character that is not white space: blank strings are refused.
+NOT_BLANK = r"\S"
+NUMBER: Schema = {"type": "number"}
+TIMESTAMP: Schema = {"type": "number", "description": "seconds since the epoch (UTC)"}
+OPTIONAL_TIMESTAMP: Schema = {"type": ["number", "null"]}
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def enum_of(kind: Any) -> Schema:
+    return {"type": "string", "enum": [m.value for m in kind]}
+
+
+def obj(properties: dict[str, Schema], required: tuple[str, ...] = (), *,
+        closed: bool = False) -> Schema:
+    schema: Schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+ERROR = obj({"error": obj({
+    "code": {"type": "string", "description": "stable, for programs"},
+    "message": {"type": "string", "description": "for people"},
+    "field": {"type": "string", "description": "the parameter or body field at fault"},
+    "line": {"type": "integer", "description": "the body line at fault"},
+    "record": {"type": "integer", "description": "the record's position in a JSON array"},
+    "file": {"type": "string", "description": "the body file at fault (body.jsonl, an upload)"},
+    "errors": {"type": "array", "items": {"type": "object"},
+               "description": "every bad record (up to 100), each with where/line/field"},
+    "error_count": {"type": "integer"},
+    "request_id": {"type": "string", "description": "quote it when reporting a 5xx"},
+}, ("code", "message"))}, ("error",))
+
+INDEX = obj({"name": INDEX_NAME, "method": {"type": "string"}, "created_at": TIMESTAMP,
+             "options": {"type": "object"}}, ("name", "method", "created_at", "options"))
+
+INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
+    "documents": {"type": "integer", "minimum": 0},
+    "units": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+              "description": "units per kind (passage, bridge, aku, ...)"},
+}, ("documents", "units"))]}
+
+
+
+def index_methods(settings: Settings) -> Schema:
+    """How this server can build an index: IndexRAG only with an LLM configured
+    (scheduler.submit.ensure_index refuses it otherwise)."""
+    return {"type": "string", "enum": [m.value for m in IndexMethod
+                                       if m is not IndexMethod.INDEXRAG or settings.llm_enabled]}
+
+
+STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
+                    for k in ("total", "done", "failed", "skipped")},
+                   ("total", "done", "failed", "skipped"))
+
+LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
+                 "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER})
+
+JOB = obj({
+    "job_id": {"type": "string"},
+    "index": INDEX_NAME,
+    "kind": enum_of(JobKind),
+    "state": enum_of(JobState),
+    "counts": obj({s.value: ref("StageCounts") for s in Stage}),
+    "errors": {"type": "array", "items": obj({
+        "item": {"type": "string"}, "stage": enum_of(Stage), "reason": {"type": "string"},
+        "where": {"type": "string"}}, ("item", "stage", "reason"))},
+    "llm": {"allOf": [ref("LlmUsage"), obj({"stages": {
+        "type": "object", "additionalProperties": ref("LlmUsage")}})]},
+    "bridge_entities_recomputed": {"type": "integer"},
+    "bridge_entities_removed": {"type": "integer"},
+    "units_embedded": {"type": "integer"},
+    "reason": {"type": "string"},
+    "created_at": TIMESTAMP,
+    "started_at": OPTIONAL_TIMESTAMP,
+    "finished_at": OPTIONAL_TIMESTAMP,
+}, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
+
+# A reader record (README "Using it"): keys other than these are kept as metadata.
+_DOC_ID: Schema = {"anyOf": [{"type": "string", "pattern": NOT_BLANK},
+                             {"type": "integer"}]}
+DOCUMENT = obj({"id": _DOC_ID, "title": {"type": "string"},
+                "text": {"type": "string", "pattern": NOT_BLANK},
+                "metadata": {"type": "object"}}, ("text",))
+
+DELETE_DOCUMENTS = obj({"ids": {
+    "type": "array", "minItems": 1,
+    "items": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_DOC_ID_CHARS}}},
+    ("ids",), closed=True)
+
+PASSAGE = obj({
+    "rank": {"type": "integer"}, "doc_id": {"type": "string"}, "title": {"type": "string"},
+    "text": {"type": "string"}, "score": NUMBER,
+    "via": obj({"unit_id": {"type": "string"}, "kind": {"type": "string"},
+                "text": {"type": "string"}}, ("unit_id", "kind", "text")),
+}, ("rank", "doc_id", "title", "text", "score", "via"))
+
+QUERY_RESULT = obj({
+    "question": {"type": "string"}, "method": {"type": "string"}, "index": INDEX_NAME,
+    "answer": {"type": ["string", "null"]},
+    "passages": {"type": "array", "items": ref("Passage")},
+    "trace": {"type": "object", "description": "the method's decisions, step by step"},
+    "usage": obj({"llm_calls": {"type": "integer"}, "prompt_tokens": {"type": "integer"},
+                  "completion_tokens": {"type": "integer"}, "cache_hits": {"type": "integer"},
+                  "phases_s": {"type": "object", "additionalProperties": NUMBER}},
+                 ("llm_calls", "prompt_tokens", "completion_tokens")),
+    "latency_s": NUMBER,
+}, ("question", "method", "index", "answer", "passages", "trace", "usage", "latency_s"))
+
+EVENT = obj({"id": {"type": "string"}, "type": {"type": "string"}, "index": INDEX_NAME,
+             "job_id": {"type": "string"}, "data": {"type": "object"},
+             "created_at": TIMESTAMP}, ("id", "type", "index", "job_id", "data", "created_at"))
+
+# One frame of the event stream (OpenAPI 3.1 reads a text/event-stream schema per
+# event): ``data`` holds an Event as JSON, or an Error on the ``error`` event that
+# ends a stream the server could not go on with.
+SERVER_SENT_EVENT = obj({
+    "id": {"type": "string"}, "event": {"type": "string"}, "retry": {"type": "integer"},
+    "data": {"type": "string", "contentMediaType": "application/json",
+             "contentSchema": {"anyOf": [ref("Event"), ref("Error")]}},
+})
+
+WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "string"},
+               "created_at": TIMESTAMP}, ("id", "index", "url", "created_at"))
+
+NEW_WEBHOOK = obj({
+    "index": INDEX_NAME,
+    "url": {"type": "string", "format": "uri", "pattern": "^https?://[^/:?#\\s]+",
+            "maxLength": MAX_URL_CHARS},
+    "secret": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_SECRET_CHARS,
+               "description": "HMAC-SHA256 key; omit it for a random one (returned once)"},
+}, ("index", "url"), closed=True)
+
+READINESS = obj({"status": {"type": "string", "enum": ["ready", "unavailable"]},
+                 "checks": {"type": "object", "additionalProperties": {"type": "string"}}},
+                ("status", "checks"))
+
+
+WEIGHT: Schema = {"type": "number", "minimum": 0, "default": 1,
+                  "description": "how much this engine's ranking counts in hybrid fusion"}
+
+
+def query_request(settings: Settings) -> Schema:
+    schema = obj({
+        "question": {"type": "string", "pattern": NOT_BLANK,
+                     "maxLength": settings.api_max_query_chars},
+        "method": {"type": "string", "enum": method_names(), "maxLength": MAX_METHOD_CHARS,
+                   "description": "the query method (default: the index's own); those that "
+                                  "answer with an LLM need one configured (else 422)"},
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 5},
+        "retrieval": enum_of(Retrieval),
+        "fusion": enum_of(FusionMode),
+        "candidates": {"type": "integer", "minimum": 1, "maximum": MAX_CANDIDATES,
+                       "description": "hits fetched per engine before fusion (raised to k "
+                                      "when smaller)"},
+        "dense_weight": WEIGHT, "keyword_weight": WEIGHT,
+        "options": {"type": "object",
+                    "additionalProperties": {"type": ["string", "number", "boolean"]},
+                    "description": "method-specific options (QueryOptions.params), e.g. "
+                                   "bridgerag's condition, alpha"},
+    }, ("question",), closed=True)
+    # One engine may be silenced, not both.
+    schema["not"] = {"required": ["dense_weight", "keyword_weight"],
+                     "properties": {"dense_weight": {"const": 0}, "keyword_weight": {"const": 0}}}
+    return schema
+
+
+def components(settings: Settings) -> dict[str, Any]:
+    return {
+        "securitySchemes": {"bearerAuth": {
+            "type": "http", "scheme": "bearer",
+            "description": f"an API key; {Access.READ.value} keys may query and read, "
+                           f"{Access.WRITE.value} keys may also ingest, delete and cancel"}},
+        "schemas": {
+            "Error": ERROR, "Index": INDEX, "IndexDetail": INDEX_DETAIL,
+            "CreateIndex": obj({"name": INDEX_NAME, "method": index_methods(settings)},
+                               ("name",), closed=True),
+            "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
+            "Job": JOB, "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
+            "Passage": PASSAGE, "QueryRequest": query_request(settings),
+            "QueryResult": QUERY_RESULT, "Event": EVENT,
+            "ServerSentEvent": SERVER_SENT_EVENT, "Webhook": WEBHOOK,
+            "NewWebhook": NEW_WEBHOOK, "Readiness": READINESS,
+            "OnError": enum_of(OnError), "StreamMode": enum_of(StreamMode),
+        },
+    }

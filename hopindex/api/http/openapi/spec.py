@@ -1,0 +1,216 @@
+"""The OpenAPI 3.1 document served at ``/v1/openapi.json``: one entry per route.
+
+Built from the settings, so the limits it publishes are the server's own; tests
+check that it lists exactly the app's routes and that answers match it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
+from hopindex.api.http.routes.events import EVENT_ID_PATTERN
+from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
+from hopindex.api.http.sse import EVENT_STREAM_TYPE
+from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
+from hopindex.core.ids import INDEX_NAME_PATTERN
+from hopindex.core.settings import Settings
+
+Operation = dict[str, Any]
+
+_DESCRIPTIONS = {
+    400: "invalid input; `field` or `line` names it", 401: "no API key, or a wrong one",
+    403: "the key's access or indexes do not cover this request", 404: "not found",
+    409: "conflicts with the current state", 413: "over a size or count limit",
+    415: "unsupported media type", 422: "needs something this server is not set up for",
+    429: "busy: retry after `Retry-After` seconds", 500: "unexpected; quote `request_id`",
+    502: "the LLM provider failed", 503: "a backend is unavailable; retry later",
+    504: "took longer than the request timeout",
+}
+_SERVER = (500, 502, 503, 504)
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _errors(*statuses: int, secured: bool = True) -> dict[str, Any]:
+    codes = {400, *statuses, *_SERVER} | ({401, 403} if secured else set())
+    return {str(code): {"description": _DESCRIPTIONS[code], "content": _json(ref("Error"))}
+            for code in sorted(codes)}
+
+
+def _ok(status: int, description: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    answer: dict[str, Any] = {"description": description}
+    if schema is not None:
+        answer["content"] = _json(schema)
+    return {str(status): answer}
+
+
+def _op(summary: str, responses: dict[str, Any], *, params: list[dict[str, Any]] | None = None,
+        body: dict[str, Any] | None = None, public: bool = False,
+        tag: str = "indexes") -> Operation:
+    op: Operation = {"summary": summary, "operationId": _operation_id(summary), "tags": [tag],
+                     "responses": responses}
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": body}
+    if public:
+        op["security"] = []
+    return op
+
+
+_ARTICLES = frozenset(("a", "an", "the", "this"))
+
+
+def _operation_id(summary: str) -> str:
+    """``Create an index`` -> ``createIndex``."""
+    words = [w for w in summary.lower().split() if w not in _ARTICLES]
+    return words[0] + "".join(w.capitalize() for w in words[1:])
+
+
+def _param(name: str, where: str, schema: dict[str, Any], description: str,
+           required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": required or where == "path",
+            "schema": schema, "description": description}
+
+
+INDEX_PARAM = _param("name", "path", {"type": "string", "pattern": INDEX_NAME_PATTERN.pattern},
+                     "index name: 1-63 of a-z, 0-9, '_', '-'")
+EVENT_ID = {"type": "string", "pattern": EVENT_ID_PATTERN}
+JOB_PARAM = _param("job_id", "path", {"type": "string", "pattern": JOB_ID_PATTERN}, "job id")
+INDEX_FILTER = _param("index", "query", {"type": "string",
+                                         "pattern": INDEX_NAME_PATTERN.pattern},
+                      "only this index's items (required for keys limited to some indexes)")
+
+
+def _index_paths(settings: Settings) -> dict[str, Any]:
+    documents_body = {
+        "application/json": {"schema": {"anyOf": [
+            {"type": "array", "items": ref("Document"), "minItems": 1,
+             "maxItems": settings.api_max_documents},
+            ref("Document"),
+            {"type": "object", "minProperties": 1, "description": "HotpotQA corpus: title -> "
+             "sentences", "additionalProperties": {
+                 "type": "array", "minItems": 1,
+                 "items": {"type": "string", "pattern": NOT_BLANK}}},
+        ]}},
+        **{media: {"schema": {"type": "string", "description": "one Document per line"}}
+           for media in NDJSON_TYPES[:1]},
+        "multipart/form-data": {"schema": {
+            "type": "object", "required": [FILE_FIELD], "additionalProperties": False,
+            "properties": {FILE_FIELD: {"type": "array", "items": {
+                "type": "string", "contentMediaType": "application/octet-stream"}}}}},
+    }
+    return {
+        "/v1/indexes": {
+            "get": _op("List indexes", {**_ok(200, "indexes the key covers", {
+                "type": "object", "required": ["indexes"],
+                "properties": {"indexes": {"type": "array", "items": ref("Index")}}}),
+                **_errors()}),
+            "post": _op("Create an index", {
+                **_ok(201, "created", ref("IndexDetail")),
+                **_errors(409, 413, 415, 422)}, body=_json(ref("CreateIndex"))),
+        },
+        "/v1/indexes/{name}": {
+            "parameters": [INDEX_PARAM],
+            "get": _op("Describe an index", {**_ok(200, "the index", ref("IndexDetail")),
+                                             **_errors(404)}),
+            "delete": _op("Delete an index", {**_ok(204, "deleted with all it holds", None),
+                                              **_errors(404, 409)}),
+        },
+        "/v1/indexes/{name}/documents": {
+            "parameters": [INDEX_PARAM],
+            "post": _op("Ingest documents", {
+                **_ok(202, "the job (poll /v1/jobs/{id} or follow /v1/events)", ref("Job")),
+                **_errors(404, 413, 415, 422, 429)}, body=documents_body, params=[
+                _param("method", "query", index_methods(settings),
+                       "how a new index is built (default: indexrag with an LLM, else "
+                       "extractive)"),
+                _param("on_error", "query", ref("OnError"),
+                       "reject (default): any bad record fails the request with a 400 naming "
+                       "its line; skip: bad records are listed on the job")]),
+            "delete": _op("Delete documents", {
+                **_ok(202, "the job", ref("Job")), **_errors(404, 413, 415, 429)},
+                body=_json(ref("DeleteDocuments"))),
+        },
+        "/v1/indexes/{name}/query": {
+            "parameters": [INDEX_PARAM],
+            "post": _op("Query an index", {
+                **_ok(200, "answer, ranked passages with provenance, trace, usage",
+                      ref("QueryResult")),
+                **_errors(404, 413, 415, 422)}, body=_json(ref("QueryRequest"))),
+        },
+    }
+
+
+def _other_paths() -> dict[str, Any]:
+    return {
+        "/v1/jobs": {"get": _op("List jobs", {**_ok(200, "newest first", {
+            "type": "object", "required": ["jobs"],
+            "properties": {"jobs": {"type": "array", "items": ref("Job")}}}), **_errors()},
+            tag="jobs", params=[INDEX_FILTER, _param(
+                "limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIST,
+                                   "default": DEFAULT_LIST}, "at most this many")])},
+        "/v1/jobs/{job_id}": {"parameters": [JOB_PARAM], "get": _op(
+            "Show a job", {**_ok(200, "the job record", ref("Job")), **_errors(404)},
+            tag="jobs")},
+        "/v1/jobs/{job_id}/cancel": {"parameters": [JOB_PARAM], "post": _op(
+            "Cancel a job", {**_ok(200, "the job, cancelled", ref("Job")),
+                             **_errors(404, 409)}, tag="jobs")},
+        "/v1/events": {"get": _op("Stream events", {
+            "200": {"description": "server-sent events: `id:`, `event:` (the type) and "
+                                   "`data:` (an Event as JSON) per event; comment lines keep "
+                                   "the connection alive",
+                    "content": {EVENT_STREAM_TYPE: {"schema": ref("ServerSentEvent")}}},
+            **_errors(404, 429)}, tag="events", params=[
+            INDEX_FILTER,
+            _param("from", "query", EVENT_ID,
+                   "resume after this event id (default: from the oldest kept)"),
+            _param("mode", "query", ref("StreamMode"),
+                   "follow (default): keep streaming new events; backlog: end at the log's end"),
+            _param("Last-Event-ID", "header", EVENT_ID,
+                   "resume after this id (sent by reconnecting EventSource clients); wins "
+                   "over `from`")])},
+        "/v1/webhooks": {
+            "get": _op("List webhooks", {**_ok(200, "webhooks (without secrets)", {
+                "type": "object", "required": ["webhooks"],
+                "properties": {"webhooks": {"type": "array", "items": ref("Webhook")}}}),
+                **_errors()}, tag="webhooks", params=[INDEX_FILTER]),
+            "post": _op("Add a webhook", {**_ok(201, "registered; the secret is shown once", {
+                "allOf": [ref("Webhook"), {"type": "object", "required": ["secret"],
+                                           "properties": {"secret": {"type": "string"}}}]}),
+                **_errors(413, 415)}, tag="webhooks", body=_json(ref("NewWebhook"))),
+        },
+        "/v1/webhooks/{webhook_id}": {
+            "parameters": [_param("webhook_id", "path", {"type": "string"}, "webhook id")],
+            "delete": _op("Remove a webhook", {**_ok(204, "removed", None), **_errors(404)},
+                          tag="webhooks")},
+        "/v1/openapi.json": {"get": _op("Get this specification", _ok(
+            200, "OpenAPI 3.1", {"type": "object"}), public=True, tag="service")},
+        "/healthz": {"get": _op("Check liveness", _ok(200, "the process answers", {
+            "type": "object", "properties": {"status": {"const": "ok"}}}), public=True,
+            tag="service")},
+        "/readyz": {"get": _op("Check readiness", {
+            **_ok(200, "every backend answers", ref("Readiness")),
+            "503": {"description": "a backend does not answer",
+                    "content": _json(ref("Readiness"))}}, public=True, tag="service")},
+        "/metrics": {"get": _op("Get metrics", {"200": {
+            "description": "Prometheus text exposition format",
+            "content": {"text/plain": {"schema": {"type": "string"}}}}}, public=True,
+            tag="service")},
+    }
+
+
+def build_spec(settings: Settings) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "hopindex", "version": "1",
+                 "description": "Multi-hop retrieval: ingest documents into indexes, follow "
+                                "the jobs, query. Every error is JSON naming the field or "
+                                "line at fault."},
+        "security": [{"bearerAuth": []}],
+        "paths": {**_index_paths(settings), **_other_paths()},
+        "components": components(settings),
+    }

@@ -1,0 +1,171 @@
+"""Reading and checking what a request carries: query parameters, JSON bodies, limits.
+
+Every rejection names the parameter or body field, so the 400 says what to fix.
+The bounds here are the ones the OpenAPI spec publishes (it is built from the
+same settings and constants).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from hopindex.api.http.errors import ApiError, bad_request
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.ids import validate_index_name
+
+E = TypeVar("E", bound=enum.Enum)
+
+# JSON bodies other than documents (queries, index and webhook creation) are small.
+MAX_JSON_BODY_BYTES = 1_000_000
+JSON_MEDIA_TYPES = ("application/json",)
+
+
+def too_large(limit_bytes: int, what: str = "request body") -> ApiError:
+    return ApiError(413, "body_too_large", f"{what} is over the limit of {limit_bytes:,} bytes "
+                                           "(HOPINDEX_API_MAX_BODY_BYTES)",
+                    details={"limit_bytes": limit_bytes})
+
+
+def check_declared_length(request: web.Request, limit_bytes: int) -> None:
+    """413 at once when Content-Length already says the body is too large."""
+    if request.content_length is not None and request.content_length > limit_bytes:
+        raise too_large(limit_bytes)
+
+
+async def read_json_object(request: web.Request,
+                           limit_bytes: int = MAX_JSON_BODY_BYTES) -> dict[str, Any]:
+    """The body as a JSON object; 415 for another media type, 400 naming the line of a
+    syntax error, 413 past ``limit_bytes``."""
+    if request.content_type not in JSON_MEDIA_TYPES:
+        raise ApiError(415, "unsupported_media_type",
+                       f"send the body as application/json, not {request.content_type!r}")
+    check_declared_length(request, limit_bytes)
+    data = bytearray()
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        data.extend(chunk)
+        if len(data) > limit_bytes:
+            raise too_large(limit_bytes)
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise bad_request(f"body is not UTF-8 (byte offset {exc.start})", code="invalid_json",
+                          field="body") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, "invalid_json", f"body is not valid JSON: {exc.msg} (line "
+                                            f"{exc.lineno}, column {exc.colno})",
+                       line=exc.lineno, details={"column": exc.colno}) from None
+    if not isinstance(value, dict):
+        raise bad_request("body must be a JSON object", field="body")
+    return value
+
+
+def check_fields(body: dict[str, Any], allowed: Iterable[str], required: Iterable[str] = ()
+                 ) -> None:
+    allowed_set = set(allowed)
+    for name in body:
+        if name not in allowed_set:
+            raise bad_request(f"unknown field {name!r}; known: {', '.join(sorted(allowed_set))}",
+                              field=name)
+    for name in required:
+        if name not in body:
+            raise bad_request(f"missing required field {name!r}", field=name)
+
+
+def body_string(body: dict[str, Any], name: str, *, max_chars: int | None = None,
+                required: bool = False, min_chars: int = 1) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise bad_request(f"field {name!r} must be a string", field=name)
+    if len(value.strip()) < min_chars:
+        raise bad_request(f"field {name!r} must not be empty", field=name)
+    if max_chars is not None and len(value) > max_chars:
+        raise bad_request(f"field {name!r} is {len(value):,} characters, over the limit of "
+                          f"{max_chars:,}", field=name, code="too_long")
+    return value
+
+
+def body_int(body: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    # bool is an int subclass: ``true`` is not a count. JSON has one number type, so
+    # 5.0 is the integer 5 (as JSON Schema says), and 5.5 is not an integer.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad_request(f"field {name!r} must be an integer", field=name)
+    if not low <= value <= high:
+        raise bad_request(f"field {name!r} must be between {low} and {high}, got {value}",
+                          field=name)
+    return value
+
+
+def body_number(body: dict[str, Any], name: str, *, minimum: float) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise bad_request(f"field {name!r} must be a finite number", field=name)
+    if value < minimum:
+        raise bad_request(f"field {name!r} must be at least {minimum:g}, got {value}",
+                          field=name)
+    return float(value)
+
+
+def body_enum(body: dict[str, Any], name: str, kind: type[E]) -> E | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    return _enum_value(value, name, kind)
+
+
+def _enum_value(value: object, name: str, kind: type[E]) -> E:
+    choices = [m.value for m in kind]
+    if not isinstance(value, str) or value not in choices:
+        raise bad_request(f"{name!r} must be one of {', '.join(choices)}, got {value!r}",
+                          field=name)
+    return kind(value)
+
+
+def query_enum(request: web.Request, name: str, kind: type[E], default: E) -> E:
+    if name not in request.query:
+        return default
+    return _enum_value(request.query[name], name, kind)
+
+
+def query_int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(f"query parameter {name!r} must be an integer, got {raw!r}",
+                          field=name) from None
+    if not low <= value <= high:
+        raise bad_request(f"query parameter {name!r} must be between {low} and {high}, "
+                          f"got {value}", field=name)
+    return value
+
+
+def query_string(request: web.Request, name: str) -> str | None:
+    raw = request.query.get(name)
+    if raw is not None and not raw:
+        raise bad_request(f"query parameter {name!r} must not be empty", field=name)
+    return raw
+
+
+def index_name(value: str, field: str = "index") -> str:
+    """``value`` checked against the one index-name pattern (hopindex.core.ids)."""
+    try:
+        return validate_index_name(value)
+    except InvalidInputError as exc:
+        raise bad_request(str(exc), field=field) from None

@@ -1,0 +1,12 @@
+"""The API's routes, one module per resource; ``ALL_ROUTES`` is what the app serves."""
+
+from __future__ import annotations
+
+from hopindex.api.http import metrics
+from hopindex.api.http.routes import documents, events, indexes, jobs, query, service, webhooks
+from hopindex.api.http.routing import Route
+
+ALL_ROUTES: list[Route] = [
+    *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *jobs.ROUTES, *events.ROUTES,
+    *webhooks.ROUTES, *service.ROUTES, *metrics.ROUTES,
+]

@@ -1,0 +1,86 @@
+"""``/v1/indexes/{name}/documents``: ingest (202 with a job) and delete documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from hopindex.api.http.errors import ApiError, bad_request
+from hopindex.api.http.params import check_fields, index_name, query_enum, read_json_object
+from hopindex.api.http.routing import Guard, Route, context
+from hopindex.api.http.uploads import OnError, receive_documents, rejection
+from hopindex.core.models import IndexMethod, Job
+
+MAX_DOC_ID_CHARS = 1000
+
+
+def accepted(job: Job) -> web.Response:
+    return web.json_response(job.as_dict(), status=202,
+                             headers={"Location": f"/v1/jobs/{job.job_id}"})
+
+
+def _method(request: web.Request) -> str | None:
+    if "method" not in request.query:
+        return None
+    return query_enum(request, "method", IndexMethod, IndexMethod.EXTRACTIVE).value
+
+
+async def ingest(request: web.Request) -> web.Response:
+    ctx = context(request)
+    settings = ctx.settings
+    index = index_name(request.match_info["name"], field="name")
+    method = _method(request)
+    on_error = query_enum(request, "on_error", OnError, OnError.REJECT)
+    read = await receive_documents(request, ctx.blocking,
+                                   max_body_bytes=settings.api_max_body_bytes,
+                                   max_document_bytes=settings.max_document_bytes)
+    count = len(read.documents) + len(read.errors)
+    if count > settings.api_max_documents:
+        raise ApiError(413, "too_many_documents", f"the body holds {count:,} records, over the "
+                       f"limit of {settings.api_max_documents:,} per request "
+                       "(HOPINDEX_API_MAX_DOCUMENTS); split it", field="body",
+                       details={"limit": settings.api_max_documents})
+    if not read.documents and not read.errors:
+        raise bad_request("the body holds no documents", field="body")
+    # Skipping bad records makes sense among good ones; a body of bad ones is refused.
+    if read.errors and (on_error is OnError.REJECT or not read.documents):
+        raise rejection(read.errors)
+    service = ctx.service
+    job = await ctx.jobs.launch(lambda job_id: service.ingest_documents(
+        index, read.documents, read.errors, method=method, job_id=job_id))
+    return accepted(job)
+
+
+def _doc_ids(body: dict[str, Any], limit: int) -> list[str]:
+    ids = body["ids"]
+    if not isinstance(ids, list) or not ids:
+        raise bad_request("field 'ids' must be a non-empty list of document ids", field="ids")
+    if len(ids) > limit:
+        raise ApiError(413, "too_many_documents", f"{len(ids):,} ids, over the limit of "
+                       f"{limit:,} per request (HOPINDEX_API_MAX_DOCUMENTS)", field="ids",
+                       details={"limit": limit})
+    for position, doc_id in enumerate(ids):
+        if not isinstance(doc_id, str) or not doc_id.strip() or len(doc_id) > MAX_DOC_ID_CHARS:
+            raise bad_request(f"ids[{position}] must be a non-empty string of at most "
+                              f"{MAX_DOC_ID_CHARS} characters", field=f"ids[{position}]")
+    return [str(i) for i in ids]
+
+
+async def delete_documents(request: web.Request) -> web.Response:
+    ctx = context(request)
+    index = index_name(request.match_info["name"], field="name")
+    body = await read_json_object(request)
+    check_fields(body, ("ids",), required=("ids",))
+    doc_ids = _doc_ids(body, ctx.settings.api_max_documents)
+    service = ctx.service
+    job = await ctx.jobs.launch(lambda job_id: service.delete_documents(index, doc_ids,
+                                                                        job_id=job_id))
+    return accepted(job)
+
+
+ROUTES = [
+    Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
+          query=("method", "on_error")),
+    Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
+]

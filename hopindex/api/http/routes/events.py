@@ -1,0 +1,61 @@
+"""``GET /v1/events``: the event log as server-sent events, resumable by id."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from hopindex.api.http.errors import ApiError, bad_request
+from hopindex.api.http.params import index_name, query_enum, query_string
+from hopindex.api.http.routing import (
+    Guard,
+    Route,
+    RouteKind,
+    context,
+    principal,
+    require_index_scope,
+)
+from hopindex.api.http.sse import StreamMode, serve_stream
+from hopindex.core.errors import InvalidInputError
+
+MAX_EVENT_ID_CHARS = 64
+# The logs' ids: SQLite's are integers, a Redis stream's MILLISECONDS-SEQUENCE.
+EVENT_ID_PATTERN = r"^[0-9]{1,20}(-[0-9]{1,20})?$"
+_EVENT_ID = re.compile(EVENT_ID_PATTERN)
+LAST_EVENT_ID = "Last-Event-ID"
+
+
+def _cursor(request: web.Request) -> tuple[str | None, str]:
+    """The cursor and where it came from: ``Last-Event-ID`` (a reconnecting client's)
+    wins over ``from`` (the first request's)."""
+    header = request.headers.get(LAST_EVENT_ID)
+    cursor = header if header is not None else query_string(request, "from")
+    field = LAST_EVENT_ID if header is not None else "from"
+    if cursor is not None and not _EVENT_ID.fullmatch(cursor):
+        raise bad_request(f"malformed event id {cursor[:MAX_EVENT_ID_CHARS]!r}: ids look like "
+                          "42 or 1732186800000-0", field=field)
+    return cursor, field
+
+
+async def stream_events(request: web.Request) -> web.StreamResponse:
+    ctx = context(request)
+    raw_index = query_string(request, "index")
+    index = index_name(raw_index) if raw_index is not None else None
+    who = principal(request)
+    if index is not None:
+        require_index_scope(request, index)
+    elif who.indexes is not None:
+        raise ApiError(403, "forbidden", f"this API key ({who.name}) covers only "
+                       f"{who.index_label}: pass index=NAME", field="index")
+    mode = query_enum(request, "mode", StreamMode, StreamMode.FOLLOW)
+    cursor, field = _cursor(request)
+    try:
+        return await serve_stream(ctx, request, index=index, cursor=cursor, mode=mode)
+    except InvalidInputError as exc:
+        # The id is well formed, so the log refused it for never having issued it.
+        raise ApiError(404, "unknown_event_id", str(exc), field=field) from None
+
+
+ROUTES = [Route("GET", "/v1/events", stream_events, Guard.READ, RouteKind.STREAM,
+                query=("index", "from", "mode"))]

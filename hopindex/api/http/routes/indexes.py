@@ -1,0 +1,93 @@
+"""``/v1/indexes``: create, list, describe and delete indexes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from hopindex.api.http.errors import ApiError
+from hopindex.api.http.params import body_enum, check_fields, index_name, read_json_object
+from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
+from hopindex.api.service import Hopindex
+from hopindex.backends.protocols import IndexInfo
+from hopindex.core.errors import NotFoundError
+from hopindex.core.models import IndexMethod
+from hopindex.scheduler.submit import ensure_index
+
+
+def index_view(info: IndexInfo) -> dict[str, Any]:
+    return {"name": info.name, "method": info.method, "created_at": info.created_at,
+            "options": info.options}
+
+
+def describe(service: Hopindex, name: str) -> dict[str, Any]:
+    """The index with its method, settings and what it holds."""
+    info = service.backends.state.get_index(name)
+    if info is None:
+        raise NotFoundError(f"no index {name!r}")
+    units = service.backends.state.count_units(name)
+    return {**index_view(info), "documents": service.count_documents(name),
+            "units": {kind.value: n for kind, n in sorted(units.items())}}
+
+
+async def list_indexes(request: web.Request) -> web.Response:
+    ctx = context(request)
+    who = principal(request)
+    found = await ctx.blocking.run(ctx.service.list_indexes)
+    return web.json_response({"indexes": [index_view(i) for i in found if who.covers(i.name)]})
+
+
+def _create(service: Hopindex, name: str, method: IndexMethod | None) -> dict[str, Any]:
+    if service.backends.state.get_index(name) is not None:
+        raise ApiError(409, "index_exists", f"index {name!r} exists; ingest into it, or "
+                                            "delete it first", field="name")
+    ensure_index(service.runtime, name, method.value if method else None)
+    return describe(service, name)
+
+
+async def create_index(request: web.Request) -> web.Response:
+    ctx = context(request)
+    body = await read_json_object(request)
+    check_fields(body, ("name", "method"), required=("name",))
+    if not isinstance(body["name"], str):
+        raise ApiError(400, "invalid_input", "field 'name' must be a string", field="name")
+    name = index_name(body["name"], field="name")
+    require_index_scope(request, name)
+    method = body_enum(body, "method", IndexMethod)
+    view = await ctx.blocking.run(_create, ctx.service, name, method)
+    return web.json_response(view, status=201, headers={"Location": f"/v1/indexes/{name}"})
+
+
+async def get_index(request: web.Request) -> web.Response:
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    return web.json_response(await ctx.blocking.run(describe, ctx.service, name))
+
+
+def _delete(service: Hopindex, name: str) -> None:
+    if service.backends.state.get_index(name) is None:
+        raise NotFoundError(f"no index {name!r}")
+    running = [j.job_id for j in service.list_jobs(name, limit=20) if not j.state.is_final]
+    if running:
+        raise ApiError(409, "index_busy", f"index {name!r} has running jobs "
+                                          f"({', '.join(running)}); cancel them or wait")
+    backends = service.backends
+    backends.vectors.drop_index(name)
+    backends.keywords.drop_index(name)
+    backends.state.delete_index(name)
+
+
+async def delete_index(request: web.Request) -> web.Response:
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    await ctx.blocking.run(_delete, ctx.service, name)
+    return web.Response(status=204)
+
+
+ROUTES = [
+    Route("GET", "/v1/indexes", list_indexes, Guard.READ),
+    Route("POST", "/v1/indexes", create_index, Guard.WRITE),
+    Route("GET", "/v1/indexes/{name}", get_index, Guard.READ),
+    Route("DELETE", "/v1/indexes/{name}", delete_index, Guard.WRITE),
+]

@@ -1,0 +1,74 @@
+"""``/v1/jobs``: list jobs, show one, cancel one."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from hopindex.api.http.errors import ApiError, bad_request
+from hopindex.api.http.params import index_name, query_int, query_string
+from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
+from hopindex.api.service import Hopindex
+from hopindex.core.models import Job
+
+MAX_LIST = 1000
+DEFAULT_LIST = 50
+JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+
+def _job_id(request: web.Request) -> str:
+    job_id = request.match_info["job_id"]
+    if not _JOB_ID.fullmatch(job_id):
+        raise bad_request(f"malformed job id {job_id!r}", field="job_id")
+    return job_id
+
+
+def _scoped_jobs(service: Hopindex, indexes: frozenset[str], limit: int) -> list[Job]:
+    found = [j for index in sorted(indexes) for j in service.list_jobs(index, limit)]
+    return sorted(found, key=lambda j: j.created_at, reverse=True)[:limit]
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    ctx = context(request)
+    limit = query_int(request, "limit", DEFAULT_LIST, 1, MAX_LIST)
+    index = query_string(request, "index")
+    who = principal(request)
+    if index is not None:
+        index = index_name(index)
+        require_index_scope(request, index)
+        jobs = await ctx.blocking.run(ctx.service.list_jobs, index, limit)
+    elif who.indexes is None:
+        jobs = await ctx.blocking.run(ctx.service.list_jobs, None, limit)
+    else:
+        jobs = await ctx.blocking.run(_scoped_jobs, ctx.service, who.indexes, limit)
+    return web.json_response({"jobs": [j.as_dict() for j in jobs]})
+
+
+async def _scoped_job(request: web.Request) -> Job:
+    ctx = context(request)
+    job = await ctx.blocking.run(ctx.service.get_job, _job_id(request))
+    require_index_scope(request, job.index)
+    return job
+
+
+async def get_job(request: web.Request) -> web.Response:
+    return web.json_response((await _scoped_job(request)).as_dict())
+
+
+async def cancel_job(request: web.Request) -> web.Response:
+    ctx = context(request)
+    job = await _scoped_job(request)
+    if job.state.is_final:
+        raise ApiError(409, "job_finished", f"job {job.job_id} is already {job.state.value}",
+                       field="job_id")
+    cancelled = await ctx.blocking.run(ctx.service.cancel_job, job.job_id)
+    return web.json_response(cancelled.as_dict())
+
+
+ROUTES = [
+    Route("GET", "/v1/jobs", list_jobs, Guard.READ, query=("index", "limit")),
+    Route("GET", "/v1/jobs/{job_id}", get_job, Guard.READ),
+    Route("POST", "/v1/jobs/{job_id}/cancel", cancel_job, Guard.WRITE),
+]

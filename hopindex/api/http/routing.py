@@ -1,0 +1,102 @@
+"""What each route needs before its handler runs, and where handlers find the server's parts.
+
+A route is declared once, with the access it needs; the middlewares read that
+declaration, so a handler cannot forget authentication, and the OpenAPI tests
+compare these declarations with the spec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.http.errors import ApiError
+from hopindex.api.http.keys import Access, KeyRing, Principal
+from hopindex.api.http.submission import JobLauncher
+from hopindex.api.service import Hopindex
+from hopindex.core.settings import Settings
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Guard(enum.StrEnum):
+    PUBLIC = "public"  # probes, metrics, the spec: no key needed
+    READ = "read"
+    WRITE = "write"
+
+    @property
+    def access(self) -> Access | None:
+        return None if self is Guard.PUBLIC else Access(self.value)
+
+
+class RouteKind(enum.StrEnum):
+    JSON = "json"  # answers within HOPINDEX_API_REQUEST_TIMEOUT_S
+    STREAM = "stream"  # server-sent events: open until the client leaves
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    guard: Guard
+    kind: RouteKind = RouteKind.JSON
+    # The query parameters it reads; any other is refused, as unknown body fields are.
+    query: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class StreamGate:
+    """Counts open event streams against HOPINDEX_API_MAX_EVENT_STREAMS."""
+
+    limit: int
+    open: int = 0
+
+
+@dataclass(slots=True)
+class ApiContext:
+    service: Hopindex
+    settings: Settings
+    keys: KeyRing
+    blocking: BlockingRunner
+    jobs: JobLauncher
+    streams: StreamGate
+    # Set when the server stops, so open event streams end instead of holding it up.
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    # Filled at start-up; maps (METHOD, path template) to its declaration.
+    routes: dict[tuple[str, str], Route] = field(default_factory=dict)
+
+
+CONTEXT = web.AppKey("hopindex_context", ApiContext)
+PRINCIPAL_KEY = web.RequestKey("hopindex_principal", Principal)
+REQUEST_ID_KEY = web.RequestKey("hopindex_request_id", str)
+REQUEST_ID_HEADER = "X-Request-Id"
+
+
+def context(request: web.Request) -> ApiContext:
+    return request.app[CONTEXT]
+
+
+def principal(request: web.Request) -> Principal:
+    return request[PRINCIPAL_KEY]
+
+
+def route_of(request: web.Request) -> Route | None:
+    resource = request.match_info.route.resource
+    if resource is None:
+        return None
+    return context(request).routes.get((request.method, resource.canonical))
+
+
+def require_index_scope(request: web.Request, index: str) -> None:
+    """403 unless the request's key covers ``index``."""
+    who = principal(request)
+    if not who.covers(index):
+        raise ApiError(403, "forbidden", f"this API key ({who.name}) is not allowed on index "
+                                         f"{index!r}; it covers {who.index_label}",
+                       field="index")

@@ -1,0 +1,108 @@
+"""Starting ingest and delete jobs, answering as soon as their job record exists.
+
+With workers (a broker) submitting only enqueues: the call returns the job at
+once. Embedded (no broker) the whole job runs inside the submitting call, so it
+runs on a background thread here, under a job id chosen here, and the request
+answers with that job as soon as its record exists, while the job goes on. One
+embedded job runs at a time: the pipeline is CPU-bound on this process's cores
+and a second job would only compete for them; a request that finds the slot
+taken gets a 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.http.errors import ApiError, plain_traceback
+from hopindex.api.service import Hopindex
+from hopindex.core.errors import HopindexError
+from hopindex.core.ids import job_id as new_job_id
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Job
+
+log = get_logger(__name__)
+
+POLL_S = 0.01
+BUSY_RETRY_AFTER_S = 5
+
+
+class JobLauncher:
+    def __init__(self, service: Hopindex, blocking: BlockingRunner) -> None:
+        self._service = service
+        self._blocking = blocking
+        self._pool: ThreadPoolExecutor | None = None
+        # Held from the moment a request claims the embedded slot until its job ends;
+        # a threading lock because the job's own thread releases it.
+        self._slot = threading.Lock()
+        self._running: Future[Job] | None = None
+        self._running_job: str | None = None
+
+    @property
+    def eager(self) -> bool:
+        return not self._service.runs_on_workers
+
+    async def launch(self, submit: Callable[[str], Job]) -> Job:
+        """Run ``submit`` (an ingest or delete, given the job id to use) and return its
+        job, which may still be running."""
+        job_id = new_job_id()
+        if not self.eager:
+            return await self._blocking.run(submit, job_id)
+        if not self._slot.acquire(blocking=False):
+            raise ApiError(429, "busy", "an ingest or delete job is running in this server "
+                           f"({self._running_job}); without workers one runs "
+                           "at a time. Retry later, or run workers (HOPINDEX_BROKER_URL)",
+                           headers={"Retry-After": str(BUSY_RETRY_AFTER_S)})
+        self._running_job = job_id
+        try:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopindex-job")
+            future = self._pool.submit(contextvars.copy_context().run, submit, job_id)
+        except BaseException:
+            self._slot.release()
+            raise
+        self._running = future
+        future.add_done_callback(self._finished)
+        state = self._service.backends.state
+        waiting = asyncio.wrap_future(future)
+        # Once the request has answered, the outcome is logged by _finished instead.
+        waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=POLL_S)
+            if done:
+                return waiting.result()  # a failure before the job existed is the answer
+            job = await self._blocking.run(state.get_job, job_id)
+            if job is not None:
+                return job
+
+    def _finished(self, future: Future[Job]) -> None:
+        self._slot.release()
+        _log_outcome(future)
+
+    def close(self) -> None:
+        """Cancel a running embedded job and wait for its thread to stop."""
+        running, job_id = self._running, self._running_job
+        if running is not None and not running.done() and job_id is not None:
+            try:
+                self._service.cancel_job(job_id)
+            except HopindexError as exc:
+                log.warning("job_not_cancelled_at_shutdown", job_id=job_id, error=str(exc))
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+def _log_outcome(future: Future[Job]) -> None:
+    exc = future.exception()
+    if exc is None:
+        job = future.result()
+        log.info("job_finished", job_id=job.job_id, index=job.index, state=job.state.value)
+    elif isinstance(exc, HopindexError):
+        # The job record already says why (the submission marks it failed).
+        log.warning("job_failed", error_type=type(exc).__name__, error=str(exc))
+    else:
+        log.error("job_crashed", error_type=type(exc).__name__, error=str(exc),
+                  traceback=plain_traceback(exc))

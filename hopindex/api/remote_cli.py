@@ -1,0 +1,102 @@
+"""The CLI commands in remote mode (``hopindex --api URL``): the same arguments and the
+same output as the local commands, with the work done by the server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import click
+
+from hopindex.api.remote import ApiClient
+from hopindex.methods.base import QueryOptions
+
+if TYPE_CHECKING:
+    from hopindex.backends.protocols import JobStore
+
+
+class RemoteCommands:
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+
+    def _jobs(self) -> JobStore:
+        # The progress display only calls get_job, which the client answers like a store.
+        return cast("JobStore", self.client)
+
+    def ingest(self, index: str, paths: Sequence[Path], *, method: str | None, quiet: bool,
+               as_json: bool, no_wait: bool) -> None:
+        from hopindex.api.cli_support import err_console, report_job
+        from hopindex.api.progress import follow_job
+
+        job = self.client.ingest_paths(index, paths, method=method)
+        if no_wait:
+            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+            return
+        job = follow_job(self._jobs(), job.job_id, err_console,
+                         enabled=not (quiet or as_json))
+        report_job(job, as_json=as_json)
+
+    def query(self, index: str, question: str, *, method: str | None, options: QueryOptions,
+              as_json: bool, trace: bool) -> None:
+        from hopindex.api.cli_support import console
+        from hopindex.api.render import render_result, render_trace
+
+        result = self.client.query(index, question, method=method, options=options)
+        if as_json:
+            click.echo(json.dumps(result.as_dict(), indent=2))
+        else:
+            render_result(console, result)
+            if trace:
+                render_trace(console, result)
+
+    def delete(self, index: str, doc_ids: Sequence[str], *, as_json: bool) -> None:
+        from hopindex.api.cli_support import report_job
+
+        job = self.client.delete_documents(index, doc_ids)
+        report_job(self.client.wait_for_job(job.job_id), as_json=as_json)
+
+    def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
+             follow: bool) -> None:
+        from hopindex.api.cli_support import console, err_console, print_jobs
+        from hopindex.api.progress import follow_job
+        from hopindex.api.render import render_job
+
+        if args and args[0] == "cancel":
+            job = self.client.cancel_job(args[1])
+        elif args:
+            job = self.client.require_job(args[0])
+            if follow:
+                job = follow_job(self._jobs(), job.job_id, err_console, enabled=not as_json)
+        else:
+            print_jobs(self.client.list_jobs(index, limit), as_json=as_json)
+            return
+        if as_json:
+            click.echo(json.dumps(job.as_dict(), indent=2))
+        else:
+            render_job(console, job, max_errors=1000)
+
+    def events(self, *, index: str | None, from_id: str | None, follow: bool,
+               as_json: bool) -> None:
+        from hopindex.api.events import render_event
+
+        try:
+            for event in self.client.stream_events(index, from_id, follow=follow):
+                click.echo(json.dumps(event.as_dict()) if as_json else render_event(event))
+        except KeyboardInterrupt:
+            return
+
+    def webhooks_add(self, index: str, url: str, secret: str | None) -> None:
+        hook = self.client.add_webhook(index, url, secret)
+        click.echo(json.dumps({k: hook[k] for k in ("id", "index", "url", "secret")},
+                              indent=2))
+
+    def webhooks_list(self, index: str | None) -> None:
+        from hopindex.api.cli_support import console
+
+        for hook in self.client.list_webhooks(index):
+            console.print(f"{hook['id']}  {hook['index']:<16} {hook['url']}", markup=False)
+
+    def webhooks_remove(self, webhook_id: str) -> None:
+        self.client.remove_webhook(webhook_id)
