@@ -1,0 +1,50 @@
+"""What the LLM client reports about each call, for whoever watches (metrics).
+
+The client calls an :class:`LlmObserver` at each step: the cache lookup, the wait
+for the rate limiter, and every request it sends with its outcome, duration and
+tokens. The process's composition root (``backends/registry.py``) hands in the
+Prometheus observer of ``hopindex.monitoring`` when metrics are on, so this package
+never imports a metrics library and costs nothing when they are off.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Protocol
+
+
+class LlmOutcome(enum.StrEnum):
+    """How one request to the provider ended (a bounded label set)."""
+
+    OK = "ok"
+    RATE_LIMITED = "rate_limited"  # 429
+    TIMEOUT = "timeout"
+    SERVER_ERROR = "server_error"  # 5xx and connection errors: retried
+    REJECTED = "rejected"  # other 4xx: not retried
+    UNAUTHORIZED = "unauthorized"  # a refused API key: stops the job
+
+
+class LlmObserver(Protocol):
+    def observe_cache(self, stage: str, *, hit: bool) -> None:
+        """One response-cache lookup."""
+
+    def observe_wait(self, stage: str, model: str, waited_s: float) -> None:
+        """One rate-limiter admission and how long it waited."""
+
+    def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        """One request sent to the provider; tokens as the provider reported them."""
+
+
+class NullLlmObserver:
+    """Watches nothing: the observer when metrics are off."""
+
+    def observe_cache(self, stage: str, *, hit: bool) -> None:
+        return None
+
+    def observe_wait(self, stage: str, model: str, waited_s: float) -> None:
+        return None
+
+    def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        return None

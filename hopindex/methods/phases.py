@@ -1,0 +1,55 @@
+"""The phases a query's latency is broken down into, and a timer that adds them up.
+
+Every method reports its time in these phases (``QueryUsage.phases_s``), so a
+response and the per-phase latency histogram (``hopindex_query_phase_duration_seconds``)
+speak one bounded vocabulary across methods. A phase run several times in one query
+(IRCoT's retrieval steps) sums its runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+
+class QueryPhase(enum.StrEnum):
+    EMBED = "embed"  # the question (or a step's query) into a vector
+    DENSE_SEARCH = "dense_search"
+    KEYWORD_SEARCH = "keyword_search"
+    FUSION = "fusion"  # RRF / percentile-rank of the engines' lists
+    LOAD_UNITS = "load_units"  # hits resolved to units from the state store
+    REWRITE = "rewrite"  # LLM calls that rewrite or decompose the question (sub-queries)
+    REASON = "reason"  # LLM reasoning steps (IRCoT)
+    JUDGE = "judge"  # an LLM judging candidates (bridge judge)
+    ANSWER = "answer"  # the answer LLM call
+    EXPAND = "expand"  # units to their source passages (provenance)
+
+
+PHASES = frozenset(p.value for p in QueryPhase)
+
+
+class PhaseTimer:
+    """Seconds per phase of one query, summed over repeats."""
+
+    __slots__ = ("phases_s",)
+
+    def __init__(self) -> None:
+        self.phases_s: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, phase: QueryPhase) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(phase, time.perf_counter() - started)
+
+    def add(self, phase: QueryPhase, seconds: float) -> None:
+        self.phases_s[phase.value] = self.phases_s.get(phase.value, 0.0) + seconds
+
+    def add_all(self, phases_s: Mapping[str, float]) -> None:
+        """Add another timer's phases (a sub-search's), keeping this one's order."""
+        for name, seconds in phases_s.items():
+            self.phases_s[name] = self.phases_s.get(name, 0.0) + seconds

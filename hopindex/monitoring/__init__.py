@@ -1,0 +1,14 @@
+"""Monitoring (issue 6): Prometheus metrics, Celery signal hooks, dashboards and alerts.
+
+- ``metrics``: every in-process metric (names and labels of DESIGN.md §10), with the
+  label values of ``labels``;
+- ``llm``: the LLM client's observer; ``queries``: per-query histograms;
+- ``tasks``: Celery signal hooks (duration, outcome, structlog job context);
+- ``collector``: queue depth, jobs and units from Redis, exported by one process;
+- ``multiprocess``: a prefork worker's metrics across its processes;
+- ``exposition``: ``render_metrics()`` for ``/metrics`` and a small metrics server;
+- ``prometheus/`` and ``grafana/``: scrape config, alert rules, dashboard, provisioning.
+
+Importing this package imports no metrics library: a worker must set up multiprocess
+mode first.
+"""

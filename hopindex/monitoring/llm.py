@@ -1,0 +1,33 @@
+"""The LLM client's observer that records Prometheus metrics.
+
+``backends/registry.py`` hands it to every ``LlmClient`` when metrics are on. The
+client reports each cache lookup, each rate-limiter admission and each request,
+so ``hopindex_llm_requests_total{outcome="ok"}`` and the token counters add up to
+the calls and tokens a job record or a query response reports.
+"""
+
+from __future__ import annotations
+
+from hopindex.backends.llm.observer import LlmOutcome
+from hopindex.monitoring import metrics as m
+from hopindex.monitoring.labels import CacheResult, TokenKind
+
+
+class PrometheusLlmObserver:
+    def observe_cache(self, stage: str, *, hit: bool) -> None:
+        result = CacheResult.HIT if hit else CacheResult.MISS
+        m.LLM_CACHE_REQUESTS.labels(stage=stage, result=result.value).inc()
+
+    def observe_wait(self, stage: str, model: str, waited_s: float) -> None:
+        m.RATELIMIT_WAIT.labels(stage=stage, model=model).observe(waited_s)
+
+    def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        m.LLM_REQUESTS.labels(stage=stage, model=model, outcome=outcome.value).inc()
+        m.LLM_REQUEST_DURATION.labels(stage=stage, model=model).observe(duration_s)
+        if prompt_tokens:
+            m.LLM_TOKENS.labels(stage=stage, model=model,
+                                kind=TokenKind.PROMPT.value).inc(prompt_tokens)
+        if completion_tokens:
+            m.LLM_TOKENS.labels(stage=stage, model=model,
+                                kind=TokenKind.COMPLETION.value).inc(completion_tokens)

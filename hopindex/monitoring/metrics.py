@@ -1,0 +1,95 @@
+"""Every Prometheus metric hopindex records in-process (DESIGN.md §10, prefix ``hopindex_``).
+
+Labels are bounded sets: stages are task and request-stage names fixed in code,
+methods the registered query methods, models the configured model, indexes the
+operator's index names; never a document, query or job id.
+
+Importing this module creates the metrics in prometheus_client's default registry.
+A worker must set up multiprocess mode (``monitoring.multiprocess``) before the
+first import, so its prefork children's values land in files the worker aggregates.
+The gauges that come from Redis (queue depth, jobs, units) are not here: the
+state collector (``monitoring.collector``) computes them at scrape time. Label
+values are the enums of ``monitoring.labels``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+
+# A ``_created`` timestamp series per labelled child doubles the series count for
+# nothing the dashboards or rules read.
+disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated in prometheus_client
+
+# Seconds: one request to the provider, from a fast cache-warm model to a slow long reply.
+LLM_DURATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
+WAIT_BUCKETS_S = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+QUERY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+PHASE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                   5.0, 10.0)
+# Calls per query: 0 (extractive) up to ircot's 4 and the multi-call methods beyond.
+CALL_BUCKETS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
+TOKEN_BUCKETS = (0.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0,
+                 64000.0)
+TASK_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+                  1800.0)
+
+
+# -- LLM client (observer: monitoring/llm.py) ----------------------------------------
+LLM_REQUESTS = Counter(
+    "hopindex_llm_requests", "Requests sent to the LLM provider, by how each ended.",
+    ["stage", "model", "outcome"])
+LLM_TOKENS = Counter(
+    "hopindex_llm_tokens", "Tokens the LLM provider reported, prompt and completion.",
+    ["stage", "model", "kind"])
+LLM_REQUEST_DURATION = Histogram(
+    "hopindex_llm_request_duration_seconds", "Duration of one request to the LLM provider.",
+    ["stage", "model"], buckets=LLM_DURATION_BUCKETS_S)
+LLM_CACHE_REQUESTS = Counter(
+    "hopindex_llm_cache_requests", "LLM response-cache lookups, hit or miss.",
+    ["stage", "result"])
+RATELIMIT_WAIT = Histogram(
+    "hopindex_ratelimit_wait_seconds",
+    "Time one LLM request waited for the shared rate limiter (requests/min, tokens/min, "
+    "Retry-After).", ["stage", "model"], buckets=WAIT_BUCKETS_S)
+
+# -- queries (monitoring/queries.py) ----------------------------------------------------
+QUERIES = Counter(
+    "hopindex_queries", "Queries answered (ok) or failed (error), by method.",
+    ["method", "outcome"])
+QUERY_DURATION = Histogram(
+    "hopindex_query_duration_seconds", "Latency of one query, end to end.",
+    ["method"], buckets=QUERY_BUCKETS_S)
+QUERY_PHASE_DURATION = Histogram(
+    "hopindex_query_phase_duration_seconds",
+    "Time one query spent in one phase (embed, dense_search, fusion, judge, answer, ...).",
+    ["method", "phase"], buckets=PHASE_BUCKETS_S)
+QUERY_LLM_CALLS = Histogram(
+    "hopindex_query_llm_calls", "LLM calls one query made (cache hits not included).",
+    ["method"], buckets=CALL_BUCKETS)
+QUERY_TOKENS = Histogram(
+    "hopindex_query_tokens", "LLM tokens one query used, prompt and completion.",
+    ["method", "kind"], buckets=TOKEN_BUCKETS)
+QUERY_CACHE_HITS = Histogram(
+    "hopindex_query_cache_hits", "LLM calls one query answered from the response cache.",
+    ["method"], buckets=CALL_BUCKETS)
+
+# -- Celery tasks (monitoring/tasks.py) ---------------------------------------------------
+STAGE_TASK_DURATION = Histogram(
+    "hopindex_stage_task_duration_seconds", "Duration of one task run, by stage (task name).",
+    ["stage"], buckets=TASK_BUCKETS_S)
+STAGE_TASKS = Counter(
+    "hopindex_stage_tasks", "Task runs by stage and how they ended.", ["stage", "outcome"])
+STAGE_TASK_FAILURES = Counter(
+    "hopindex_stage_task_failures", "Task runs that failed for good, by error type.",
+    ["stage", "error"])
+STAGE_TASK_RETRIES = Counter(
+    "hopindex_stage_task_retries", "Task runs sent back to the queue for a retry, by error type.",
+    ["stage", "error"])
+# livesum: a prefork child that exits takes its running count with it (mark_process_dead).
+STAGE_TASKS_IN_PROGRESS = Gauge(
+    "hopindex_stage_tasks_in_progress", "Task runs executing now, by stage.", ["stage"],
+    multiprocess_mode="livesum")
+DOCUMENTS_INGESTED = Counter(
+    "hopindex_documents_ingested",
+    "Documents of finished jobs: indexed, unchanged (skipped), failed, or deleted.",
+    ["index", "outcome"])

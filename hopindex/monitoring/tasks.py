@@ -1,0 +1,184 @@
+"""Celery signal hooks: every task run is timed, counted and logged with its job's context.
+
+``workers/app.configure_app`` installs them in every process that runs tasks (a
+worker, or the submitting process in eager mode), so tasks carry no metric code:
+
+- ``task_prerun``: binds ``job_id``, ``index`` and ``stage`` to structlog's context
+  (every log line of the run carries them) and counts the run in progress;
+- ``task_postrun``: the run's duration and outcome (succeeded, failed, retried);
+  after a job's ``finalize``, its documents by outcome, once per job;
+- ``task_failure`` / ``task_retry``: the error type that failed or retried a run.
+
+The stage label is the task's name without the ``hopindex.`` prefix (``stage1``,
+``embed``, ``control.finalize``): a set fixed by the code.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextvars import Token
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from celery import signals
+
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.core.settings import MetricsMode, Settings
+from hopindex.monitoring.labels import DocumentOutcome, TaskOutcome
+
+log = get_logger(__name__)
+
+TASK_PREFIX = "hopindex."
+FINALIZE_TASK = "hopindex.control.finalize"
+# The settle key that makes a job's documents count once, even if its finalize
+# task runs twice (a redelivered callback).
+DOCUMENTS_COUNTED_KEY = "metrics:documents"
+_CELERY_STATES = {"SUCCESS": TaskOutcome.SUCCEEDED, "FAILURE": TaskOutcome.FAILED,
+                  "RETRY": TaskOutcome.RETRIED}
+
+
+def stage_of(task_name: str) -> str:
+    return task_name.removeprefix(TASK_PREFIX)
+
+
+@dataclass(slots=True)
+class _Run:
+    stage: str
+    started: float
+    tokens: dict[str, Token[Any]]
+
+
+class _Hooks:
+    """This process's hook state: whether metrics are recorded, and the runs in flight."""
+
+    def __init__(self) -> None:
+        self.metrics = False
+        self.connected = False
+        self.runs: dict[str, _Run] = {}
+        self.lock = threading.Lock()
+
+
+_hooks = _Hooks()
+
+
+def install_task_hooks(settings: Settings) -> None:
+    """Connect the hooks once per process; ``settings`` decides whether they record
+    metrics (the structlog context is bound either way)."""
+    _hooks.metrics = settings.metrics is MetricsMode.ON
+    with _hooks.lock:
+        if _hooks.connected:
+            return
+        uid = "hopindex.monitoring.tasks."
+        signals.task_prerun.connect(_on_prerun, weak=False, dispatch_uid=uid + "prerun")
+        signals.task_postrun.connect(_on_postrun, weak=False, dispatch_uid=uid + "postrun")
+        signals.task_failure.connect(_on_failure, weak=False, dispatch_uid=uid + "failure")
+        signals.task_retry.connect(_on_retry, weak=False, dispatch_uid=uid + "retry")
+        _hooks.connected = True
+
+
+def job_context(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, str]:
+    """``job_id`` and ``index`` of a job task run: every job task takes them as its first
+    two string arguments (a chord callback gets its header's results, a list, before)."""
+    if not getattr(task, "job_bound", False):
+        return {}
+    strings = [a for a in args if isinstance(a, str)]
+    context: dict[str, str] = {}
+    job_id = kwargs.get("job_id") or (strings[0] if strings else None)
+    index = kwargs.get("index") or (strings[1] if len(strings) > 1 else None)
+    if job_id:
+        context["job_id"] = str(job_id)
+    if index:
+        context["index"] = str(index)
+    return context
+
+
+def _on_prerun(*, sender: Any = None, task_id: str | None = None, task: Any = None,
+                args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+                **_: Any) -> None:
+    if task is None or task_id is None:
+        return
+    stage = stage_of(task.name)
+    tokens = structlog.contextvars.bind_contextvars(
+        stage=stage, **job_context(task, tuple(args or ()), dict(kwargs or {})))
+    _hooks.runs[task_id] = _Run(stage=stage, started=time.perf_counter(), tokens=dict(tokens))
+    if _hooks.metrics:
+        from hopindex.monitoring import metrics as m
+
+        m.STAGE_TASKS_IN_PROGRESS.labels(stage=stage).inc()
+
+
+def _on_postrun(*, sender: Any = None, task_id: str | None = None, task: Any = None,
+                 args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+                 state: str | None = None, **_: Any) -> None:
+    run = _hooks.runs.pop(task_id or "", None)
+    if run is None or task is None:
+        return
+    try:
+        if not _hooks.metrics:
+            return
+        from hopindex.monitoring import metrics as m
+
+        m.STAGE_TASKS_IN_PROGRESS.labels(stage=run.stage).dec()
+        m.STAGE_TASK_DURATION.labels(stage=run.stage).observe(time.perf_counter() - run.started)
+        # An eager run that raised (task_eager_propagates) ends here with no state.
+        outcome = _CELERY_STATES.get(state or "FAILURE", TaskOutcome.OTHER)
+        m.STAGE_TASKS.labels(stage=run.stage, outcome=outcome.value).inc()
+        if task.name == FINALIZE_TASK and state == "SUCCESS":
+            context = job_context(task, tuple(args or ()), dict(kwargs or {}))
+            if "job_id" in context:
+                _count_documents(context["job_id"])
+    finally:
+        structlog.contextvars.reset_contextvars(**run.tokens)
+
+
+def _on_failure(*, sender: Any = None, exception: BaseException | None = None,
+                 **_: Any) -> None:
+    if not _hooks.metrics or sender is None:
+        return
+    from hopindex.monitoring import metrics as m
+
+    m.STAGE_TASK_FAILURES.labels(stage=stage_of(sender.name),
+                                 error=type(exception).__name__).inc()
+
+
+def _on_retry(*, sender: Any = None, reason: object = None, **_: Any) -> None:
+    if not _hooks.metrics or sender is None:
+        return
+    from hopindex.monitoring import metrics as m
+
+    error = type(reason).__name__ if isinstance(reason, BaseException) else "Retry"
+    m.STAGE_TASK_RETRIES.labels(stage=stage_of(sender.name), error=error).inc()
+
+
+def document_outcomes(job: Job) -> dict[DocumentOutcome, int]:
+    """A finished job's documents by outcome (``hopindex_documents_ingested_total``)."""
+    validate, stage1 = job.counts[Stage.VALIDATE], job.counts[Stage.STAGE1]
+    if job.kind is JobKind.DELETE:
+        return {DocumentOutcome.DELETED: validate.done, DocumentOutcome.FAILED: validate.failed}
+    return {DocumentOutcome.INDEXED: stage1.done, DocumentOutcome.UNCHANGED: stage1.skipped,
+            DocumentOutcome.FAILED: validate.failed + stage1.failed}
+
+
+def _count_documents(job_id: str) -> None:
+    """Count a succeeded job's documents once, whichever worker ran its finalize."""
+    # Imported here: the workers package imports this module through workers/app.py.
+    from hopindex.monitoring import metrics as m
+    from hopindex.workers.progress import settle
+    from hopindex.workers.runtime import current_runtime
+
+    try:
+        state = current_runtime().backends.state
+        job = state.get_job(job_id)
+        if job is None or job.state is not JobState.SUCCEEDED:
+            return
+        job, applied = settle(state, job_id, lambda _job: None, key=DOCUMENTS_COUNTED_KEY)
+    except Exception as exc:  # a metric must never fail the task it watches
+        log.warning("documents_not_counted", job_id=job_id, error=str(exc))
+        return
+    if applied:
+        for outcome, count in document_outcomes(job).items():
+            if count:
+                m.DOCUMENTS_INGESTED.labels(index=job.index, outcome=outcome.value).inc(count)

@@ -1,0 +1,173 @@
+"""A real Prometheus for tests: Debian's ``prometheus`` package, on loopback, tmp storage.
+
+``prometheus_tools`` finds ``prometheus`` and ``promtool``; when they are missing
+and the tests run as root (CI machines), it installs the Debian package the way
+the Makefile's ``prometheus`` prerequisite does, and skips with the reason only
+when that is impossible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from hopindex.testing.redis_server import free_port
+
+PACKAGE = "prometheus"
+INSTALL_TIMEOUT_S = 900.0
+START_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class PrometheusTools:
+    prometheus: str
+    promtool: str
+
+    def promtool_run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.promtool, *args], capture_output=True, text=True,
+                              cwd=cwd, timeout=60, check=False)
+
+
+def _found() -> PrometheusTools | None:
+    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    return PrometheusTools(prometheus, promtool) if prometheus and promtool else None
+
+
+def _install() -> str:
+    """Install Debian's package; '' on success, else why it could not be done."""
+    if os.geteuid() != 0:
+        return "not root, so the Debian package cannot be installed here"
+    if shutil.which("apt-get") is None:
+        return "no apt-get to install the Debian package with"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-q"],
+                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE]):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                  timeout=INSTALL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{' '.join(argv)} failed: {exc}"
+        if done.returncode != 0:
+            return f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]}"
+    return ""
+
+
+def prometheus_tools() -> PrometheusTools:
+    """The binaries, installed when missing; skips the test with the reason otherwise."""
+    tools = _found()
+    if tools is None:
+        reason = _install()
+        tools = _found()
+        if tools is None:
+            pytest.skip(f"Prometheus (Debian package {PACKAGE!r}) is not installed: "
+                        f"{reason or 'installed, yet prometheus/promtool are not on PATH'}")
+    return tools
+
+
+class PrometheusServer:
+    """``prometheus`` scraping ``targets`` (job name → host:port list) every
+    ``scrape_interval_s``, listening on a free loopback port, storing in ``tmp``."""
+
+    def __init__(self, tools: PrometheusTools, tmp: Path, targets: Mapping[str, Sequence[str]],
+                 *, scrape_interval_s: float = 1.0) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        interval = f"{round(scrape_interval_s * 1000)}ms"
+        config = {
+            "global": {"scrape_interval": interval, "scrape_timeout": interval},
+            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(hosts)}]}
+                               for job, hosts in targets.items()],
+        }
+        # JSON is YAML: no YAML library needed to write the config.
+        config_path = tmp / "prometheus.yml"
+        config_path.write_text(json.dumps(config, indent=2))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / "prometheus.log"
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [tools.prometheus, f"--config.file={config_path}",
+             f"--storage.tsdb.path={tmp / 'data'}", "--storage.tsdb.retention.time=1h",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"prometheus did not start; its log:\n"
+                           f"{self.log_path.read_text(errors='replace')[-3000:]}")
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector ``expr`` evaluates to now (Prometheus's HTTP API)."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            body = json.load(answer)
+        if body.get("status") != "success":
+            raise RuntimeError(f"query {expr!r} failed: {body}")
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def value(self, expr: str) -> float | None:
+        """The one sample ``expr`` gives, or None when it gives none."""
+        result = self.query(expr)
+        if not result:
+            return None
+        if len(result) > 1:
+            raise AssertionError(f"{expr!r} gave {len(result)} series, expected one: {result}")
+        return float(result[0]["value"][1])
+
+    def wait_for(self, expr: str, ready: Callable[[float | None], bool], *,
+                 timeout_s: float = 20.0) -> float | None:
+        """Poll ``expr`` until ``ready(value)``; fails with the last value seen."""
+        deadline = time.monotonic() + timeout_s
+        value = self.value(expr)
+        while not ready(value):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{expr!r} stayed at {value} for {timeout_s} s")
+            time.sleep(0.2)
+            value = self.value(expr)
+        return value
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+    def __enter__(self) -> PrometheusServer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
