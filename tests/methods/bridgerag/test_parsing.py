@@ -1,0 +1,69 @@
+"""Validators of the SVO, entity, merged and judge replies."""
+
+from __future__ import annotations
+
+import pytest
+
+from hopindex.methods.bridgerag.parsing import (
+    judge_parser,
+    parse_entity_pair,
+    parse_extracted,
+    parse_queries,
+)
+
+
+def test_queries_are_distinct_trimmed_and_at_most_three() -> None:
+    """Blank and repeated (case-blind) queries go; extra ones are cut at three."""
+    value = {"queries": ["  Curie  married whom ", "", "curie married whom", "b", "c", "d"]}
+    assert parse_queries(value) == ("Curie married whom", "b", "c")
+
+
+@pytest.mark.parametrize("value", [[], {"queries": "x"}, {"queries": [1]}, {"queries": [" "]},
+                                   {"other": []}])
+def test_wrong_query_shapes_are_rejected_for_repair(value: object) -> None:
+    """A reply the client should repair raises one of the errors it catches."""
+    with pytest.raises((TypeError, ValueError, KeyError)):
+        parse_queries(value)
+
+
+def test_entity_pair_forms() -> None:
+    """'e1 | e2' on any line; one entity is used twice; quotes and blanks go; nothing
+    gives two empty strings (no search) rather than an error."""
+    assert parse_entity_pair("Michael Curtiz | Edith Carlmar") == ("Michael Curtiz",
+                                                                   "Edith Carlmar")
+    assert parse_entity_pair('Sure:\n"Westminster" | "1975"\n') == ("Westminster", "1975")
+    assert parse_entity_pair("Westminster") == ("Westminster", "Westminster")
+    assert parse_entity_pair("Westminster | ") == ("Westminster", "Westminster")
+    assert parse_entity_pair("  ") == ("", "")
+
+
+def test_merged_reply_carries_queries_and_entities() -> None:
+    """The merged call's entities come as a list (or an 'e1 | e2' string)."""
+    got = parse_extracted({"queries": ["q1", "q2", "q3"], "entities": ["A", "B"]})
+    assert got.queries == ("q1", "q2", "q3") and got.entities == ("A", "B")
+    assert parse_extracted({"queries": ["q"], "entities": "A | B"}).entities == ("A", "B")
+    assert parse_extracted({"queries": ["q"], "entities": ["A"]}).entities == ("A", "A")
+    with pytest.raises(ValueError, match="entities"):
+        parse_extracted({"queries": ["q"], "entities": []})
+    with pytest.raises(KeyError):
+        parse_extracted({"queries": ["q"]})
+
+
+def test_judge_reply_shapes() -> None:
+    """Scores keyed by number, as a list in candidate order, or as id/score objects;
+    numeric strings and '7/10' are read, out-of-range values clamped, unknown ids
+    ignored, and a candidate left out scores None."""
+    parse = judge_parser(4)
+    assert parse({"scores": {"1": 7, "2": "3", "[3]": "8/10", "9": 5}}) == (7.0, 3.0, 8.0, None)
+    assert parse({"scores": [1, 2.5, 11, -1]}) == (1.0, 2.5, 10.0, 0.0)
+    assert parse({"scores": [{"id": 2, "score": 6}, {"candidate": "4", "score": 1}]}) == (
+        None, 6.0, None, 1.0)
+
+
+@pytest.mark.parametrize("value", [[], {"scores": {}}, {"scores": {"7": 3}}, {"scores": 3},
+                                   {"scores": {"1": "high"}}, {"scores": {"1": True}},
+                                   {"scores": [None]}, {"result": "x"}])
+def test_unusable_judge_replies_are_rejected_for_repair(value: object) -> None:
+    """No score for any candidate, or a non-numeric score, is a wrong shape."""
+    with pytest.raises((TypeError, ValueError, KeyError)):
+        judge_parser(2)(value)
