@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first, pinned: any other torch request downloads a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup demo test test-unit lint bench clean redis-server
+.PHONY: setup demo test test-unit lint bench clean redis-server prometheus docker-compose
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,14 +20,27 @@ setup: $(STAMP)
 demo: setup
 	$(VENV)/bin/hopindex quickstart
 
-# Integration tests start a private redis-server when none answers; install the
-# Debian package when the binary is missing (needs root, as on CI machines).
-redis-server:
-	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && \
-	    apt-get update -q && apt-get install -y -q redis-server; } || \
-	    echo "warning: redis-server is not installed; Redis tests will be skipped"
+# Debian packages some tests run (never as services): installed when missing and we
+# are root, as on CI machines; otherwise the tests that need them skip, saying why.
+define apt_tool
+	@command -v $(1) >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	    apt-get update -q && apt-get install -y -q --no-install-recommends $(2); } || \
+	    echo "warning: $(2) is not installed; $(3) tests will be skipped"
+endef
 
-test: setup redis-server
+# Integration tests start a private redis-server when none answers.
+redis-server:
+	$(call apt_tool,redis-server,redis-server,Redis)
+
+# The monitoring tests run promtool and a real Prometheus on loopback.
+prometheus:
+	$(call apt_tool,promtool,prometheus,monitoring)
+
+# tests/deploy validates docker-compose.yml (`config` needs no Docker engine).
+docker-compose:
+	$(call apt_tool,docker-compose,docker-compose,compose)
+
+test: setup redis-server prometheus docker-compose
 	$(PY) -m pytest -q
 
 test-unit: setup
@@ -40,6 +53,9 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/ingest_2wiki.py
 	$(PY) benchmarks/query_latency.py
+	$(PY) benchmarks/bridgerag_overhead.py
+	$(PY) benchmarks/metrics_overhead.py
+	$(PY) benchmarks/api_overhead.py
 	$(PY) benchmarks/llm_limiter.py
 	$(PY) benchmarks/indexrag_pipeline.py
 	$(PY) benchmarks/distributed_ingest.py

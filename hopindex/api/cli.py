@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
-from hopindex.core.errors import HopindexError
-from hopindex.core.models import IndexMethod, Job, Stage
+from hopindex.api.cli_processes import api_key, beat, serve, worker
+from hopindex.api.cli_support import (
+    console,
+    err_console,
+    handle_errors,
+    print_jobs,
+    report_job,
+)
+from hopindex.core.models import IndexMethod
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
 from hopindex.methods.retrieval.fusion import FusionMode
-from hopindex.workers.launch import Pool
-from hopindex.workers.queues import Queue
 
 if TYPE_CHECKING:
+    from hopindex.api.remote_cli import RemoteCommands
     from hopindex.api.service import Hopindex
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-console = Console()
-err_console = Console(stderr=True)
-
-EXIT_INPUT = 2
-EXIT_PARTIAL = 3
-
 
 def _service() -> Hopindex:
     # Imported late so `hopindex --help` starts fast without loading torch.
@@ -39,33 +32,25 @@ def _service() -> Hopindex:
     return Hopindex(Settings.from_env())
 
 
-def handle_errors(func: F) -> F:
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except HopindexError as exc:
-            err_console.print(f"error: {exc}", markup=False)
-            sys.exit(EXIT_INPUT)
+def _remote() -> RemoteCommands | None:
+    """The remote-mode commands when --api or HOPINDEX_API_URL names a server."""
+    settings = Settings.from_env()
+    url = click.get_current_context().find_root().params.get("api_url") or settings.api_url
+    if not url:
+        return None
+    from hopindex.api.remote import ApiClient
+    from hopindex.api.remote_cli import RemoteCommands
 
-    return wrapper  # type: ignore[return-value]  # wraps keeps the signature
-
-
-def _report_job(job: Job, *, as_json: bool) -> None:
-    """Print a finished job; exit 3 when some documents failed (the rest landed)."""
-    from hopindex.api.render import render_job
-
-    if as_json:
-        click.echo(json.dumps(job.as_dict(), indent=2))
-    else:
-        render_job(console, job)
-    if job.errors:
-        sys.exit(EXIT_PARTIAL)
+    return RemoteCommands(ApiClient(url, settings.api_key))
 
 
 @click.group()
 @click.version_option(package_name="hopindex")
-def main() -> None:
+@click.option("--api", "api_url", default=None, metavar="URL",
+              help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
+                   "ingest, query, jobs, events, delete and webhooks go through it, with "
+                   "the key in HOPINDEX_API_KEY.")
+def main(api_url: str | None) -> None:
     """hopindex: multi-hop retrieval with cross-document reasoning done at index time.
 
     Settings come from HOPINDEX_* environment variables (HOPINDEX_DATA_DIR, default
@@ -108,6 +93,10 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
     """
     from hopindex.api.progress import follow_job, follow_newest_job
 
+    if (remote := _remote()) is not None:
+        remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
+                      no_wait=no_wait)
+        return
     show = not (quiet or as_json)
     with _service() as service:
         if not service.runs_on_workers:
@@ -119,34 +108,55 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
                 click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
                 return
             job = follow_job(service.backends.state, job.job_id, err_console, enabled=show)
-        _report_job(job, as_json=as_json)
+        report_job(job, as_json=as_json)
 
 
 @main.command()
 @click.option("--index", required=True)
 @click.option("--method", default=None,
-              help="naive, extractive, indexrag or ircot (default: the index's own method).")
+              help="naive, extractive, indexrag, ircot or bridgerag (default: the index's own "
+                   "method).")
 @click.option("--k", default=5, show_default=True, type=click.IntRange(1, MAX_K))
 @click.option("--retrieval", type=click.Choice([r.value for r in Retrieval]), default=None,
               help="Override the method's retrieval (dense, keyword, hybrid).")
 @click.option("--fusion", type=click.Choice([f.value for f in FusionMode]),
               default=FusionMode.RRF.value, show_default=True)
+@click.option("--dense-weight", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Weight of the dense ranking in hybrid fusion.")
+@click.option("--keyword-weight", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Weight of the BM25 ranking in hybrid fusion (0: dense only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="A method parameter, repeatable: bridgerag takes condition=A|B|C, "
+                   "extraction=separate|merged, bridges=1|2, alpha=0.1, passage_chars=700, "
+                   "record=off|jsonl, ... (README, 'BridgeRAG').")
+@click.option("--trace", is_flag=True,
+              help="Also print the method's decision trace (bridgerag: bridge, entities, "
+                   "pool with judge and fused scores, final ranking).")
 @click.argument("question")
 @handle_errors
-def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str, as_json: bool,
-          question: str) -> None:
+def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str,
+          dense_weight: float, keyword_weight: float, as_json: bool,
+          params: tuple[str, ...], trace: bool, question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
-    from hopindex.api.render import render_result
+    from hopindex.api.render import render_result, render_trace
+    from hopindex.evaluation.specs import parse_param_pairs
 
     options = QueryOptions(k=k, retrieval=Retrieval(retrieval) if retrieval else None,
-                           fusion=FusionMode(fusion))
+                           fusion=FusionMode(fusion), dense_weight=dense_weight,
+                           keyword_weight=keyword_weight, params=parse_param_pairs(params))
+    if (remote := _remote()) is not None:
+        remote.query(index, question, method=method, options=options, as_json=as_json,
+                     trace=trace)
+        return
     with _service() as service:
         result = service.query(index, question, method=method, options=options)
         if as_json:
             click.echo(json.dumps(result.as_dict(), indent=2))
         else:
             render_result(console, result)
+            if trace:
+                render_trace(console, result)
 
 
 @main.command()
@@ -156,8 +166,36 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
 @handle_errors
 def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
     """Delete documents by id; bridges they touched are recomputed."""
+    if (remote := _remote()) is not None:
+        remote.delete(index, list(doc_ids), as_json=as_json)
+        return
     with _service() as service:
-        _report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
+        report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
+
+
+@main.command(name="export")
+@click.option("--index", required=True)
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@handle_errors
+def export_command(index: str, path: Path) -> None:
+    """Write INDEX to PATH (JSON lines; .gz compresses): documents, units with their
+    vectors and the entity catalogue, for `hopindex import` on other backends."""
+    from hopindex.api.transfer import export_index
+
+    with _service() as service:
+        click.echo(json.dumps(export_index(service.backends, index, path).as_dict()))
+
+
+@main.command(name="import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@handle_errors
+def import_command(path: Path) -> None:
+    """Recreate an exported index in the configured backends (no re-embedding, no LLM
+    calls); the index must not exist there yet."""
+    from hopindex.api.transfer import import_index
+
+    with _service() as service:
+        click.echo(json.dumps(import_index(service.backends, path).as_dict()))
 
 
 @main.command()
@@ -176,6 +214,9 @@ def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
 
     if len(args) > 2 or (len(args) == 2 and args[0] != "cancel") or args == ("cancel",):
         raise click.UsageError("expected: jobs [JOB_ID] | jobs cancel JOB_ID")
+    if (remote := _remote()) is not None:
+        remote.jobs(args, index=index, limit=limit, as_json=as_json, follow=follow)
+        return
     with _service() as service:
         if args and args[0] == "cancel":
             job = service.cancel_job(args[1])
@@ -185,23 +226,12 @@ def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
                 job = follow_job(service.backends.state, job.job_id, err_console,
                                  enabled=not as_json)
         else:
-            _list_jobs(service.list_jobs(index, limit), as_json=as_json)
+            print_jobs(service.list_jobs(index, limit), as_json=as_json)
             return
         if as_json:
             click.echo(json.dumps(job.as_dict(), indent=2))
         else:
             render_job(console, job, max_errors=1000)
-
-
-def _list_jobs(found: list[Job], *, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps([j.as_dict() for j in found], indent=2))
-        return
-    for job in found:
-        stage1 = job.counts[Stage.STAGE1]
-        console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
-                      f"{job.state.value:<10} stage1 {stage1.done}/{stage1.total} "
-                      f"errors={len(job.errors)}", markup=False)
 
 
 @main.command()
@@ -216,6 +246,9 @@ def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) 
     index.ready) from the durable event log."""
     from hopindex.api.events import follow_events, render_event
 
+    if (remote := _remote()) is not None:
+        remote.events(index=index, from_id=from_id, follow=follow, as_json=as_json)
+        return
     with _service() as service:
         try:
             for event in follow_events(service.backends.events, index=index, after_id=from_id,
@@ -241,6 +274,9 @@ def webhooks_add(index: str, secret: str | None, url: str) -> None:
     from hopindex.core.ids import validate_index_name
 
     validate_index_name(index)
+    if (remote := _remote()) is not None:
+        remote.webhooks_add(index, url, secret)
+        return
     with _service() as service:
         hook = register_webhook(service.backends.events, index, url, secret)
         click.echo(json.dumps({"id": hook.webhook_id, "index": hook.index, "url": hook.url,
@@ -251,6 +287,9 @@ def webhooks_add(index: str, secret: str | None, url: str) -> None:
 @click.option("--index", default=None)
 @handle_errors
 def webhooks_list(index: str | None) -> None:
+    if (remote := _remote()) is not None:
+        remote.webhooks_list(index)
+        return
     with _service() as service:
         for hook in service.backends.events.list_webhooks(index):
             console.print(f"{hook.webhook_id}  {hook.index:<16} {hook.url}", markup=False)
@@ -262,40 +301,12 @@ def webhooks_list(index: str | None) -> None:
 def webhooks_remove(webhook_id: str) -> None:
     from hopindex.core.errors import NotFoundError
 
+    if (remote := _remote()) is not None:
+        remote.webhooks_remove(webhook_id)
+        return
     with _service() as service:
         if not service.backends.events.delete_webhook(webhook_id):
             raise NotFoundError(f"no webhook {webhook_id!r}")
-
-
-@main.command()
-@click.option("--queues", default=",".join(q.value for q in Queue), show_default=True,
-              help="Comma-separated queues this worker takes tasks from.")
-@click.option("--concurrency", default=4, show_default=True, help="Tasks run at once.")
-@click.option("--pool", type=click.Choice([p.value for p in Pool]), default=Pool.AUTO.value,
-              show_default=True,
-              help="auto: threads when this worker writes the embedded engines, else prefork.")
-@click.option("--name", default=None, help="Worker node name (default hopindex-PID@host).")
-@handle_errors
-def worker(queues: str, concurrency: int, pool: str, name: str | None) -> None:
-    """Run a Celery worker for some of the queues (needs HOPINDEX_BROKER_URL)."""
-    from hopindex.core.logging import configure_logging
-    from hopindex.workers.launch import parse_queues, run_worker
-
-    settings = Settings.from_env()
-    configure_logging(settings)
-    run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name)
-
-
-@main.command()
-@handle_errors
-def beat() -> None:
-    """Run the periodic scheduler: the reaper of stalled jobs (needs HOPINDEX_BROKER_URL)."""
-    from hopindex.core.logging import configure_logging
-    from hopindex.workers.launch import run_beat
-
-    settings = Settings.from_env()
-    configure_logging(settings)
-    run_beat(settings)
 
 
 @main.command(name="eval")
@@ -309,7 +320,9 @@ def beat() -> None:
               type=click.Choice(["auto", "hotpotqa", "musique", "2wiki"]))
 @click.option("--method", "methods", multiple=True,
               help="Repeat to compare methods (default: naive and extractive on an extractive "
-                   "index, indexrag and ircot on an IndexRAG one).")
+                   "index, indexrag and ircot on an IndexRAG one). METHOD:KEY=VALUE[,...] "
+                   "sets parameters; bridgerag alone compares its conditions A, B, C, the "
+                   "merged call and two bridges (bridgerag:A ... picks one).")
 @click.option("--limit", default=0, help="Only the first N questions (0: all).")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), default=None,
               help="Write the report here (.json; .md and .png beside it).")
@@ -324,3 +337,7 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
                          json_out=json_out)
+
+
+for _command in (worker, beat, serve, api_key):
+    main.add_command(_command)

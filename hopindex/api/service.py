@@ -16,10 +16,12 @@ from hopindex.core.logging import configure_logging
 from hopindex.core.models import Document, Job
 from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
+from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.submit import submit_delete, submit_ingest
 from hopindex.workers.app import configure_app, drop_connections
+from hopindex.workers.query_tasks import CeleryQueryTasks
 from hopindex.workers.runtime import Runtime, bind_runtime
 
 
@@ -36,6 +38,7 @@ class Hopindex:
         self.runtime = Runtime(settings=self.settings, backends=self.backends)
         bind_runtime(self.runtime)
         self._search: SearchContext | None = None
+        self._query_metrics = query_recorder(self.settings)
 
     def __enter__(self) -> Hopindex:
         return self
@@ -56,26 +59,35 @@ class Hopindex:
         return self.ingest_documents(index, read.documents, read.errors, method=method)
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
-                         read_errors: Sequence[ReadError] = (), method: str | None = None
-                         ) -> Job:
+                         read_errors: Sequence[ReadError] = (), method: str | None = None,
+                         job_id: str | None = None) -> Job:
         """Ingest into ``index``; a new index is built with ``method`` (default: indexrag
-        when an LLM is configured, else extractive)."""
-        return submit_ingest(self.runtime, index, documents, read_errors, method=method)
+        when an LLM is configured, else extractive). ``job_id`` lets a caller that runs
+        this in the background know the job before the call returns."""
+        return submit_ingest(self.runtime, index, documents, read_errors, method=method,
+                             job_id=job_id)
 
-    def delete_documents(self, index: str, doc_ids: Sequence[str]) -> Job:
+    def delete_documents(self, index: str, doc_ids: Sequence[str],
+                         job_id: str | None = None) -> Job:
         self._require_index(index)
-        return submit_delete(self.runtime, index, doc_ids)
+        return submit_delete(self.runtime, index, doc_ids, job_id=job_id)
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
               options: QueryOptions | None = None) -> QueryResult:
-        """``method`` defaults to the one the index was built with."""
-        info = self._require_index(index)
-        method = method or info.method
-        started = time.perf_counter()
-        result = create_method(method, self._search_context()).run_query(index, question,
-                                                               options or QueryOptions())
-        result.latency_s = time.perf_counter() - started
+        """``method`` defaults to the one the index was built with. Every query, answered
+        or failed, goes into the query metrics with the numbers its response carries."""
+        try:
+            info = self._require_index(index)
+            method = method or info.method
+            started = time.perf_counter()
+            result = create_method(method, self._search_context()).run_query(
+                index, question, options or QueryOptions())
+            result.latency_s = time.perf_counter() - started
+        except Exception:
+            self._query_metrics.record_failure(method)
+            raise
+        self._query_metrics.record_query(result)
         return result
 
     def _search_context(self) -> SearchContext:
@@ -83,9 +95,12 @@ class Hopindex:
         # jobs to workers must not take the embedded engines' one-process lock.
         if self._search is None:
             b = self.backends
+            # With a broker, query-time work such as bridgerag's judge runs on workers.
+            tasks = CeleryQueryTasks() if self.settings.broker_url else None
             self._search = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                          documents=b.state, indexes=b.state,
-                                         embedder=b.embedder, llm=b.llm)
+                                         embedder=b.embedder, llm=b.llm,
+                                         settings=self.settings, tasks=tasks)
         return self._search
 
     # -- inspection -------------------------------------------------------------------

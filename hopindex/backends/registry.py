@@ -16,11 +16,12 @@ from hopindex.backends.protocols import (
     VectorStore,
 )
 from hopindex.core.errors import ConfigError
-from hopindex.core.settings import REDIS_SCHEMES, CacheMode, Settings, url_path
+from hopindex.core.settings import REDIS_SCHEMES, CacheMode, MetricsMode, Settings, url_path
 
 if TYPE_CHECKING:
     from hopindex.backends.llm.cache import ResponseCache
     from hopindex.backends.llm.client import LlmClient
+    from hopindex.backends.llm.observer import LlmObserver
     from hopindex.backends.llm.runner import LlmRunner
 
 _OPENAI_HOST = "api.openai.com"
@@ -51,12 +52,12 @@ class Backends:
     @property
     def vectors(self) -> VectorStore:
         return cast("VectorStore", self._get(
-            "vectors", lambda: open_vector_store(self.settings.vector_url)))
+            "vectors", lambda: open_vector_store(self.settings.vector_url, self.settings)))
 
     @property
     def keywords(self) -> KeywordIndex:
         return cast("KeywordIndex", self._get(
-            "keywords", lambda: open_keyword_index(self.settings.keyword_url)))
+            "keywords", lambda: open_keyword_index(self.settings.keyword_url, self.settings)))
 
     @property
     def state(self) -> StateStore:
@@ -100,20 +101,36 @@ def _scheme(url: str) -> str:
     return urlsplit(url).scheme
 
 
-def open_vector_store(url: str) -> VectorStore:
+def open_vector_store(url: str, settings: Settings | None = None) -> VectorStore:
     if _scheme(url) == "qdrant-edge":
         from hopindex.backends.vector.qdrant_edge import QdrantEdgeVectorStore
 
         return QdrantEdgeVectorStore(url_path(url))
-    raise ConfigError(f"HOPINDEX_VECTOR_URL: unsupported scheme in {url!r} (expected qdrant-edge://)")
+    if _scheme(url) in ("qdrant", "qdrant+https"):
+        from hopindex.backends.vector.qdrant_server import (
+            QdrantServerConfig,
+            QdrantServerVectorStore,
+        )
+
+        return QdrantServerVectorStore(QdrantServerConfig.from_url(url, settings))
+    raise ConfigError(f"HOPINDEX_VECTOR_URL: unsupported scheme in {url!r} "
+                      "(expected qdrant-edge://PATH or qdrant://HOST:PORT)")
 
 
-def open_keyword_index(url: str) -> KeywordIndex:
+def open_keyword_index(url: str, settings: Settings | None = None) -> KeywordIndex:
     if _scheme(url) == "tantivy":
         from hopindex.backends.keyword.tantivy_index import TantivyKeywordIndex
 
         return TantivyKeywordIndex(url_path(url))
-    raise ConfigError(f"HOPINDEX_KEYWORD_URL: unsupported scheme in {url!r} (expected tantivy://)")
+    if _scheme(url) in ("elasticsearch", "elasticsearch+https"):
+        from hopindex.backends.keyword.elasticsearch_index import (
+            ElasticsearchConfig,
+            ElasticsearchKeywordIndex,
+        )
+
+        return ElasticsearchKeywordIndex(ElasticsearchConfig.from_url(url, settings))
+    raise ConfigError(f"HOPINDEX_KEYWORD_URL: unsupported scheme in {url!r} "
+                      "(expected tantivy://PATH or elasticsearch://HOST:PORT)")
 
 
 def open_state_store(url: str) -> StateStore:
@@ -206,7 +223,17 @@ def build_llm_client(settings: Settings) -> LlmClient:
         max_attempts=settings.llm_max_attempts, backoff_base_s=settings.llm_backoff_base_s,
         backoff_max_s=settings.llm_backoff_max_s)
     limiter = rate_limiter_for(settings.shared_redis_url(settings.llm_limiter_url), limits)
-    return LlmClient(llm_settings, limiter, open_response_cache(settings))
+    return LlmClient(llm_settings, limiter, open_response_cache(settings),
+                     observer=open_llm_observer(settings))
+
+
+def open_llm_observer(settings: Settings) -> LlmObserver | None:
+    """Prometheus metrics of every LLM call when HOPINDEX_METRICS is on (issue 6)."""
+    if settings.metrics is MetricsMode.OFF:
+        return None
+    from hopindex.monitoring.llm import PrometheusLlmObserver
+
+    return PrometheusLlmObserver()
 
 
 def open_llm(settings: Settings) -> LlmRunner | None:

@@ -14,7 +14,10 @@ def configure_logging(settings: Settings) -> None:
     level = logging.getLevelNamesMapping().get(settings.log_level.upper(), logging.WARNING)
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if settings.log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        # Plain tracebacks: rich's would print each frame's local variables, and a
+        # local may hold an API key or a provider secret.
+        else structlog.dev.ConsoleRenderer(colors=False,
+                                           exception_formatter=structlog.dev.plain_traceback)
     )
     structlog.configure(
         processors=[

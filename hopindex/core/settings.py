@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -20,6 +21,28 @@ OPENAI_API_KEY = "OPENAI_API_KEY"
 class CacheMode(enum.StrEnum):
     ON = "on"
     OFF = "off"
+
+
+class MetricsMode(enum.StrEnum):
+    """Prometheus metrics (issue 6): ``off`` records nothing, for measuring their cost."""
+
+    ON = "on"
+    OFF = "off"
+
+
+class RefreshPolicy(enum.StrEnum):
+    """When Elasticsearch makes a write searchable (its ``refresh`` parameter)."""
+
+    WAIT_FOR = "wait_for"  # the write returns once searchable: read-after-write
+    OFF = "false"  # fastest bulk loads; searchable within the index's refresh interval
+    FORCE = "true"  # refresh at once (tests); costly under sustained writes
+
+
+class DecisionRecords(enum.StrEnum):
+    """Where bridgerag keeps each query's decision record besides its trace (issue 8)."""
+
+    OFF = "off"
+    JSONL = "jsonl"  # one line per query in $DATA_DIR/decisions/INDEX.jsonl
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +104,52 @@ class Settings:
     reaper_interval_s: int = 60
     # job.progress events are emitted at most this often per job (plus one per phase).
     progress_event_interval_s: float = 5.0
+
+    # HTTP API (issue 7). Keys: comma-separated ``KEY[:read|write[:IDX+IDX|*]]``, or a
+    # keys file (JSON/TOML, hashed); api_url/api_key are the CLI's remote mode.
+    api_keys: str = field(default="", repr=False)
+    api_keys_file: str = ""
+    api_url: str = ""
+    api_key: str = field(default="", repr=False)
+    api_max_body_bytes: int = 64_000_000
+    api_max_documents: int = 10_000
+    api_max_query_chars: int = 4_000
+    api_request_timeout_s: float = 60.0
+    api_concurrency: int = 4
+    api_max_event_streams: int = 64
+    api_sse_keepalive_s: float = 15.0
+
+    # Server backends (issue 5): Elasticsearch (elasticsearch://host:9200) and a Qdrant
+    # server (qdrant://host:6333). Shard and replica counts apply when an index or a
+    # collection is created; 0 for Qdrant means the server's own default.
+    es_index_prefix: str = "hopindex-"
+    es_bm25_k1: float = 1.2
+    es_bm25_b: float = 0.75
+    es_refresh: RefreshPolicy = RefreshPolicy.WAIT_FOR
+    es_api_key: str = field(default="", repr=False)
+    es_username: str = ""
+    es_password: str = field(default="", repr=False)
+    es_ca_file: str = ""
+    es_verify_certs: bool = True
+    es_number_of_shards: int = 1
+    es_number_of_replicas: int = 1
+    es_timeout_s: float = 30.0
+    qdrant_collection_prefix: str = "hopindex-"
+    qdrant_api_key: str = field(default="", repr=False)
+    qdrant_prefer_grpc: bool = False
+    qdrant_shard_number: int = 0
+    qdrant_replication_factor: int = 0
+    qdrant_timeout_s: int = 30
+
+    # Monitoring (issue 6): Prometheus metrics on or off; metrics_dir is where a worker's
+    # processes keep their metric files (empty: a fresh temporary directory per worker).
+    metrics: MetricsMode = MetricsMode.ON
+    metrics_dir: str = ""
+
+    # BridgeRAG (issue 8): with a broker, a query waits this long for its judge task on
+    # the judge queue, then ranks by SVO similarity (condition A) and says so.
+    bridgerag_judge_timeout_s: float = 30.0
+    bridgerag_records: DecisionRecords = DecisionRecords.OFF
 
     @property
     def llm_enabled(self) -> bool:
@@ -160,6 +229,11 @@ class Settings:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
         self._validate_llm()
         self._validate_workers()
+        self._validate_servers()
+        self._validate_api()
+        if self.bridgerag_judge_timeout_s <= 0:
+            raise ConfigError(f"{_PREFIX}BRIDGERAG_JUDGE_TIMEOUT_S must be a positive number "
+                              f"of seconds, got {self.bridgerag_judge_timeout_s}")
 
     def _validate_workers(self) -> None:
         for name in ("visibility_timeout_s", "task_time_limit_s", "job_stall_timeout_s",
@@ -184,6 +258,40 @@ class Settings:
         if self.broker_url and urlsplit(self.broker_url).scheme not in (*REDIS_SCHEMES, "memory"):
             raise ConfigError(f"{_PREFIX}BROKER_URL must be a redis:// URL, "
                               f"got {self.broker_url!r}")
+
+    def _validate_api(self) -> None:
+        for name in ("api_max_body_bytes", "api_max_documents", "api_max_query_chars",
+                     "api_concurrency", "api_max_event_streams"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        for name in ("api_request_timeout_s", "api_sse_keepalive_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds")
+        if self.api_url and urlsplit(self.api_url).scheme not in ("http", "https"):
+            raise ConfigError(f"{_PREFIX}API_URL must be an http:// or https:// URL, "
+                              f"got {self.api_url!r}")
+
+    def _validate_servers(self) -> None:
+        for name in ("es_index_prefix", "qdrant_collection_prefix"):
+            if not _NAME_PREFIX.fullmatch(getattr(self, name)):
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be at most 100 characters of "
+                                  f"a-z, 0-9, '_' or '-', not starting with '_' or '-', "
+                                  f"got {getattr(self, name)!r}")
+        if self.es_bm25_k1 < 0 or not 0 <= self.es_bm25_b <= 1:
+            raise ConfigError(f"{_PREFIX}ES_BM25_K1 must be 0 or more and {_PREFIX}ES_BM25_B "
+                              f"between 0 and 1, got {self.es_bm25_k1} and {self.es_bm25_b}")
+        if self.es_api_key and (self.es_username or self.es_password):
+            raise ConfigError(f"set either {_PREFIX}ES_API_KEY or {_PREFIX}ES_USERNAME/"
+                              f"{_PREFIX}ES_PASSWORD, not both")
+        if self.es_password and not self.es_username:
+            raise ConfigError(f"{_PREFIX}ES_PASSWORD is set without {_PREFIX}ES_USERNAME")
+        for name in ("es_number_of_shards", "es_timeout_s", "qdrant_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        for name in ("es_number_of_replicas", "qdrant_shard_number",
+                     "qdrant_replication_factor"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 or more")
 
     def _validate_llm(self) -> None:
         for name in ("llm_max_attempts", "llm_concurrency"):
@@ -211,6 +319,8 @@ class Settings:
 
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
+# Elasticsearch index names may not start with "_", "-" or "+" and must be lowercase.
+_NAME_PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]{0,99})?")
 
 
 def url_path(url: str) -> Path:

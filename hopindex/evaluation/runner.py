@@ -12,6 +12,7 @@ from hopindex.api.service import Hopindex
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport
 from hopindex.evaluation.scoring import QuestionOutcome, score_question, summarize
+from hopindex.evaluation.specs import expand_method_specs, parse_method_spec
 from hopindex.methods.base import QueryOptions, QueryResult
 
 # QuestionOutcome lives in scoring (pure, testable without a service) but stays importable
@@ -35,25 +36,29 @@ def evaluate_method(service: Hopindex, index: str, questions: Sequence[Question]
                     *, ks: Sequence[int] = DEFAULT_KS,
                     on_question: Callable[[QuestionOutcome], None] | None = None,
                     ) -> tuple[MethodReport, list[QuestionOutcome]]:
-    options = QueryOptions(k=max(ks))
+    """``method`` is a method spec (``specs``): a name, or a name with parameters."""
+    spec = parse_method_spec(method)
+    options = QueryOptions(k=max(ks), params=spec.params)
     outcomes: list[QuestionOutcome] = []
     for question in questions:
         started = time.perf_counter()
-        result = service.query(index, question.question, method=method, options=options)
+        result = service.query(index, question.question, method=spec.method, options=options)
         latency = time.perf_counter() - started
         outcome = score_question(question, result, passage_texts(service, result), ks=ks,
                                  latency_s=latency)
         outcomes.append(outcome)
         if on_question is not None:
             on_question(outcome)
-    return summarize(method, outcomes, ks), outcomes
+    return summarize(spec.label, outcomes, ks), outcomes
 
 
 def evaluate(service: Hopindex, index: str, dataset: str, questions: Sequence[Question],
              methods: Sequence[str], *, ks: Sequence[int] = DEFAULT_KS,
              on_question: Callable[[QuestionOutcome], None] | None = None) -> EvalReport:
-    reports = [evaluate_method(service, index, questions, m, ks=ks, on_question=on_question)[0]
-               for m in methods]
+    """A bare method with comparison variants (``bridgerag``) runs each variant."""
+    reports = [evaluate_method(service, index, questions, spec.label, ks=ks,
+                               on_question=on_question)[0]
+               for spec in expand_method_specs(methods)]
     return EvalReport(dataset=dataset, index=index,
                       created_at=datetime.now(UTC).isoformat(timespec="seconds"),
                       methods=reports, ks=tuple(ks))

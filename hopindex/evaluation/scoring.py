@@ -36,6 +36,8 @@ class QuestionOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    # The method degraded this query (bridgerag: its judge was unusable, condition A ran).
+    degraded: bool = False
 
 
 def score_question(question: Question, result: QueryResult, retrieved: Sequence[str], *,
@@ -48,7 +50,8 @@ def score_question(question: Question, result: QueryResult, retrieved: Sequence[
         answer=result.answer, llm_calls=result.usage.llm_calls,
         prompt_tokens=result.usage.prompt_tokens,
         completion_tokens=result.usage.completion_tokens,
-        cache_hits=result.usage.cache_hits)
+        cache_hits=result.usage.cache_hits,
+        degraded=result.trace.get("fallback") is not None)
     if result.answer is not None:
         outcome.exact_match = exact_match(result.answer, question.answers)
         outcome.f1 = token_f1(result.answer, question.answers)
@@ -100,7 +103,9 @@ def summarize(method: str, outcomes: Sequence[QuestionOutcome],
         recall={k: _mean([o.recall[k] for o in outcomes]) for k in ks},
         latency_p50_ms=percentile(latencies_ms, 50) if outcomes else 0.0,
         latency_p95_ms=_p95(latencies_ms),
-        extra={},
+        # Only when some query degraded: other runs keep the columns they always had.
+        extra=({"degraded": _mean([float(o.degraded) for o in outcomes])}
+               if any(o.degraded for o in outcomes) else {}),
         answers=_answer_scores(outcomes),
         llm=_llm_cost(outcomes),
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +18,7 @@ from hopindex.backends.protocols import (
 )
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
 from hopindex.core.models import LlmUsage
+from hopindex.core.settings import Settings
 from hopindex.methods.retrieval.fusion import FusionMode
 
 if TYPE_CHECKING:
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 MAX_K = 100
 DEFAULT_CANDIDATES = 50
 MAX_CANDIDATES = 1000
+
+ParamValue = str | int | float | bool
 
 
 class Retrieval(enum.StrEnum):
@@ -41,14 +45,35 @@ class QueryOptions:
     fusion: FusionMode = FusionMode.RRF
     # Hits fetched from each engine before fusion; None: 50, or k when k is larger.
     candidates: int | None = None
+    # How much each engine's ranking counts in hybrid fusion (0 silences one).
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    # Method-specific knobs (bridgerag's condition=A, alpha=0.15 ...): the method that
+    # reads them validates them and names a bad one; other methods ignore them.
+    params: Mapping[str, ParamValue] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, got {self.k}", where="k")
+        for name, value in self.params.items():
+            if not isinstance(name, str) or not name:
+                raise InvalidInputError(f"parameter names must be non-empty strings, got {name!r}",
+                                        where="params")
+            if not isinstance(value, str | int | float | bool):
+                raise InvalidInputError(f"must be a string, number or boolean, got "
+                                        f"{type(value).__name__}", where=f"params.{name}")
         if self.candidates is not None and not self.k <= self.candidates <= MAX_CANDIDATES:
             raise InvalidInputError(f"candidates must be between k ({self.k}) and "
                                     f"{MAX_CANDIDATES}, got {self.candidates}",
                                     where="candidates")
+        for name in ("dense_weight", "keyword_weight"):
+            weight = getattr(self, name)
+            if not (math.isfinite(weight) and weight >= 0):
+                raise InvalidInputError(f"{name} must be a number of 0 or more, got {weight}",
+                                        where=name)
+        if self.dense_weight == 0 and self.keyword_weight == 0:
+            raise InvalidInputError("dense_weight and keyword_weight cannot both be 0",
+                                    where="dense_weight")
 
     @property
     def candidate_count(self) -> int:
@@ -133,6 +158,10 @@ class SearchContext:
     indexes: IndexCatalog
     embedder: Embedder
     llm: LlmRunner | None = None
+    # Read by methods with knobs of their own (bridgerag: judge timeout, decision records).
+    settings: Settings | None = None
+    # Query-time work sent to a worker queue (bridgerag's judge); None: run in-process.
+    tasks: QueryTasks | None = None
 
     def require_llm(self, method: str) -> LlmRunner:
         if self.llm is None:
@@ -146,6 +175,14 @@ class SearchContext:
         if info is None:
             raise NotFoundError(f"no index {index!r}")
         return info.method
+
+
+class QueryTasks(Protocol):
+    """Runs a query-time task on its worker queue and waits for its JSON result; raises
+    ``BackendUnavailableError`` when no worker answers within ``timeout_s``."""
+
+    def run_task(self, name: str, payload: dict[str, Any],
+                 timeout_s: float) -> dict[str, Any]: ...
 
 
 class QueryMethod(Protocol):
@@ -181,6 +218,7 @@ def create_method(name: str, context: SearchContext) -> QueryMethod:
 def _load_builtin_methods() -> None:
     # Imported here so each method module registers itself without import cycles.
     from hopindex.methods import (  # noqa: F401  # registration side effect
+        bridgerag,
         extractive,
         indexrag,
         ircot,

@@ -31,6 +31,7 @@ from hopindex.methods.base import (
 from hopindex.methods.indexrag.prompts import answer_request
 from hopindex.methods.indexrag.selection import K_BRIDGE, K, balanced_selection
 from hopindex.methods.indexrag.units import METHOD as INDEXRAG
+from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
@@ -85,22 +86,21 @@ class IrcotMethod:
         unit_filter = _INDEXRAG_UNITS if over_indexrag else _PASSAGES
         retrieval = options.retrieval or Retrieval.DENSE
         usage = UsageMeter()
-        phases: dict[str, float] = {}
+        timer = PhaseTimer()
         best: dict[str, Hit] = {}
         units: dict[str, Unit] = {}
         steps: list[str] = []
         queries = [question]
 
         def gather(query: str, k: int) -> None:
-            t0 = time.perf_counter()
             searched = replace(options, k=k, candidates=max(k, options.candidates or k))
             found = retrieve_candidates(self._context, index, query, searched,
                                         retrieval=retrieval, unit_filter=unit_filter)
+            timer.add_all(found.phases_s)
             for hit in found.hits[:k]:
                 units[hit.unit_id] = found.units[hit.unit_id]
                 if hit.unit_id not in best or hit.score > best[hit.unit_id].score:
                     best[hit.unit_id] = hit
-            phases["retrieve"] = phases.get("retrieve", 0.0) + time.perf_counter() - t0
 
         def ranked() -> list[Hit]:
             # Scores of different queries are all cosines (or fused ranks) of one index,
@@ -109,10 +109,10 @@ class IrcotMethod:
 
         gather(question, max(STEP_K, options.k))
         for _ in range(MAX_STEPS):
-            t0 = time.perf_counter()
             contexts = [units[h.unit_id].text for h in ranked()[:MAX_GATHERED]]
-            reply = llm.complete(reasoning_request(question, contexts, steps), usage).content
-            phases["reason"] = phases.get("reason", 0.0) + time.perf_counter() - t0
+            with timer.phase(QueryPhase.REASON):
+                reply = llm.complete(reasoning_request(question, contexts, steps),
+                                     usage).content
             sentence = first_sentence(reply)
             if sentence:
                 steps.append(sentence)
@@ -122,11 +122,11 @@ class IrcotMethod:
             gather(sentence, STEP_K)
         pool = [units[h.unit_id] for h in ranked()]
         chosen = balanced_selection(pool, K, K_BRIDGE)
-        t0 = time.perf_counter()
-        answer = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
-        phases["answer"] = time.perf_counter() - t0
-        passages = expand_to_passages(index, ranked(), units, self._context.units, options.k,
-                                      documents=self._context.documents)
+        with timer.phase(QueryPhase.ANSWER):
+            answer = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
+        with timer.phase(QueryPhase.EXPAND):
+            passages = expand_to_passages(index, ranked(), units, self._context.units,
+                                          options.k, documents=self._context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=answer.content.strip(),
@@ -135,7 +135,7 @@ class IrcotMethod:
                    "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]},
         )
         result.usage.add_llm(usage.total())
-        result.usage.phases_s = phases
+        result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started
         return result
 

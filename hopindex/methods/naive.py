@@ -13,6 +13,7 @@ from hopindex.methods.base import (
     SearchContext,
     register_method,
 )
+from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
@@ -28,16 +29,17 @@ class NaiveMethod:
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         started = time.perf_counter()
         retrieval = options.retrieval or Retrieval.DENSE
+        timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, options,
                                     retrieval=retrieval, unit_filter=_PASSAGES)
-        t0 = time.perf_counter()
-        passages = expand_to_passages(index, found.hits, found.units, self._context.units,
-                                      options.k)
-        found.phases_s["expand"] = time.perf_counter() - t0
+        timer.add_all(found.phases_s)
+        with timer.phase(QueryPhase.EXPAND):
+            passages = expand_to_passages(index, found.hits, found.units, self._context.units,
+                                          options.k)
         result = QueryResult(question=question, method=self.name, index=index,
                              passages=passages,
                              trace={"retrieval": retrieval.value, "engines": found.engines})
-        result.usage.phases_s = found.phases_s
+        result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started
         return result
 

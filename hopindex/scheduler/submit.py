@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.errors import HopindexError, InvalidInputError
-from hopindex.core.ids import content_hash, doc_id_from_title, job_id, validate_index_name
+from hopindex.core.ids import content_hash, doc_id_from_title, validate_index_name
+from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
     Document,
@@ -99,7 +100,9 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
 
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
-                  read_errors: Sequence[ReadError] = (), method: str | None = None) -> Job:
+                  read_errors: Sequence[ReadError] = (), *, method: str | None = None,
+                  job_id: str | None = None) -> Job:
+    """Create the ingest job (``job_id``: the caller's, else a new one) and launch it."""
     ensure_index(runtime, index, method)
     state = runtime.backends.state
     documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
@@ -107,7 +110,8 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
               for e in read_errors] + errors
     known = state.document_hashes(index)
     todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
-    job = Job(job_id=job_id(), index=index, kind=JobKind.INGEST, state=JobState.RUNNING,
+    job = Job(job_id=job_id or new_job_id(), index=index, kind=JobKind.INGEST,
+              state=JobState.RUNNING,
               started_at=time.time())
     validate = job.counts[Stage.VALIDATE]
     validate.total = len(raw) + len(read_errors)
@@ -132,11 +136,14 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     return _reload(runtime, job)
 
 
-def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str]) -> Job:
+def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str],
+                  job_id: str | None = None) -> Job:
+    """Create the delete job (``job_id``: the caller's, else a new one) and launch it."""
     validate_index_name(index)
     state = runtime.backends.state
     known = state.document_hashes(index)
-    job = Job(job_id=job_id(), index=index, kind=JobKind.DELETE, state=JobState.RUNNING,
+    job = Job(job_id=job_id or new_job_id(), index=index, kind=JobKind.DELETE,
+              state=JobState.RUNNING,
               started_at=time.time())
     present = sorted({d for d in doc_ids if d in known})
     job.counts[Stage.VALIDATE].total = len(doc_ids)

@@ -7,7 +7,8 @@ real model would be asked to (shape, not quality). Classification, first match w
    lines) → a JSON array of bridging facts, each joining facts of two documents.
 2. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
    from the passage after ``DOCUMENT_LABEL``.
-3. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``.
+3. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
+   (BridgeRAG's judge; ``Bridge entity N:`` lines count toward the scores).
 4. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
    ``"entities": [e1, e2]`` when the prompt also names ``"entities"``.
 5. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
@@ -53,6 +54,7 @@ UNKNOWN_ANSWER = "unknown"
 
 _SECTION_HEADER = re.compile(r"^===\s*Document:\s*(.*?)\s*===\s*$", re.MULTILINE)
 _CANDIDATE_LINE = re.compile(r"^\s*\[([^\]\n]+)\]\s*(.*)$", re.MULTILINE)
+_BRIDGE_ENTITY_LINE = re.compile(r"^Bridge entity \d+:[ \t]*(.*)$", re.MULTILINE)
 _QUOTED_ENTITY = re.compile(r"about\s+[\"“]([^\"”\n]+)[\"”]")  # Fig. 6 quotes
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 _CAPITALISED_SPAN = re.compile(
@@ -334,8 +336,14 @@ def _reasoning_steps(prompt: str) -> int:
 
 
 def _scores_reply(prompt: str) -> dict[str, object]:
-    """Score 0-10: the share of the question's content words each candidate contains."""
+    """Score 0-10: the share of the question's content words each candidate contains.
+
+    A bridge-conditioned prompt (``Bridge entity N:`` lines, BridgeRAG's condition C)
+    adds the entities' words to the question's, so the bridge visibly changes scores.
+    """
     question_words = set(_content_words(_labelled_line(prompt, QUESTION_LABEL)))
+    for match in _BRIDGE_ENTITY_LINE.finditer(prompt):
+        question_words |= set(_content_words(match.group(1)))
     scores: dict[str, int] = {}
     for match in _CANDIDATE_LINE.finditer(prompt):
         words = set(_content_words(match.group(2)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import Celery
 
 from hopindex.core.settings import Settings
+from hopindex.monitoring.tasks import install_task_hooks
 from hopindex.workers.base import HopindexTask
 from hopindex.workers.queues import Queue
 
@@ -19,6 +20,7 @@ TASK_MODULES = (
     "hopindex.workers.tasks.link",
     "hopindex.workers.tasks.stage2",
     "hopindex.workers.tasks.webhooks",
+    "hopindex.workers.tasks.judge",
     "hopindex.scheduler.control",
     "hopindex.scheduler.reaper",
 )
@@ -32,6 +34,8 @@ TASK_ROUTES = {
     "hopindex.embed": {"queue": Queue.EMBED.value},
     "hopindex.purge": {"queue": Queue.EMBED.value},
     "hopindex.deliver_webhook": {"queue": Queue.CONTROL.value},
+    # BridgeRAG's batched judge: query-time LLM work, scaled on its own (issue 8).
+    "hopindex.judge": {"queue": Queue.JUDGE.value},
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
 }
 
@@ -72,6 +76,8 @@ def configure_app(settings: Settings) -> Celery:
         hopindex_max_retries=settings.task_max_retries,
     )
     drop_connections()
+    # Every task run is timed, counted and logged with its job's context (issue 6).
+    install_task_hooks(settings)
     return app
 
 

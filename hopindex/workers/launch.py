@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
 from hopindex.core.settings import Settings
+from hopindex.monitoring.multiprocess import start_worker_metrics
 from hopindex.workers.app import configure_app
 from hopindex.workers.queues import Queue
 
@@ -18,6 +19,7 @@ log = get_logger(__name__)
 
 # Engines that allow one process at a time (DESIGN.md §4).
 _SINGLE_PROCESS_SCHEMES = ("qdrant-edge", "tantivy")
+MAX_PORT = 65_535
 
 
 class Pool(enum.StrEnum):
@@ -77,16 +79,32 @@ def worker_argv(settings: Settings, queues: Sequence[Queue], concurrency: int, p
 
 
 def run_worker(settings: Settings, queues: Sequence[Queue], concurrency: int,
-               pool: Pool = Pool.AUTO, name: str | None = None) -> None:
-    """Run a worker in this process until it is stopped (SIGTERM: warm shutdown)."""
+               pool: Pool = Pool.AUTO, name: str | None = None, *,
+               metrics_port: int | None = None, metrics_host: str = "0.0.0.0") -> None:
+    """Run a worker in this process until it is stopped (SIGTERM: warm shutdown).
+
+    With ``metrics_port``, ``http://metrics_host:metrics_port/metrics`` serves the
+    metrics of the worker and all its pool processes (monitoring/multiprocess.py).
+    """
     _require_broker(settings)
     if concurrency < 1:
         raise InvalidInputError(f"must be at least 1, got {concurrency}", where="--concurrency")
+    if metrics_port is not None and not 0 <= metrics_port <= MAX_PORT:
+        raise InvalidInputError(f"must be a TCP port (0-{MAX_PORT}), got {metrics_port}",
+                                where="--metrics-port")
+    # Before configure_app: multiprocess metrics must be set up before anything imports
+    # prometheus_client, and the pool's children are forked after this.
+    metrics = (start_worker_metrics(settings, metrics_host, metrics_port)
+               if metrics_port is not None else None)
     app = configure_app(settings)
     argv = worker_argv(settings, queues, concurrency, pool, name)
     log.info("worker_starting", queues=[q.value for q in queues], pool=argv[4],
-             concurrency=concurrency)
-    app.worker_main(argv)
+             concurrency=concurrency, metrics=metrics.url if metrics else None)
+    try:
+        app.worker_main(argv)
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def run_beat(settings: Settings) -> None:

@@ -26,15 +26,17 @@ from tests.workers.conftest import (
 
 pytestmark = pytest.mark.integration
 
-# Above the tests' 20 s visibility timeout, as the settings require; the reaper looks
-# every 2 s, so a lost message costs about this long.
-STALL_S = 25
+# Above the visibility timeout, as the settings require (nothing here waits for a
+# redelivery, so both are shorter than the other worker tests'); the reaper looks
+# every second, so a lost message costs about STALL_S.
+VISIBILITY_S, STALL_S = 10, 12
 DOCS, BATCH = 24, 6
 
 
 def _cluster(cluster: Callable[..., Cluster], server: LlmTestServer) -> Cluster:
-    return cluster(server, stage1_batch_docs=BATCH, job_stall_timeout_s=STALL_S,
-                   reaper_interval_s=2, **embedder_settings(server))
+    return cluster(server, stage1_batch_docs=BATCH, visibility_timeout_s=VISIBILITY_S,
+                   task_time_limit_s=8, job_stall_timeout_s=STALL_S, reaper_interval_s=1,
+                   **embedder_settings(server))
 
 
 def _queue(c: Cluster) -> redis.Redis:

@@ -5,7 +5,8 @@ Around each call, in this order (DESIGN.md §8): response cache → rate limiter
 exponential backoff on 429/5xx/timeouts/connection errors (a 429 holds back
 every process sharing the limiter for its Retry-After) → reconcile the
 reservation with the reported usage → usage accounting. JSON replies are
-validated by the caller's parser, with one repair attempt.
+validated by the caller's parser, with one repair attempt. Each step is reported
+to an :class:`LlmObserver` (metrics), when one is given.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import openai
 
 from hopindex.backends.llm.cache import ResponseCache, cache_key
+from hopindex.backends.llm.observer import LlmObserver, LlmOutcome, NullLlmObserver
 from hopindex.backends.llm.ratelimit import RateLimiter
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.llm.usage import UsageMeter
@@ -94,10 +96,12 @@ class ChatResult:
 class LlmClient:
     def __init__(self, settings: LlmSettings, limiter: RateLimiter,
                  cache: ResponseCache | None = None,
-                 client: openai.AsyncOpenAI | None = None) -> None:
+                 client: openai.AsyncOpenAI | None = None,
+                 observer: LlmObserver | None = None) -> None:
         self.settings = settings
         self._limiter = limiter
         self._cache = cache
+        self._observer: LlmObserver = observer or NullLlmObserver()
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=settings.api_key, max_retries=0,
@@ -113,6 +117,7 @@ class LlmClient:
         key = self._key(request)
         if self._cache is not None:
             cached = await self._cache.get_response(key)
+            self._observer.observe_cache(request.stage, hit=cached is not None)
             if cached is not None:
                 usage.record_cache_hit(request.stage)
                 return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
@@ -129,15 +134,11 @@ class LlmClient:
         request = replace(request, response_format=ResponseFormat.JSON)
         key = self._key(request)
         if self._cache is not None:
-            cached = await self._cache.get_response(key)
-            if cached is not None:
-                try:
-                    value = parse(json.loads(cached))
-                except (ValueError, KeyError, TypeError):
-                    pass  # a cache written by older code: ask again
-                else:
-                    usage.record_cache_hit(request.stage)
-                    return value
+            found = _parsed(await self._cache.get_response(key), parse)
+            self._observer.observe_cache(request.stage, hit=found is not None)
+            if found is not None:
+                usage.record_cache_hit(request.stage)
+                return found[0]
         result = await self._call(request, usage)
         try:
             value = parse(json.loads(result.content))
@@ -171,16 +172,19 @@ class LlmClient:
         for attempt in range(1, self.settings.max_attempts + 1):
             reservation = await self._limiter.acquire(model, estimate)
             waited_s += reservation.waited_s
+            self._observer.observe_wait(request.stage, model, reservation.waited_s)
             started = time.perf_counter()
             try:
                 response = await self._client.chat.completions.create(
                     **self._arguments(request))
             except openai.AuthenticationError as exc:
+                self._observe_failure(request, LlmOutcome.UNAUTHORIZED, started)
                 await self._limiter.reconcile(reservation, 0)
                 raise LlmAuthenticationError(
                     f"the LLM provider at {self.settings.base_url} refused the API key "
                     "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
             except openai.RateLimitError as exc:
+                self._observe_failure(request, LlmOutcome.RATE_LIMITED, started)
                 await self._limiter.reconcile(reservation, 0)
                 retry_after_s = _retry_after_s(exc)
                 await self._limiter.penalize(model, retry_after_s)
@@ -188,22 +192,29 @@ class LlmClient:
                 delay_s = max(retry_after_s, self._backoff_s(attempt))
             except (openai.APITimeoutError, openai.APIConnectionError,
                     openai.InternalServerError) as exc:
+                self._observe_failure(request, LlmOutcome.TIMEOUT if isinstance(
+                    exc, openai.APITimeoutError) else LlmOutcome.SERVER_ERROR, started)
                 await self._limiter.reconcile(reservation, 0)
                 last_error = f"{type(exc).__name__}: {exc}"
                 delay_s = self._backoff_s(attempt)
             except openai.APIStatusError as exc:
+                self._observe_failure(request, LlmOutcome.REJECTED, started)
                 await self._limiter.reconcile(reservation, 0)
                 raise PermanentStageError(f"{request.stage}: the LLM provider rejected the "
                                           f"request ({exc.status_code}): {exc}") from exc
             else:
+                duration_s = time.perf_counter() - started
                 prompt_tokens = response.usage.prompt_tokens if response.usage else 0
                 completion_tokens = response.usage.completion_tokens if response.usage else 0
+                self._observer.observe_request(request.stage, model, LlmOutcome.OK, duration_s,
+                                               prompt_tokens=prompt_tokens,
+                                               completion_tokens=completion_tokens)
                 await self._limiter.reconcile(reservation, prompt_tokens + completion_tokens)
                 usage.record_call(request.stage, prompt_tokens=prompt_tokens,
                                   completion_tokens=completion_tokens, waited_s=waited_s,
                                   retries=attempt - 1)
                 log.debug("llm_call_finished", stage=request.stage, model=model,
-                          attempt=attempt, duration_s=round(time.perf_counter() - started, 3),
+                          attempt=attempt, duration_s=round(duration_s, 3),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
                 content = response.choices[0].message.content or ""
                 return ChatResult(content=content, prompt_tokens=prompt_tokens,
@@ -216,6 +227,11 @@ class LlmClient:
         raise LlmUnavailableError(f"{request.stage}: the LLM provider failed "
                                   f"{self.settings.max_attempts} times; last: {last_error}",
                                   retry_after_s=self.settings.backoff_max_s)
+
+    def _observe_failure(self, request: ChatRequest, outcome: LlmOutcome,
+                         started: float) -> None:
+        self._observer.observe_request(request.stage, self.settings.model, outcome,
+                                       time.perf_counter() - started)
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": self.settings.model,
@@ -231,6 +247,17 @@ class LlmClient:
 
     def _backoff_s(self, attempt: int) -> float:
         return full_jitter_s(attempt, self.settings.backoff_base_s, self.settings.backoff_max_s)
+
+
+def _parsed(cached: str | None, parse: Callable[[Any], T]) -> tuple[T] | None:
+    """The cached reply parsed (in a tuple: a parser may return None), or None when
+    there is none or it no longer parses (a cache written by older code: ask again)."""
+    if cached is None:
+        return None
+    try:
+        return (parse(json.loads(cached)),)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:

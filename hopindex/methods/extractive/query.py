@@ -12,6 +12,7 @@ from hopindex.methods.base import (
     SearchContext,
     register_method,
 )
+from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
@@ -25,19 +26,20 @@ class ExtractiveMethod:
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         started = time.perf_counter()
         retrieval = options.retrieval or Retrieval.HYBRID
+        timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, options,
                                     retrieval=retrieval)
-        t0 = time.perf_counter()
-        passages = expand_to_passages(index, found.hits, found.units, self._context.units,
-                                      options.k)
-        found.phases_s["expand"] = time.perf_counter() - t0
+        timer.add_all(found.phases_s)
+        with timer.phase(QueryPhase.EXPAND):
+            passages = expand_to_passages(index, found.hits, found.units, self._context.units,
+                                          options.k)
         kinds = Counter(found.units[h.unit_id].kind.value for h in found.hits[: options.k])
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             trace={"retrieval": retrieval.value, "fusion": options.fusion.value,
                    "engines": found.engines, "top_k_unit_kinds": dict(kinds)},
         )
-        result.usage.phases_s = found.phases_s
+        result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started
         return result
 

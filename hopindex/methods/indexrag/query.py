@@ -24,6 +24,7 @@ from hopindex.methods.base import (
 from hopindex.methods.indexrag.prompts import answer_request
 from hopindex.methods.indexrag.selection import K_BRIDGE, K, balanced_selection
 from hopindex.methods.indexrag.units import METHOD
+from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
@@ -48,20 +49,20 @@ class IndexRagMethod:
         # The paper's pool is the top 20; a larger k (for Recall@k) widens it.
         pool_size = max(RETRIEVE_K, options.k)
         searched = replace(options, candidates=options.candidates or pool_size)
+        timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, searched,
                                     retrieval=retrieval,
                                     unit_filter=unit_filter_for(self._context.index_method(index)))
+        timer.add_all(found.phases_s)
         pool = [found.units[h.unit_id] for h in found.hits[:pool_size]]
         chosen = balanced_selection(pool, K, K_BRIDGE)
         usage = UsageMeter()
-        t0 = time.perf_counter()
-        reply = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
-        found.phases_s["answer"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        passages = expand_to_passages(index, found.hits[:pool_size], found.units,
-                                      self._context.units, options.k,
-                                      documents=self._context.documents)
-        found.phases_s["expand"] = time.perf_counter() - t0
+        with timer.phase(QueryPhase.ANSWER):
+            reply = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
+        with timer.phase(QueryPhase.EXPAND):
+            passages = expand_to_passages(index, found.hits[:pool_size], found.units,
+                                          self._context.units, options.k,
+                                          documents=self._context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=reply.content.strip(),
@@ -71,7 +72,7 @@ class IndexRagMethod:
                    "selected_kinds": dict(Counter(u.kind.value for u in chosen))},
         )
         result.usage.add_llm(usage.total())
-        result.usage.phases_s = found.phases_s
+        result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started
         return result
 

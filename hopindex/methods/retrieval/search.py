@@ -1,14 +1,14 @@
-"""Dense, keyword and hybrid candidate retrieval, timed per phase."""
+"""Dense, keyword and hybrid candidate retrieval, timed per phase (``QueryPhase``)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import Hit, Unit
 from hopindex.methods.base import QueryOptions, Retrieval, SearchContext
+from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.fusion import FusionMode, fuse
 
 
@@ -25,33 +25,34 @@ class Candidates:
 def retrieve_candidates(context: SearchContext, index: str, question: str,
                         options: QueryOptions, *, retrieval: Retrieval,
                         unit_filter: UnitFilter | None = None) -> Candidates:
-    phases: dict[str, float] = {}
+    timer = PhaseTimer()
     lists: list[Sequence[Hit]] = []
+    weights: list[float] = []
     engines: dict[str, int] = {}
     if retrieval in (Retrieval.DENSE, Retrieval.HYBRID):
-        t0 = time.perf_counter()
-        vector = context.embedder.embed_query(question)
-        t1 = time.perf_counter()
-        dense = context.vectors.search_vectors(index, vector, options.candidate_count, unit_filter)
-        t2 = time.perf_counter()
-        phases["embed"] = t1 - t0
-        phases["dense_search"] = t2 - t1
+        with timer.phase(QueryPhase.EMBED):
+            vector = context.embedder.embed_query(question)
+        with timer.phase(QueryPhase.DENSE_SEARCH):
+            dense = context.vectors.search_vectors(index, vector, options.candidate_count,
+                                                   unit_filter)
         lists.append(dense)
+        weights.append(options.dense_weight)
         engines["dense"] = len(dense)
     if retrieval in (Retrieval.KEYWORD, Retrieval.HYBRID):
-        t0 = time.perf_counter()
-        keyword = context.keywords.search_text(index, question, options.candidate_count,
-                                               unit_filter)
-        phases["keyword_search"] = time.perf_counter() - t0
+        with timer.phase(QueryPhase.KEYWORD_SEARCH):
+            keyword = context.keywords.search_text(index, question, options.candidate_count,
+                                                   unit_filter)
         lists.append(keyword)
+        weights.append(options.keyword_weight)
         engines["keyword"] = len(keyword)
-    t0 = time.perf_counter()
-    mode = options.fusion if len(lists) > 1 else FusionMode.NONE
-    hits = fuse(lists, mode)
-    phases["fusion"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    units = {u.unit_id: u for u in context.units.get_units(index, [h.unit_id for h in hits])}
-    phases["load_units"] = time.perf_counter() - t0
+    with timer.phase(QueryPhase.FUSION):
+        # Fusion reads ranks, never raw scores, so it ranks alike whichever engines
+        # (embedded or server) made the lists: their score scales differ, rankings agree.
+        mode = options.fusion if len(lists) > 1 else FusionMode.NONE
+        hits = fuse(lists, mode, weights)
+    with timer.phase(QueryPhase.LOAD_UNITS):
+        units = {u.unit_id: u for u in context.units.get_units(index,
+                                                               [h.unit_id for h in hits])}
     # A hit whose unit vanished (deleted between search and load) is dropped, not failed.
     hits = [h for h in hits if h.unit_id in units]
-    return Candidates(hits=hits, units=units, phases_s=phases, engines=engines)
+    return Candidates(hits=hits, units=units, phases_s=timer.phases_s, engines=engines)

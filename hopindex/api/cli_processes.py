@@ -1,0 +1,86 @@
+"""The long-running ``hopindex`` processes: ``worker``, ``beat`` and ``serve``, and the
+``api-key`` maker for the server's keys file."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hopindex.api.cli_support import err_console, handle_errors
+from hopindex.core.settings import Settings
+from hopindex.workers.launch import Pool
+from hopindex.workers.queues import Queue
+
+
+@click.command()
+@click.option("--queues", default=",".join(q.value for q in Queue), show_default=True,
+              help="Comma-separated queues this worker takes tasks from.")
+@click.option("--concurrency", default=4, show_default=True, help="Tasks run at once.")
+@click.option("--pool", type=click.Choice([p.value for p in Pool]), default=Pool.AUTO.value,
+              show_default=True,
+              help="auto: threads when this worker writes the embedded engines, else prefork.")
+@click.option("--name", default=None, help="Worker node name (default hopindex-PID@host).")
+@click.option("--metrics-port", type=click.IntRange(0, 65_535), default=None,
+              help="Serve Prometheus metrics of this worker and its pool processes on "
+                   "http://HOST:PORT/metrics.")
+@click.option("--metrics-host", default="0.0.0.0", show_default=True,
+              help="Address the metrics endpoint listens on.")
+@handle_errors
+def worker(queues: str, concurrency: int, pool: str, name: str | None,
+           metrics_port: int | None, metrics_host: str) -> None:
+    """Run a Celery worker for some of the queues (needs HOPINDEX_BROKER_URL)."""
+    from hopindex.core.logging import configure_logging
+    from hopindex.workers.launch import parse_queues, run_worker
+
+    settings = Settings.from_env()
+    configure_logging(settings)
+    run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name,
+               metrics_port=metrics_port, metrics_host=metrics_host)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; other than loopback only with API keys configured.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65_535))
+@handle_errors
+def serve(host: str, port: int) -> None:
+    """Serve the HTTP API (README "HTTP API"); keys from HOPINDEX_API_KEYS(_FILE)."""
+    from hopindex.api.http.server import serve as run_server
+
+    run_server(Settings.from_env(), host, port,
+               on_ready=lambda url: err_console.print(f"hopindex API on {url} (Ctrl-C stops)"))
+
+
+@click.command(name="api-key")
+@click.option("--access", type=click.Choice(["read", "write"]), default="read",
+              show_default=True)
+@click.option("--index", "indexes", multiple=True, help="An index the key covers "
+              "(repeat; default: all).")
+@click.option("--name", default="client", show_default=True, help="Shown in logs.")
+@click.option("--scrypt", is_flag=True, help="Hash with scrypt instead of sha256.")
+@handle_errors
+def api_key(access: str, indexes: tuple[str, ...], name: str, scrypt: bool) -> None:
+    """Make a random API key: prints it and its entry for HOPINDEX_API_KEYS_FILE (TOML)."""
+    from hopindex.api.http.keys import HashScheme, hash_key, new_key
+    from hopindex.core.ids import validate_index_name
+
+    for index in indexes:
+        validate_index_name(index)
+    key = new_key()
+    scheme = HashScheme.SCRYPT if scrypt else HashScheme.SHA256
+    click.echo(f"key: {key}\n\n[[keys]]\nname = {json.dumps(name)}\n"
+               f"hash = \"{hash_key(key, scheme)}\"\naccess = \"{access}\"\n"
+               f"indexes = {json.dumps(list(indexes) or ['*'])}")
+
+
+@click.command()
+@handle_errors
+def beat() -> None:
+    """Run the periodic scheduler: the reaper of stalled jobs (needs HOPINDEX_BROKER_URL)."""
+    from hopindex.core.logging import configure_logging
+    from hopindex.workers.launch import run_beat
+
+    settings = Settings.from_env()
+    configure_logging(settings)
+    run_beat(settings)
