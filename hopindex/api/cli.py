@@ -14,6 +14,7 @@ from hopindex.api.cli_support import (
     err_console,
     handle_errors,
     print_jobs,
+    print_result,
     report_job,
 )
 from hopindex.core.models import IndexMethod
@@ -139,7 +140,6 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
           dense_weight: float, keyword_weight: float, as_json: bool,
           params: tuple[str, ...], trace: bool, question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
-    from hopindex.api.render import render_result, render_trace
     from hopindex.evaluation.specs import parse_param_pairs
 
     options = QueryOptions(k=k, retrieval=Retrieval(retrieval) if retrieval else None,
@@ -150,13 +150,8 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
                      trace=trace)
         return
     with _service() as service:
-        result = service.query(index, question, method=method, options=options)
-        if as_json:
-            click.echo(json.dumps(result.as_dict(), indent=2))
-        else:
-            render_result(console, result)
-            if trace:
-                render_trace(console, result)
+        print_result(service.query(index, question, method=method, options=options),
+                     as_json=as_json, trace=trace)
 
 
 @main.command()

@@ -7,13 +7,16 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
 
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, Stage
+
+if TYPE_CHECKING:
+    from hopindex.methods.base import QueryResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,3 +60,15 @@ def print_jobs(found: list[Job], *, as_json: bool) -> None:
         console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
                       f"{job.state.value:<10} stage1 {stage1.done}/{stage1.total} "
                       f"errors={len(job.errors)}", markup=False)
+
+
+def print_result(result: QueryResult, *, as_json: bool, trace: bool) -> None:
+    """A query's answer: JSON, or passages with provenance (and the decision trace)."""
+    from hopindex.api.render import render_result, render_trace
+
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+        return
+    render_result(console, result)
+    if trace:
+        render_trace(console, result)

@@ -40,16 +40,10 @@ class RemoteCommands:
 
     def query(self, index: str, question: str, *, method: str | None, options: QueryOptions,
               as_json: bool, trace: bool) -> None:
-        from hopindex.api.cli_support import console
-        from hopindex.api.render import render_result, render_trace
+        from hopindex.api.cli_support import print_result
 
-        result = self.client.query(index, question, method=method, options=options)
-        if as_json:
-            click.echo(json.dumps(result.as_dict(), indent=2))
-        else:
-            render_result(console, result)
-            if trace:
-                render_trace(console, result)
+        print_result(self.client.query(index, question, method=method, options=options),
+                     as_json=as_json, trace=trace)
 
     def delete(self, index: str, doc_ids: Sequence[str], *, as_json: bool) -> None:
         from hopindex.api.cli_support import report_job

@@ -40,6 +40,7 @@ from qdrant_edge import (
 
 from hopindex.backends.embedded import engine_errors, index_folder
 from hopindex.backends.protocols import UnitFilter, UnitPayload, Vector, VectorRecord
+from hopindex.backends.vector.shape import vector_values
 from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Hit, UnitKind
@@ -280,13 +281,7 @@ class QdrantEdgeVectorStore:
 
     @staticmethod
     def _as_list(index: str, dimension: int | None, vector: Vector, *, what: str) -> list[float]:
-        array = np.asarray(vector, dtype=np.float32)
-        if array.ndim != 1 or (dimension is not None and array.shape[0] != dimension):
-            expected = f"({dimension},)" if dimension is not None else "a 1-D vector"
-            raise BackendError(f"qdrant-edge index {index!r}: dimension mismatch: {what} has "
-                               f"shape {array.shape}, the index expects {expected}")
-        values: list[float] = array.tolist()
-        return values
+        return vector_values(vector, dimension, where=f"qdrant-edge index {index!r}", what=what)
 
     @staticmethod
     def _record(index: str, point: Record) -> VectorRecord:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-import numpy as np
 from qdrant_client.http import models
 
 from hopindex.backends.protocols import UnitFilter, UnitPayload, Vector, VectorRecord
+from hopindex.backends.vector.shape import vector_values
 from hopindex.core.errors import BackendError
 from hopindex.core.models import UnitKind
 
@@ -58,14 +58,8 @@ def _strings(value: object) -> tuple[str, ...]:
 
 def vector_list(collection: str, dimension: int | None, vector: Vector, *,
                 what: str) -> list[float]:
-    """``vector`` as a JSON list, refused (naming the index) when its shape is wrong."""
-    array = np.asarray(vector, dtype=np.float32)
-    if array.ndim != 1 or (dimension is not None and array.shape[0] != dimension):
-        expected = f"({dimension},)" if dimension is not None else "a 1-D vector"
-        raise BackendError(f"qdrant collection {collection!r}: dimension mismatch: {what} has "
-                           f"shape {array.shape}, the index expects {expected}")
-    values: list[float] = array.tolist()
-    return values
+    """``vector`` as a JSON list, refused (naming the collection) when its shape is wrong."""
+    return vector_values(vector, dimension, where=f"qdrant collection {collection!r}", what=what)
 
 
 def point(collection: str, dimension: int | None, record: VectorRecord) -> models.PointStruct:
