@@ -78,7 +78,8 @@ def test_opens_in_wal_mode_with_schema_version(tmp_path: Path) -> None:
 
 def test_synchronous_is_normal(store: SqliteStateStore) -> None:
     """Commits do not fsync on every write (synchronous=NORMAL, level 1)."""
-    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    with store._transaction("read pragma", write=False) as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
 
 
 def test_refuses_a_newer_schema(tmp_path: Path) -> None:

@@ -12,13 +12,10 @@ a reader that has seen id N can never later find an event below N appear.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +25,8 @@ from hopindex.backends.events.codec import (
     encode_data,
     sorted_webhooks,
 )
-from hopindex.backends.state.connection import (
-    BUSY_TIMEOUT_MS,
-    sqlite_transaction,
-    wrap_sqlite_error,
-)
-from hopindex.core.errors import BackendError, InvalidInputError
+from hopindex.backends.sqlite import SqliteFile
+from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.logging import get_logger
 
@@ -64,10 +57,6 @@ _COLUMNS = "id, type, idx, job_id, data, created_at"
 _WHAT = "sqlite event log"
 
 
-def _wrap(operation: str, exc: sqlite3.Error) -> BackendError:
-    return wrap_sqlite_error(_WHAT, operation, exc)
-
-
 def _event(row: tuple[Any, ...]) -> Event:
     event_id, event_type, index, job_id, data, created_at = row
     return Event(event_id=str(event_id), event_type=EventType(event_type), index=index,
@@ -77,64 +66,29 @@ def _event(row: tuple[Any, ...]) -> Event:
 class SqliteEventLog:
     """``EventLog`` on one SQLite file; safe for several threads and processes.
 
-    One connection behind a lock, as the state store does (see
-    ``backends/state/connection.py``); other processes are coordinated by SQLite's
-    file locks with ``busy_timeout``, and WAL lets followers read during appends.
+    One connection behind a lock (``SqliteFile``, as the state store); other processes
+    are coordinated by SQLite's file locks with ``busy_timeout``, and WAL lets
+    followers read during appends.
     """
 
     def __init__(self, path: Path) -> None:
-        self._path = Path(path)
-        self._lock = threading.RLock()
-        self._closed = False
+        self._db = SqliteFile(path, _WHAT)
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise BackendError(f"sqlite event log: cannot create {self._path.parent}: "
-                               f"{exc}") from exc
-        self._pid = os.getpid()
-        self._conn = self._open()
-        try:
-            with self._transaction("create schema", write=True) as conn:
+            with self._db.transaction("create schema", write=True) as conn:
                 for statement in _SCHEMA:
                     conn.execute(statement)
         except BaseException:
-            self._conn.close()
+            self._db.close()
             raise
-        log.info("event_log_opened", backend="sqlite", path=str(self._path))
+        log.info("event_log_opened", backend="sqlite", path=str(self._db.path))
 
     @property
     def path(self) -> Path:
-        return self._path
+        return self._db.path
 
-    def _open(self) -> sqlite3.Connection:
-        try:
-            # isolation_level=None: transactions are begun explicitly, so an append
-            # takes the write lock up front (BEGIN IMMEDIATE).
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
-            raise _wrap(f"open {self._path}", exc) from exc
-        return conn
-
-    def _check_process(self) -> None:
-        if self._pid != os.getpid():
-            # A forked worker must not share the parent's connection (SQLite forbids
-            # carrying one across fork), nor a lock another parent thread may have
-            # held at the fork and that nobody in this process will ever release.
-            self._pid = os.getpid()
-            self._lock = threading.RLock()
-            self._conn = self._open()
-
-    @contextmanager
-    def _transaction(self, operation: str, *, write: bool) -> Iterator[sqlite3.Connection]:
-        self._check_process()
-        with self._lock:
-            if self._closed:
-                raise BackendError(f"sqlite event log {self._path} is closed")
-            with sqlite_transaction(self._conn, _WHAT, operation, write=write) as conn:
-                yield conn
+    def _transaction(self, operation: str, *,
+                     write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        return self._db.transaction(operation, write=write)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -236,14 +190,5 @@ class SqliteEventLog:
         return bool(deleted)
 
     def close(self) -> None:
-        if self._pid != os.getpid():
-            # A forked child's inherited connection and lock are the parent's: closing
-            # must touch neither (the lock may be held for ever, see _check_process).
-            self._closed = True
-            return
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._conn.close()
-        log.debug("event_log_closed", backend="sqlite", path=str(self._path))
+        if self._db.close():
+            log.debug("event_log_closed", backend="sqlite", path=str(self._db.path))

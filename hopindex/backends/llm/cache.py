@@ -7,12 +7,10 @@ seed, so any change to what the model would see is a miss.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from pathlib import Path
 from typing import Protocol
 
-from hopindex.core.errors import BackendError
+from hopindex.backends.sqlite import SqliteFile
 from hopindex.core.ids import sha256_hex
 
 
@@ -34,30 +32,26 @@ class SqliteResponseCache:
     """The embedded cache: one table in its own file beside the state store."""
 
     def __init__(self, path: Path) -> None:
-        self._path = path
-        self._lock = threading.Lock()
+        self._db = SqliteFile(path, "sqlite LLM cache")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA busy_timeout = 30000")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS llm_cache"
-                               " (key TEXT PRIMARY KEY, content TEXT NOT NULL)")
-        except (OSError, sqlite3.Error) as exc:
-            raise BackendError(f"LLM cache {path}: cannot open: {exc}") from exc
+            with self._db.transaction("create schema", write=True) as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS llm_cache"
+                             " (key TEXT PRIMARY KEY, content TEXT NOT NULL)")
+        except BaseException:
+            self._db.close()
+            raise
 
     async def get_response(self, key: str) -> str | None:
         # A keyed SQLite read takes microseconds: a thread hop would cost more.
-        with self._lock:
-            row = self._conn.execute("SELECT content FROM llm_cache WHERE key = ?",
-                                     (key,)).fetchone()
+        with self._db.transaction("get_response", write=False) as conn:
+            row = conn.execute("SELECT content FROM llm_cache WHERE key = ?",
+                               (key,)).fetchone()
         return None if row is None else str(row[0])
 
     async def put_response(self, key: str, content: str) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO llm_cache (key, content) VALUES (?, ?)",
-                               (key, content))
+        with self._db.transaction("put_response", write=True) as conn:
+            conn.execute("INSERT OR REPLACE INTO llm_cache (key, content) VALUES (?, ?)",
+                         (key, content))
 
     async def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._db.close()
