@@ -11,6 +11,22 @@ from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import EntityMention, MentionSource
 
 
+def replaced_sources(doc_id: str, mentions: Sequence[EntityMention],
+                     sources: Sequence[MentionSource]) -> set[str]:
+    """The source values ``replace_mentions`` replaces, once every mention is checked to
+    be of ``doc_id`` and from one of ``sources`` (both stores refuse the same input)."""
+    source_values = {MentionSource(s).value for s in sources}
+    for mention in mentions:
+        if mention.doc_id != doc_id:
+            raise InvalidInputError(f"mention of {mention.entity!r} belongs to document "
+                                    f"{mention.doc_id!r}, not {doc_id!r}", where="mentions")
+        if mention.source.value not in source_values:
+            raise InvalidInputError(f"mention of {mention.entity!r} has source "
+                                    f"{mention.source.value!r}, outside the replaced "
+                                    f"sources {sorted(source_values)}", where="mentions")
+    return source_values
+
+
 def _entities_of(conn: sqlite3.Connection, index: str, doc_id: str) -> set[str]:
     # No DISTINCT: with it SQLite's planner walks the whole (idx, entity) index to
     # get entities in order (12 ms per call at 60k mentions) instead of seeking the
@@ -28,15 +44,7 @@ class CatalogueMixin(SqliteConnection):
         Only a change in an entity's set of documents is reported: a new count, or
         a mention moving from one source to another, leaves the bridge as it was.
         """
-        source_values = {MentionSource(s).value for s in sources}
-        for mention in mentions:
-            if mention.doc_id != doc_id:
-                raise InvalidInputError(f"mention of {mention.entity!r} belongs to document "
-                                        f"{mention.doc_id!r}, not {doc_id!r}", where="mentions")
-            if mention.source.value not in source_values:
-                raise InvalidInputError(f"mention of {mention.entity!r} has source "
-                                        f"{mention.source.value!r}, outside the replaced "
-                                        f"sources {sorted(source_values)}", where="mentions")
+        source_values = replaced_sources(doc_id, mentions, sources)
         rows = [(index, doc_id, m.source.value, m.entity, m.count) for m in mentions]
         with self._transaction("replace_mentions", write=True) as conn:
             before = _entities_of(conn, index, doc_id)

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from redis.client import Pipeline
 
+from hopindex.backends.state.catalogue import replaced_sources
 from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_connection import CHUNK, RedisConnection, unique
-from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import EntityMention, MentionSource
 
 _TITLE = MentionSource.TITLE.value
@@ -122,16 +122,9 @@ class RedisCatalogueMixin(RedisConnection):
         Only a change in an entity's set of documents is reported: a new count, or
         a mention moving from one source to another, leaves the bridge as it was.
         """
-        source_values = {MentionSource(s).value for s in sources}
+        source_values = replaced_sources(doc_id, mentions, sources)
         counts: dict[tuple[str, str], int] = {}
         for mention in mentions:
-            if mention.doc_id != doc_id:
-                raise InvalidInputError(f"mention of {mention.entity!r} belongs to document "
-                                        f"{mention.doc_id!r}, not {doc_id!r}", where="mentions")
-            if mention.source.value not in source_values:
-                raise InvalidInputError(f"mention of {mention.entity!r} has source "
-                                        f"{mention.source.value!r}, outside the replaced "
-                                        f"sources {sorted(source_values)}", where="mentions")
             # The same entity listed twice by one source is one mention counted twice.
             key = (mention.source.value, mention.entity)
             counts[key] = counts.get(key, 0) + mention.count
