@@ -18,7 +18,7 @@ from hopindex.backends.registry import open_llm_observer
 from hopindex.core.settings import MetricsMode, Settings
 from hopindex.monitoring.llm import PrometheusLlmObserver
 from hopindex.testing.llm_limits import Endpoint, Outcome
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
 
 MODEL = "hopindex-test-llm"
 
@@ -26,12 +26,8 @@ MODEL = "hopindex-test-llm"
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[LlmTestServer]:
     config: LlmServerConfig = getattr(request, "param", LlmServerConfig())
-    test_server = LlmTestServer(config)
-    test_server.start_in_thread()
-    try:
+    with running_llm_server(config) as test_server:
         yield test_server
-    finally:
-        test_server.stop()
 
 
 def sample(name: str, **labels: str) -> float:

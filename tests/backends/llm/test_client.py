@@ -21,7 +21,7 @@ from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import LlmAuthenticationError, LlmOutputError, LlmUnavailableError
 from hopindex.testing.llm_limits import Endpoint, Outcome
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
 
 ANSWER = ChatRequest(stage="answer", max_tokens=50, messages=(
     ("user", "Context: Marie Curie was born in Warsaw. Warsaw is in Poland.\n"
@@ -34,12 +34,8 @@ STAGE1 = ChatRequest(stage="stage1", messages=(
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[LlmTestServer]:
     config: LlmServerConfig = getattr(request, "param", LlmServerConfig())
-    test_server = LlmTestServer(config)
-    test_server.start_in_thread()
-    try:
+    with running_llm_server(config) as test_server:
         yield test_server
-    finally:
-        test_server.stop()
 
 
 def make_client(server: LlmTestServer, tmp_path: Path | None = None, *, api_key: str = "k",
