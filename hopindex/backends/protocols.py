@@ -41,6 +41,14 @@ class UnitFilter:
     def is_empty(self) -> bool:
         return not (self.kinds or self.source_doc_ids or self.entities)
 
+    def conditions(self) -> list[tuple[str, list[str]]]:
+        """The payload fields to match, each with the values any of which matches; empty
+        fields are left out. Every engine's filter is built from this one list."""
+        fields = [("kind", [kind.value for kind in self.kinds]),
+                  ("source_doc_ids", list(self.source_doc_ids)),
+                  ("entities", list(self.entities))]
+        return [(name, values) for name, values in fields if values]
+
 
 @dataclass(frozen=True, slots=True)
 class UnitPayload:
@@ -53,6 +61,11 @@ class UnitPayload:
     @classmethod
     def of(cls, unit: Unit) -> UnitPayload:
         return cls(kind=unit.kind, source_doc_ids=unit.source_doc_ids, entities=unit.entities)
+
+    def as_fields(self) -> dict[str, Any]:
+        """The payload as stored beside a vector or posting (JSON-ready)."""
+        return {"kind": self.kind.value, "source_doc_ids": list(self.source_doc_ids),
+                "entities": list(self.entities)}
 
 
 @dataclass(frozen=True, slots=True)

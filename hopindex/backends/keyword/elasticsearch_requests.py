@@ -90,9 +90,7 @@ def document_source(record: KeywordRecord) -> dict[str, Any]:
     return {
         "unit_id": record.unit_id,
         "text": record.text,
-        "kind": payload.kind.value,
-        "source_doc_ids": list(payload.source_doc_ids),
-        "entities": list(payload.entities),
+        **payload.as_fields(),
     }
 
 
@@ -111,12 +109,7 @@ def filter_clauses(unit_filter: UnitFilter | None) -> list[dict[str, Any]]:
     field any listed value matches (``terms``)."""
     if unit_filter is None or unit_filter.is_empty:
         return []
-    fields: list[tuple[str, list[str]]] = [
-        ("kind", [kind.value for kind in unit_filter.kinds]),
-        ("source_doc_ids", list(unit_filter.source_doc_ids)),
-        ("entities", list(unit_filter.entities)),
-    ]
-    return [{"terms": {name: values}} for name, values in fields if values]
+    return [{"terms": {name: values}} for name, values in unit_filter.conditions()]
 
 
 def _scored(match: dict[str, Any], unit_filter: UnitFilter | None) -> dict[str, Any]:

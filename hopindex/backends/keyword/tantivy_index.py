@@ -78,14 +78,9 @@ def _filter_query(unit_filter: UnitFilter | None) -> tantivy.Query | None:
     """Every non-empty field must match; within a field any listed value matches."""
     if unit_filter is None or unit_filter.is_empty:
         return None
-    fields: list[tuple[str, list[str]]] = [
-        ("kind", [kind.value for kind in unit_filter.kinds]),
-        ("source_doc_ids", list(unit_filter.source_doc_ids)),
-        ("entities", list(unit_filter.entities)),
-    ]
     return tantivy.Query.boolean_query([
         (tantivy.Occur.Must, tantivy.Query.term_set_query(SCHEMA, name, values))
-        for name, values in fields if values
+        for name, values in unit_filter.conditions()
     ])
 
 

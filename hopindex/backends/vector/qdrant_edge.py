@@ -83,13 +83,8 @@ def _to_filter(unit_filter: UnitFilter | None) -> Filter | None:
     """Every non-empty field must match; within a field any listed value matches."""
     if unit_filter is None or unit_filter.is_empty:
         return None
-    fields: list[tuple[str, list[str]]] = [
-        ("kind", [kind.value for kind in unit_filter.kinds]),
-        ("source_doc_ids", list(unit_filter.source_doc_ids)),
-        ("entities", list(unit_filter.entities)),
-    ]
     return Filter(must=[FieldCondition(key=key, match=MatchAny(any=values))
-                        for key, values in fields if values])
+                        for key, values in unit_filter.conditions()])
 
 
 def _search_request(vector: list[float], k: int, unit_filter: UnitFilter | None) -> QueryRequest:
@@ -301,11 +296,6 @@ class QdrantEdgeVectorStore:
     def _point(cls, index: str, dimension: int | None, record: VectorRecord) -> Point:
         vector = cls._as_list(index, dimension, record.vector,
                               what=f"vector of unit {record.unit_id!r}")
-        payload = record.payload
         # The engine parses the id here: a non-uuid unit id fails before any write.
         with engine_errors(ENGINE, index, f"upsert of unit {record.unit_id!r}"):
-            return Point(record.unit_id, {VECTOR_NAME: vector}, {
-                "kind": payload.kind.value,
-                "source_doc_ids": list(payload.source_doc_ids),
-                "entities": list(payload.entities),
-            })
+            return Point(record.unit_id, {VECTOR_NAME: vector}, record.payload.as_fields())

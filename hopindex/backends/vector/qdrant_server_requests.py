@@ -32,11 +32,7 @@ def vectors_config(dimension: int) -> dict[str, models.VectorParams]:
 
 
 def payload_of(payload: UnitPayload) -> dict[str, object]:
-    return {
-        "kind": payload.kind.value,
-        "source_doc_ids": list(payload.source_doc_ids),
-        "entities": list(payload.entities),
-    }
+    return payload.as_fields()
 
 
 def unit_payload(collection: str, point_id: str,
@@ -79,13 +75,8 @@ def to_filter(unit_filter: UnitFilter | None) -> models.Filter | None:
     """Every non-empty field must match; within a field any listed value matches."""
     if unit_filter is None or unit_filter.is_empty:
         return None
-    fields: list[tuple[str, list[str]]] = [
-        ("kind", [kind.value for kind in unit_filter.kinds]),
-        ("source_doc_ids", list(unit_filter.source_doc_ids)),
-        ("entities", list(unit_filter.entities)),
-    ]
     return models.Filter(must=[models.FieldCondition(key=key, match=models.MatchAny(any=values))
-                               for key, values in fields if values])
+                               for key, values in unit_filter.conditions()])
 
 
 def point_ids(unit_ids: Sequence[str]) -> models.PointIdsList:
