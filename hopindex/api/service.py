@@ -10,7 +10,7 @@ from types import TracebackType
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends, open_backends
-from hopindex.core.errors import NotFoundError
+from hopindex.core.errors import IndexBusyError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
 from hopindex.core.models import Document, Job
@@ -133,6 +133,18 @@ class Hopindex:
 
     def count_documents(self, index: str) -> int:
         return len(self.backends.state.document_hashes(index))
+
+    def delete_index(self, index: str) -> None:
+        """Drop ``index`` from every store: its vectors, postings, documents, units and
+        jobs. Refused while one of its jobs is still running."""
+        self._require_index(index)
+        running = [j.job_id for j in self.list_jobs(index, limit=20) if not j.state.is_final]
+        if running:
+            raise IndexBusyError(f"index {index!r} has running jobs ({', '.join(running)}); "
+                                 "cancel them or wait")
+        self.backends.vectors.drop_index(index)
+        self.backends.keywords.drop_index(index)
+        self.backends.state.delete_index(index)
 
     def _require_index(self, index: str) -> IndexInfo:
         validate_index_name(index)

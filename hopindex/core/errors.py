@@ -64,6 +64,10 @@ class JobCancelledError(HopindexError):
     """The job was cancelled; remaining work is not scheduled."""
 
 
+class IndexBusyError(HopindexError):
+    """The index has running jobs, so it cannot be deleted now; retry once they end."""
+
+
 class LlmAuthenticationError(ConfigError):
     """The LLM provider refused the API key: retrying cannot help, fix the setting."""
 

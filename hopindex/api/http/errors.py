@@ -16,6 +16,7 @@ from hopindex.core.errors import (
     BackendUnavailableError,
     ConfigError,
     HopindexError,
+    IndexBusyError,
     InvalidInputError,
     JobCancelledError,
     LlmAuthenticationError,
@@ -75,6 +76,7 @@ _ANSWERS: tuple[tuple[type[HopindexError], int, str], ...] = (
     (InvalidInputError, 400, "invalid_input"),
     (NotFoundError, 404, "not_found"),
     (JobCancelledError, 409, "job_cancelled"),
+    (IndexBusyError, 409, "index_busy"),
     (LlmAuthenticationError, 502, "llm_refused"),
     # A request asking for something this deployment is not set up for (an LLM method
     # without a model): the request can change, so a 4xx.

@@ -65,23 +65,10 @@ async def get_index(request: web.Request) -> web.Response:
     return web.json_response(await ctx.blocking.run(describe, ctx.service, name))
 
 
-def _delete(service: Hopindex, name: str) -> None:
-    if service.backends.state.get_index(name) is None:
-        raise NotFoundError(f"no index {name!r}")
-    running = [j.job_id for j in service.list_jobs(name, limit=20) if not j.state.is_final]
-    if running:
-        raise ApiError(409, "index_busy", f"index {name!r} has running jobs "
-                                          f"({', '.join(running)}); cancel them or wait")
-    backends = service.backends
-    backends.vectors.drop_index(name)
-    backends.keywords.drop_index(name)
-    backends.state.delete_index(name)
-
-
 async def delete_index(request: web.Request) -> web.Response:
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
-    await ctx.blocking.run(_delete, ctx.service, name)
+    await ctx.blocking.run(ctx.service.delete_index, name)
     return web.Response(status=204)
 
 
