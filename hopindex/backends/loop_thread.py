@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
 
 from hopindex.core.errors import BackendError
 
 T = TypeVar("T")
+C = TypeVar("C", bound="AsyncClosable")
 
 _STOP_TIMEOUT_S = 30.0
 
@@ -66,3 +67,39 @@ class LoopThread:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(_STOP_TIMEOUT_S)
             self._loop.close()
+
+
+class AsyncClosable(Protocol):
+    async def close(self) -> None: ...
+
+
+class ClientOnLoop(Generic[C]):
+    """An async client on its own ``LoopThread``, built there by ``build`` (its sessions
+    bind to the loop that runs them). After ``close`` the next ``run`` connects again, as
+    the embedded adapters reopen their files."""
+
+    def __init__(self, name: str, build: Callable[[], C]) -> None:
+        self._name = name
+        self._build = build
+        self._lock = threading.Lock()
+        self._loop, self.client = self._connect()
+
+    def _connect(self) -> tuple[LoopThread, C]:
+        loop = LoopThread(self._name)
+
+        async def build() -> C:
+            return self._build()
+
+        return loop, loop.run(build())
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        with self._lock:
+            if self._loop.closed:
+                self._loop, self.client = self._connect()
+            loop = self._loop
+        return loop.run(coroutine, timeout_s)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._loop.closed:
+                self._loop.close(self.client.close())

@@ -10,7 +10,6 @@ Writes use the bulk helper and report each failing unit with its reason.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from elasticsearch import NotFoundError as EsNotFoundError
 from elasticsearch.helpers import async_streaming_bulk
 
 from hopindex.backends.keyword import elasticsearch_requests as req
-from hopindex.backends.loop_thread import LoopThread
+from hopindex.backends.loop_thread import ClientOnLoop
 from hopindex.backends.protocols import KeywordRecord, UnitFilter
 from hopindex.core.errors import (
     BackendError,
@@ -179,26 +178,17 @@ class ElasticsearchKeywordIndex:
 
     def __init__(self, config: ElasticsearchConfig) -> None:
         self.config = config
-        self._lock = threading.Lock()
-        self._loop, self._client = self._connect()
+        self._host = ClientOnLoop("hopindex-elasticsearch",
+                                  lambda: AsyncElasticsearch(**config.client_options()))
 
-    def _connect(self) -> tuple[LoopThread, AsyncElasticsearch]:
-        loop = LoopThread("hopindex-elasticsearch")
-
-        async def build() -> AsyncElasticsearch:
-            # Built on the loop: the client's HTTP sessions bind to the loop that runs them.
-            return AsyncElasticsearch(**self.config.client_options())
-
-        return loop, loop.run(build())
+    @property
+    def _client(self) -> AsyncElasticsearch:
+        # Read when a coroutine runs, so one started after a reconnect gets the new client.
+        return self._host.client
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        """Run on the adapter's loop; after ``close`` the next call connects again, as the
-        embedded twins reopen their indexes."""
-        with self._lock:
-            if self._loop.closed:
-                self._loop, self._client = self._connect()
-            loop = self._loop
-        return loop.run(coroutine, timeout_s)
+        """Run on the adapter's loop; after ``close`` the next call connects again."""
+        return self._host.run(coroutine, timeout_s)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -209,9 +199,7 @@ class ElasticsearchKeywordIndex:
         self._run(self._drop(validate_index_name(index)), self._wait_s)
 
     def close(self) -> None:
-        with self._lock:
-            if not self._loop.closed:
-                self._loop.close(self._client.close())
+        self._host.close()
 
     # -- writes --------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ it sees it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from hopindex.backends.loop_thread import LoopThread
+from hopindex.backends.loop_thread import ClientOnLoop
 from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord
 from hopindex.backends.vector import qdrant_server_requests as req
 from hopindex.core.errors import (
@@ -172,26 +171,17 @@ class QdrantServerVectorStore:
         # Dimension of each collection seen, so bad vectors fail before any request.
         # Only touched on the loop thread.
         self._dimensions: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._loop, self._client = self._connect()
+        self._host = ClientOnLoop("hopindex-qdrant",
+                                  lambda: AsyncQdrantClient(**config.client_options()))
 
-    def _connect(self) -> tuple[LoopThread, AsyncQdrantClient]:
-        loop = LoopThread("hopindex-qdrant")
-
-        async def build() -> AsyncQdrantClient:
-            # Built on the loop: HTTP and gRPC channels bind to the loop that runs them.
-            return AsyncQdrantClient(**self.config.client_options())
-
-        return loop, loop.run(build())
+    @property
+    def _client(self) -> AsyncQdrantClient:
+        # Read when a coroutine runs, so one started after a reconnect gets the new client.
+        return self._host.client
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run on the adapter's loop; after ``close`` the next call connects again, as the
-        embedded twin reopens its shards."""
-        with self._lock:
-            if self._loop.closed:
-                self._loop, self._client = self._connect()
-            loop = self._loop
-        return loop.run(coroutine)
+        """Run on the adapter's loop; after ``close`` the next call connects again."""
+        return self._host.run(coroutine)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -205,9 +195,7 @@ class QdrantServerVectorStore:
         self._run(self._drop(validate_index_name(index)))
 
     def close(self) -> None:
-        with self._lock:
-            if not self._loop.closed:
-                self._loop.close(self._client.close())
+        self._host.close()
 
     # -- writes --------------------------------------------------------------------
 
