@@ -14,6 +14,7 @@ from hopindex.api.cli_support import (
     err_console,
     handle_errors,
     print_jobs,
+    print_outstanding,
     print_result,
     report_job,
 )
@@ -166,6 +167,43 @@ def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
         return
     with _service() as service:
         report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
+
+
+@main.command()
+@click.option("--index", required=True)
+@click.option("--check", is_flag=True,
+              help="Only show the index's status and what it is missing; redo nothing.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
+@click.option("--no-wait", is_flag=True,
+              help="With workers: print the job id and return without waiting.")
+@handle_errors
+def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
+    """Redo INDEX's outstanding work, with no new input: documents not fully indexed
+    (a failed or cancelled job's) and items that failed for good (bridge entities).
+
+    Exits 3 when some items fail again (they stay outstanding; the job says why).
+    """
+    from hopindex.api.progress import follow_job, follow_newest_job
+
+    if (remote := _remote()) is not None:
+        remote.repair(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
+        return
+    show = not (quiet or as_json)
+    with _service() as service:
+        if check:
+            print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
+            return
+        if not service.runs_on_workers:
+            with follow_newest_job(service.backends.state, index, err_console, enabled=show):
+                job = service.repair_index(index)
+        else:
+            job = service.repair_index(index)
+            if no_wait:
+                click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+                return
+            job = follow_job(service.backends.state, job.job_id, err_console, enabled=show)
+        report_job(job, as_json=as_json)
 
 
 @main.command(name="export")

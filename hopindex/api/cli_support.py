@@ -56,10 +56,31 @@ def print_jobs(found: list[Job], *, as_json: bool) -> None:
         click.echo(json.dumps([j.as_dict() for j in found], indent=2))
         return
     for job in found:
+        # Finished items (done, failed or skipped) of each stage's total: an unchanged
+        # document skipped is work the job is through with.
         stage1 = job.counts[Stage.STAGE1]
+        stage2 = job.counts[Stage.STAGE2]
         console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
-                      f"{job.state.value:<10} stage1 {stage1.done}/{stage1.total} "
+                      f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
+                      f"stage1 {min(stage1.finished, stage1.total)}/{stage1.total} "
+                      f"stage2 {min(stage2.finished, stage2.total)}/{stage2.total} "
                       f"errors={len(job.errors)}", markup=False)
+
+
+def print_outstanding(index: str, described: dict[str, Any], *, as_json: bool) -> None:
+    """An index's status and what it is missing (``Outstanding.as_dict`` fields)."""
+    view = {k: described[k] for k in ("status", "outstanding", "running_jobs")}
+    if as_json:
+        click.echo(json.dumps({"index": index, **view}, indent=2))
+        return
+    outstanding = view["outstanding"]
+    failed = ", ".join(f"{phase} {n}" for phase, n in sorted(outstanding["failed"].items()))
+    console.print(f"index {index}: {view['status']}; documents not fully indexed: "
+                  f"{outstanding['documents']}; failed items: {failed or 'none'}", markup=False)
+    for item in outstanding["items"]:
+        console.print(f"  {item['phase']} {item['item']}: {item['reason']}", markup=False)
+    if view["running_jobs"]:
+        console.print(f"running jobs: {', '.join(view['running_jobs'])}", markup=False)
 
 
 def print_result(result: QueryResult, *, as_json: bool, trace: bool) -> None:

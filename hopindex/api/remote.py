@@ -155,6 +155,13 @@ class ApiClient:
         return Job.from_dict(self._json("DELETE", f"/v1/indexes/{_quote(index)}/documents",
                                         payload={"ids": list(doc_ids)}))
 
+    def repair_index(self, index: str) -> Job:
+        return Job.from_dict(self._json("POST", f"/v1/indexes/{_quote(index)}/repair"))
+
+    def describe_index(self, index: str) -> dict[str, Any]:
+        described: dict[str, Any] = self._json("GET", f"/v1/indexes/{_quote(index)}")
+        return described
+
     def get_job(self, job_id: str) -> Job | None:
         try:
             return Job.from_dict(self._json("GET", f"/v1/jobs/{_quote(job_id)}"))

@@ -51,6 +51,22 @@ class RemoteCommands:
         job = self.client.delete_documents(index, doc_ids)
         report_job(self.client.wait_for_job(job.job_id), as_json=as_json)
 
+    def repair(self, index: str, *, check: bool, quiet: bool, as_json: bool,
+               no_wait: bool) -> None:
+        from hopindex.api.cli_support import err_console, print_outstanding, report_job
+        from hopindex.api.progress import follow_job
+
+        if check:
+            print_outstanding(index, self.client.describe_index(index), as_json=as_json)
+            return
+        job = self.client.repair_index(index)
+        if no_wait:
+            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+            return
+        job = follow_job(self._jobs(), job.job_id, err_console,
+                         enabled=not (quiet or as_json))
+        report_job(job, as_json=as_json)
+
     def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
              follow: bool) -> None:
         from hopindex.api.cli_support import console, err_console, print_jobs

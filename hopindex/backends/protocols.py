@@ -18,6 +18,7 @@ from hopindex.core.models import (
     Dispatch,
     Document,
     EntityMention,
+    FailedItem,
     Hit,
     Job,
     MentionSource,
@@ -186,7 +187,20 @@ class JobStore(Protocol):
     def clear_dispatches(self, job_id: str) -> None: ...
 
 
-class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore, Protocol):
+class FailedItemStore(Protocol):
+    """Work items of an index that failed for good (a document in stage 1, a bridge
+    entity in stage 2), kept until a later job redoes them: what a repair re-plans.
+
+    One record per (index, phase, item): recording an item again replaces it.
+    """
+
+    def put_failed_items(self, index: str, items: Sequence[FailedItem]) -> None: ...
+    def list_failed_items(self, index: str, phase: str | None = None) -> list[FailedItem]: ...
+    def clear_failed_items(self, index: str, phase: str, items: Sequence[str]) -> None: ...
+
+
+class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore,
+                 FailedItemStore, Protocol):
     """Everything the ``state`` URL holds (SQLite embedded, Redis distributed)."""
 
     def close(self) -> None: ...

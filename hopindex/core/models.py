@@ -75,18 +75,30 @@ class Hit:
 class JobState(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
+    # Cancel was asked: nothing new starts, tasks already running finish their item.
+    CANCELLING = "cancelling"
     SUCCEEDED = "succeeded"
+    # Finished, but some work items failed for good: they are recorded on the index
+    # as outstanding, and the next ingest or a repair of the index re-plans them.
+    SUCCEEDED_WITH_ERRORS = "succeeded_with_errors"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
     @property
     def is_final(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+        return self in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS, JobState.FAILED,
+                        JobState.CANCELLED)
+
+    @property
+    def is_stopping(self) -> bool:
+        """Tasks of the job must start no new work (cancelled, failed, or on the way)."""
+        return self in (JobState.CANCELLING, JobState.CANCELLED, JobState.FAILED)
 
 
 class JobKind(enum.StrEnum):
     INGEST = "ingest"
     DELETE = "delete"
+    REPAIR = "repair"  # re-plans an index's outstanding items, no new input
 
 
 class Stage(enum.StrEnum):
@@ -107,6 +119,11 @@ class StageCounts:
     failed: int = 0
     skipped: int = 0
 
+    @property
+    def finished(self) -> int:
+        """Items the stage is through with, whatever their outcome."""
+        return self.done + self.failed + self.skipped
+
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "done": self.done, "failed": self.failed,
                 "skipped": self.skipped}
@@ -124,6 +141,35 @@ class ItemError:
     def as_dict(self) -> dict[str, str]:
         return {"item": self.item, "stage": self.stage.value, "reason": self.reason,
                 "where": self.where}
+
+
+# Stages whose failed items the index keeps as outstanding work: the items a repair
+# re-plans. Validation failures are not among them: they need new input, not a retry.
+REPAIRABLE_STAGES = (Stage.STAGE1, Stage.STAGE2)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedItem:
+    """A work item that failed for good, kept on its index until a later job redoes it.
+
+    ``phase`` names the phase that plans the item again (``stage1``: a document id;
+    ``stage2``: a bridge entity).
+    """
+
+    phase: str
+    item: str
+    reason: str
+    job_id: str
+    failed_at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "item": self.item, "reason": self.reason,
+                "job_id": self.job_id, "failed_at": self.failed_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FailedItem:
+        return cls(phase=str(data["phase"]), item=str(data["item"]), reason=str(data["reason"]),
+                   job_id=str(data["job_id"]), failed_at=float(data["failed_at"]))
 
 
 @dataclass(slots=True)
@@ -204,7 +250,9 @@ class Job:
             "kind": self.kind.value,
             "state": self.state.value,
             "counts": {stage.value: c.as_dict() for stage, c in self.counts.items()},
+            "progress": self.progress(),
             "errors": [e.as_dict() for e in self.errors],
+            "missing": self.missing(),
             "llm": {**self.llm_total.as_dict(),
                     "stages": {stage: u.as_dict() for stage, u in sorted(self.llm.items())}},
             "bridge_entities_recomputed": self.bridge_entities_recomputed,
@@ -220,6 +268,36 @@ class Job:
             "stale_units": list(self.stale_units),
             "redrives": list(self.redrives),
         }
+
+    def progress(self) -> dict[str, Any]:
+        """How far each stage is: items finished (done, failed or skipped) of its total.
+
+        A stage that has nothing to do is complete, so a finished job reads 100 %
+        even when most of its work was found unchanged and skipped.
+        """
+        stages = {}
+        for stage, counts in self.counts.items():
+            finished = min(counts.finished, counts.total)
+            percent = 100.0 if counts.total == 0 else 100.0 * finished / counts.total
+            stages[stage.value] = {"finished": finished, "total": counts.total,
+                                   "percent": round(percent, 1)}
+        total = sum(c.total for c in self.counts.values())
+        finished = sum(min(c.finished, c.total) for c in self.counts.values())
+        if self.state in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS):
+            percent = 100.0
+        else:
+            # Later phases add to the totals when they are planned: a running job's
+            # figure is of the work known so far.
+            percent = 100.0 * finished / total if total else 0.0
+        return {"percent": round(percent, 1), "stages": stages}
+
+    def missing(self) -> dict[str, int]:
+        """Work items this job failed for good, per stage: what a repair would redo."""
+        found: dict[str, set[str]] = {}
+        for error in self.errors:
+            if error.stage in REPAIRABLE_STAGES:
+                found.setdefault(error.stage.value, set()).add(error.item)
+        return {stage: len(items) for stage, items in sorted(found.items())}
 
     @property
     def llm_total(self) -> LlmUsage:

@@ -172,7 +172,7 @@ def _count_documents(job_id: str) -> None:
     try:
         state = current_runtime().backends.state
         job = state.get_job(job_id)
-        if job is None or job.state is not JobState.SUCCEEDED:
+        if job is None or job.state not in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS):
             return
         job, applied = settle(state, job_id, lambda _job: None, key=DOCUMENTS_COUNTED_KEY)
     except Exception as exc:  # a metric must never fail the task it watches

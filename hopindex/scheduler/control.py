@@ -21,6 +21,7 @@ from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.lifecycle import job_succeeded, start_phase
 from hopindex.scheduler.linking import documents_to_relink
 from hopindex.workers.app import app
+from hopindex.workers.failed_items import failed_item_ids
 from hopindex.workers.progress import batched
 from hopindex.workers.runtime import current_runtime
 from hopindex.workers.tasks.embed import embed, purge
@@ -82,10 +83,14 @@ def start_linking(job_id: str, index: str, touched: list[str], job_doc_ids: list
 def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
                 touched: list[str], job_doc_ids: list[str]) -> None:
     runtime = current_runtime()
-    entities = sorted(set(touched).union(*link_results))
+    # Entities an earlier job failed for good are planned again by every job, so the
+    # next ingest brings them back even when no document changed.
+    outstanding = failed_item_ids(runtime.backends.state, index, Stage.STAGE2)
+    entities = sorted(set(touched).union(*link_results, outstanding))
     if not start_phase(runtime, job_id, "stage2", Stage.STAGE2, len(entities)):
         return
-    log.info("stage2_planned", job_id=job_id, index=index, entities=len(entities))
+    log.info("stage2_planned", job_id=job_id, index=index, entities=len(entities),
+             outstanding=len(outstanding))
     batches = batched(entities, runtime.settings.stage2_batch_entities)
     fan_out(runtime, job_id, "stage2", [stage2.s(job_id, index, b) for b in batches],
             after_stage2.s(job_id, index, job_doc_ids))

@@ -1,9 +1,9 @@
 """Job state changes and the events each one publishes (DESIGN.md §7).
 
 Every change of a job's state goes through here, so the event log and the job
-record never disagree: ``job.started``, ``job.progress`` (per phase, and at most
-every ``HOPINDEX_PROGRESS_EVENT_INTERVAL_S`` within one), ``job.failed``,
-``job.cancelled`` and ``index.ready``.
+record never disagree: ``job.started``, ``job.progress`` (per phase, at most
+every ``HOPINDEX_PROGRESS_EVENT_INTERVAL_S`` within one, and when a cancel is asked),
+``job.failed``, ``job.cancelled`` and ``index.ready``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, A
 def progress_data(job: Job) -> dict[str, Any]:
     return {"state": job.state.value, "kind": job.kind.value,
             "counts": {stage.value: c.as_dict() for stage, c in job.counts.items()},
-            "errors": len(job.errors)}
+            "progress": job.progress(), "errors": len(job.errors), "missing": job.missing()}
 
 
 def job_started(runtime: Runtime, job: Job) -> None:
@@ -47,6 +47,10 @@ def start_phase(runtime: Runtime, job_id: str, phase: str, stage: Stage, total: 
     state = runtime.backends.state
     if not claim_phase(state, job_id, phase):
         log.info("phase_skipped", job_id=job_id, phase=phase)
+        # Phases run one after another: the callback that would start this one runs
+        # once every task of the previous phase has returned, so a cancelling job
+        # has no work left running.
+        finish_cancel(runtime, job_id)
         return False
 
     def change(job: Job) -> None:
@@ -106,24 +110,55 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
 
 
 def cancel_job(runtime: Runtime, job_id: str) -> Job:
-    """Stop scheduling the job's work: queued tasks find it cancelled and do nothing.
+    """Stop the job: it reads ``cancelling`` until the tasks already running have
+    finished, then ``cancelled`` (see :func:`finish_cancel`), with counts that no
+    longer move.
 
-    Writes already made stay (they are whole units); the job's unfinished documents
-    keep no content hash, so the next ingest of them redoes just those.
+    Queued tasks find the job stopping and do nothing; writes already made stay
+    (they are whole units). The job's unfinished documents keep no content hash, so
+    the index reads ``partial`` until an ingest or a repair redoes just those.
     """
+    asked = False
+
+    def change(job: Job) -> None:
+        nonlocal asked
+        if job.state.is_final:
+            raise InvalidInputError(f"job {job_id} is already {job.state.value}",
+                                    where="job_id")
+        if job.state is JobState.CANCELLING:
+            return
+        job.state = JobState.CANCELLING
+        job.reason = "cancelled by request"
+        job.updated_at = time.time()
+        asked = True
+
+    job = runtime.backends.state.update_job(job_id, change)
+    if asked:
+        log.info("job_cancelling", job_id=job_id, index=job.index)
+        publish(runtime, EventType.JOB_PROGRESS, job, progress_data(job))
+    return job
+
+
+def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:
+    """Turn a ``cancelling`` job ``cancelled``: called when a phase of it ends (every task
+    of that phase has returned, so none of its work is still running) or by the reaper
+    when a cancelling job has gone quiet. ``note`` is added to the reason."""
     cancelled = False
 
     def change(job: Job) -> None:
         nonlocal cancelled
-        if job.state.is_final:
-            raise InvalidInputError(f"job {job_id} is already {job.state.value}",
-                                    where="job_id")
+        if job.state is not JobState.CANCELLING:
+            return
         job.state = JobState.CANCELLED
-        job.reason = "cancelled by request"
+        if note:
+            job.reason = f"{job.reason}; {note}" if job.reason else note
         job.finished_at = job.updated_at = time.time()
         cancelled = True
 
-    job = runtime.backends.state.update_job(job_id, change)
+    try:
+        job = runtime.backends.state.update_job(job_id, change)
+    except NotFoundError:
+        return None
     if cancelled:
         _forget_dispatches(runtime, job_id)
         log.info("job_cancelled", job_id=job_id, index=job.index)
@@ -132,7 +167,12 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
 
 
 def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
-    """Finish the job and publish ``index.ready`` with the index's units per kind."""
+    """Finish the job and publish ``index.ready`` with the index's units per kind.
+
+    A job some of whose work items failed for good ends ``succeeded_with_errors``:
+    those items are outstanding on the index (``FailedItemStore``) and the event and
+    the record say what is missing.
+    """
     succeeded = False
 
     def change(job: Job) -> None:
@@ -141,7 +181,8 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
             return
         job.counts[Stage.FINALIZE].total = 1
         job.counts[Stage.FINALIZE].done = 1
-        job.state = JobState.SUCCEEDED
+        job.state = (JobState.SUCCEEDED_WITH_ERRORS if job.missing()
+                     else JobState.SUCCEEDED)
         job.finished_at = job.updated_at = time.time()
         succeeded = True
 
@@ -149,13 +190,15 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
     job = state.update_job(job_id, change)
     units = {kind.value: n for kind, n in state.count_units(index).items()}
     log.info("index_ready", job_id=job_id, index=index, state=job.state.value, units=units,
+             missing=job.missing(),
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
     if succeeded:
         _forget_dispatches(runtime, job_id)
         failed_items = sorted({e.item for e in job.errors})
         publish(runtime, EventType.INDEX_READY, job, {
-            "units": units, "documents": len(state.document_hashes(index)),
-            "failed": failed_items, "llm": job.llm_total.as_dict(),
+            "state": job.state.value, "units": units,
+            "documents": len(state.document_hashes(index)),
+            "failed": failed_items, "missing": job.missing(), "llm": job.llm_total.as_dict(),
             "duration_s": round((job.finished_at or 0) - job.created_at, 3)})
     return job
 

@@ -19,7 +19,7 @@ from hopindex.backends.protocols import JobStore
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
-from hopindex.scheduler.lifecycle import fail_job, progress_data, publish
+from hopindex.scheduler.lifecycle import fail_job, finish_cancel, progress_data, publish
 from hopindex.scheduler.redrive import plan_redrive
 from hopindex.workers.app import REAP_TASK, app
 from hopindex.workers.runtime import Runtime, current_runtime
@@ -30,10 +30,11 @@ log = get_logger(__name__)
 SCAN_LIMIT = 1000
 
 
-def stalled_jobs(jobs: JobStore, now: float, stall_timeout_s: float) -> list[Job]:
-    """Running jobs with no task report for longer than ``stall_timeout_s``."""
+def stalled_jobs(jobs: JobStore, now: float, stall_timeout_s: float,
+                 state: JobState = JobState.RUNNING) -> list[Job]:
+    """Jobs in ``state`` with no task report for longer than ``stall_timeout_s``."""
     return [job for job in jobs.list_jobs(limit=SCAN_LIMIT)
-            if job.state is JobState.RUNNING and now - job.updated_at > stall_timeout_s]
+            if job.state is state and now - job.updated_at > stall_timeout_s]
 
 
 def stall_reason(job: Job, now: float) -> str:
@@ -82,7 +83,8 @@ def redrive_job(runtime: Runtime, job: Job, now: float) -> bool:
 
 @app.task(name=REAP_TASK, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
 def reap() -> list[str]:
-    """Re-drive or fail every stalled job; returns the ids of the jobs failed."""
+    """Re-drive or fail every stalled job, and end every quiet cancelling one; returns
+    the ids of the jobs failed or cancelled."""
     runtime = current_runtime()
     now = time.time()
     reaped = []
@@ -100,5 +102,12 @@ def reap() -> list[str]:
             continue
         if fail_job(runtime, job.job_id, stall_reason(job, now)) is not None:
             reaped.append(job.job_id)
+    # A cancelling job ends when a phase of it ends; one whose callback was lost has
+    # nothing left running after this long, and nothing of it is re-sent.
+    for job in stalled_jobs(runtime.backends.state, now, runtime.settings.job_stall_timeout_s,
+                            JobState.CANCELLING):
+        finish_cancel(runtime, job.job_id,
+                      f"no task reported for {now - job.updated_at:.0f} s after the cancel")
+        reaped.append(job.job_id)
     log.info("reaper_finished", reaped=len(reaped), redriven=redriven)
     return reaped

@@ -21,6 +21,7 @@ from hopindex.testing.llm_limits import (
     FaultPicker,
     LlmServerConfig,
     LlmServerStats,
+    OutageWindow,
     Outcome,
     ServerCounters,
     SlidingWindowLimiter,
@@ -89,6 +90,7 @@ class OpenAiTestApi:
         self._limiter = SlidingWindowLimiter(config.requests_per_minute,
                                              config.tokens_per_minute)
         self._faults = FaultPicker(config)
+        self.outage = OutageWindow(config)
         self._ids = itertools.count(1)
         self._hanging: set[asyncio.Task[Any]] = set()
 
@@ -101,6 +103,7 @@ class OpenAiTestApi:
         self._counters.reset()
         self._limiter.reset()
         self._faults.reset()
+        self.outage.reset()
 
     def build_app(self) -> web.Application:
         app = web.Application()
@@ -203,6 +206,9 @@ class OpenAiTestApi:
 
         reply = compute_reply(contents, max_tokens=max_tokens, json_mode=json_mode)
         self._counters.record_kind(reply.kind.value)
+        if self.outage.refuses(reply.kind.value):
+            self._counters.record(endpoint, Outcome.OUTAGE)
+            return _error(503, "Injected outage.", error_type="server_error", code=None)
         prompt_tokens = estimate_tokens(" ".join(contents))
         fault, rejected = await self._admit(
             endpoint, prompt_tokens + estimate_tokens(reply.content))

@@ -47,6 +47,10 @@ class LlmServerConfig:
     timeout_hang_s: float = 3600.0
     seed: int = 0
     embedding_dimension: int = 384
+    # An outage: the first chat request of this kind (a ``TaskKind`` value such as
+    # "stage2") starts a window of ``outage_s`` in which every chat request gets a 503.
+    outage_on_kind: str = ""
+    outage_s: float = 0.0
 
     def __post_init__(self) -> None:
         shares = {"fail_429": self.fail_429, "fail_500": self.fail_500,
@@ -60,7 +64,8 @@ class LlmServerConfig:
                             ("tokens_per_minute", self.tokens_per_minute)):
             if limit is not None and limit < 1:
                 raise ConfigError(f"LlmServerConfig.{name} must be at least 1 or None, got {limit}")
-        if self.latency_s < 0 or self.fault_retry_after_s < 0 or self.timeout_hang_s < 0:
+        if (self.latency_s < 0 or self.fault_retry_after_s < 0 or self.timeout_hang_s < 0
+                or self.outage_s < 0):
             raise ConfigError("LlmServerConfig delays must not be negative")
         if self.embedding_dimension < 1:
             raise ConfigError("LlmServerConfig.embedding_dimension must be at least 1, "
@@ -73,6 +78,7 @@ class Outcome(enum.StrEnum):
     SERVER_ERROR = "500"
     TIMEOUT = "timeout"
     INVALID_JSON = "invalid_json"
+    OUTAGE = "outage"
     UNAUTHORIZED = "401"
     BAD_REQUEST = "400"
 
@@ -239,6 +245,42 @@ class FaultPicker:
     def reset(self) -> None:
         with self._lock:
             self._random = random.Random(self._config.seed)
+
+
+class OutageWindow:
+    """The configured outage: armed by the first request of its kind, then every chat
+    request inside the window is refused, whatever its kind."""
+
+    def __init__(self, config: LlmServerConfig) -> None:
+        self._kind = config.outage_on_kind
+        self._length_s = config.outage_s
+        self._lock = threading.Lock()
+        self._ends_at: float | None = None
+
+    def refuses(self, kind: str) -> bool:
+        if not self._kind or self._length_s <= 0:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            if self._ends_at is None and kind == self._kind:
+                self._ends_at = now + self._length_s
+            return self._ends_at is not None and now < self._ends_at
+
+    @property
+    def started(self) -> bool:
+        with self._lock:
+            return self._ends_at is not None
+
+    def wait_over(self) -> None:
+        """Block until a started outage has ended (tests that must call past it)."""
+        with self._lock:
+            ends_at = self._ends_at
+        if ends_at is not None:
+            time.sleep(max(0.0, ends_at - time.monotonic()))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._ends_at = None
 
 
 def retry_after_header(seconds: float) -> dict[str, str]:

@@ -108,9 +108,10 @@ class _NotRunningError(Exception):
 
 
 def is_cancelled(jobs: JobStore, job_id: str) -> bool:
-    """True when the job is gone or no longer running: its remaining tasks do nothing."""
+    """True when the job is gone or stopping (cancelling, cancelled, failed): its
+    remaining tasks start no new work."""
     job = jobs.get_job(job_id)
-    return job is None or job.state in (JobState.CANCELLED, JobState.FAILED)
+    return job is None or job.state.is_stopping
 
 
 def batched(items: Sequence[str], size: int) -> list[list[str]]:

@@ -155,3 +155,23 @@ def assert_built_as_eager(cluster: Cluster, job: Job, got: dict[str, str],
     assert not job.errors
     assert got == expected
     assert engine_counts(cluster) == (len(expected), len(expected))
+
+
+# Three quick attempts per call: an outage of a few seconds outlasts them all.
+FAST_GIVE_UP = {"llm_max_attempts": 3}
+
+
+def kinds_and_texts(service: Hopindex) -> dict[str, tuple[str, str]]:
+    """Every unit of the index: id → (kind, text)."""
+    state = service.backends.state
+    doc_ids = sorted(state.document_hashes(INDEX))
+    return {u.unit_id: (u.kind.value, u.text) for u in state.units_of_documents(INDEX, doc_ids)}
+
+
+def eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
+                    ) -> dict[str, tuple[str, str]]:
+    """The clean build's units (id → kind, text), made by an eager ingest."""
+    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
+        job = s.ingest_paths(INDEX, [corpus])
+        assert job.state is JobState.SUCCEEDED and not job.errors
+        return kinds_and_texts(s)

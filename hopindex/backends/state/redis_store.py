@@ -1,5 +1,5 @@
 """The distributed state store (``redis://host:port/db``): catalog, documents, units,
-entities, jobs.
+entities, jobs, failed items.
 
 Each role lives in its own mixin module (``redis_documents``, ``redis_units``,
 ``redis_catalogue``, ``redis_jobs``); this class adds the index catalog, whose
@@ -16,6 +16,7 @@ from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_catalogue import RedisCatalogueMixin
 from hopindex.backends.state.redis_connection import CHUNK, text
 from hopindex.backends.state.redis_documents import RedisDocumentsMixin
+from hopindex.backends.state.redis_failed import RedisFailedItemsMixin
 from hopindex.backends.state.redis_jobs import RedisJobsMixin
 from hopindex.backends.state.redis_units import RedisUnitsMixin
 from hopindex.core.errors import InvalidInputError
@@ -45,7 +46,7 @@ def _info(name: str, record: str) -> IndexInfo:
 
 
 class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
-                      RedisJobsMixin):
+                      RedisJobsMixin, RedisFailedItemsMixin):
     """``StateStore`` on one Redis database (``RedisStateStore(url, prefix)``), safe for
     many threads, processes and machines at once; every key starts with ``prefix:``."""
 

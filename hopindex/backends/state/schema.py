@@ -95,11 +95,24 @@ CREATE TABLE dispatches (
 CREATE INDEX dispatches_by_job ON dispatches (job_id, seq);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Work items that failed for good, per index, until a later job redoes them
+# (``FailedItemStore``).
+_V3 = """
+CREATE TABLE failed_items (
+    idx TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    item TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (idx, phase, item)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 # The tables every index owns rows in; deleting an index empties all of them.
 INDEX_TABLES: tuple[str, ...] = (
     "documents", "analyses", "units", "unit_sources", "mentions", "bridges", "jobs",
+    "failed_items",
 )
 
 

@@ -1,4 +1,5 @@
-"""The embedded state store (``sqlite://PATH``): catalog, documents, units, entities, jobs.
+"""The embedded state store (``sqlite://PATH``): catalog, documents, units, entities, jobs,
+failed items.
 
 Each role lives in its own mixin module; this class adds the index catalog,
 whose deletion has to reach every other table.
@@ -12,6 +13,7 @@ from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.catalogue import CatalogueMixin
 from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.documents import DocumentsMixin
+from hopindex.backends.state.failed import FailedItemsMixin
 from hopindex.backends.state.jobs import JobsMixin
 from hopindex.backends.state.schema import INDEX_TABLES
 from hopindex.backends.state.units import UnitsMixin
@@ -22,7 +24,8 @@ from hopindex.core.logging import get_logger
 log = get_logger(__name__)
 
 
-class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin):
+class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin,
+                       FailedItemsMixin):
     """``StateStore`` on one SQLite file (``SqliteStateStore(path)``), safe for several
     threads and processes."""
 

@@ -26,6 +26,7 @@ from hopindex.methods.indexrag.indexing import DocExtraction, extract_documents
 from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
+from hopindex.workers.failed_items import settle_items
 from hopindex.workers.progress import is_cancelled, record_progress
 from hopindex.workers.runtime import Runtime, current_runtime
 
@@ -55,6 +56,8 @@ def stage1(job_id: str, index: str, doc_ids: list[str]) -> dict[str, Any]:
         units, touched, stale, errors = _extractive(runtime, index, documents)
     state.put_units(units)
     failed_ids = {e.item for e in errors}
+    settle_items(state, index, job_id, Stage.STAGE1, errors=errors,
+                 completed=[d.doc_id for d in documents if d.doc_id not in failed_ids])
     job = record_progress(state, job_id, Stage.STAGE1, done=len(documents) - len(failed_ids),
                           failed=len(failed_ids), errors=errors, llm_usage=usage.snapshot())
     maybe_progress(runtime, job)

@@ -19,6 +19,7 @@ from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.methods.indexrag.units import doc_facts_from_units
 from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
+from hopindex.workers.failed_items import settle_items
 from hopindex.workers.progress import current_task_key, is_cancelled, settle
 from hopindex.workers.runtime import Runtime, current_runtime
 
@@ -60,6 +61,9 @@ def stage2(job_id: str, index: str, entities: list[str]) -> dict[str, Any]:
         previous = state.replace_bridge_units(index, entity, new_of[entity])
         if previous and not new_of[entity]:
             removed += 1
+    # After the catalogue points at the new units: a crash before this leaves the
+    # entity outstanding, and redoing it is harmless.
+    settle_items(state, index, job_id, Stage.STAGE2, errors=errors, completed=settled)
     with_units = sum(1 for units in built_of.values() if units)
     llm_usage = usage.snapshot()
 

@@ -16,6 +16,7 @@ import pytest
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.core.errors import InvalidIndexNameError, InvalidInputError
 from hopindex.core.models import Document, TextAnalysis, UnitKind
+from tests.backends.contracts.failed_items_contract import FailedItemsContract
 from tests.backends.contracts.state_contract_parts import EntityCatalogueContract, JobStoreContract
 from tests.backends.contracts.state_records import (
     NER,
@@ -29,7 +30,7 @@ from tests.backends.contracts.state_records import (
 )
 
 
-class StateStoreContract(EntityCatalogueContract, JobStoreContract):
+class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsContract):
     """Subclass with a ``store`` fixture; set ``persistent = True`` and provide
     ``reopen_store`` when a second instance over the same location must see the data."""
 

@@ -33,14 +33,18 @@ POISON = "zq-poison-7f3a"
 def test_a_document_whose_extraction_fails_for_good_fails_alone(
         start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
     """Invalid JSON for one document, repair included: that document alone fails with the
-    reason on the job; the others are indexed and the job finishes."""
+    reason on the job and outstanding on the index; the others are indexed and the job
+    finishes ``succeeded_with_errors``."""
     server = start_server(invalid_json_marker=POISON)
     service = make_llm_service(server)
     bad = raw("Broken", f"This document makes the model reply {POISON} badly every time.",
               doc_id="broken")
     job = service.ingest_documents("curie", [*CURIE_CORPUS, bad])
-    assert job.state is JobState.SUCCEEDED
+    assert job.state is JobState.SUCCEEDED_WITH_ERRORS
+    assert job.missing() == {"stage1": 1}
     assert [(e.item, e.stage) for e in job.errors] == [("broken", Stage.STAGE1)]
+    failed = service.outstanding("curie").failed
+    assert [(f.phase, f.item) for f in failed] == [("stage1", "broken")]
     assert "not the expected JSON after one repair" in job.errors[0].reason
     assert job.counts[Stage.STAGE1].failed == 1
     assert job.counts[Stage.STAGE1].done == len(CURIE_CORPUS)

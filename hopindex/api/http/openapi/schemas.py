@@ -20,6 +20,7 @@ from hopindex.core.models import IndexMethod, JobKind, JobState, Stage
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_CANDIDATES, MAX_K, Retrieval, method_names
 from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.scheduler.outstanding import IndexStatus
 
 Schema = dict[str, Any]
 
@@ -65,11 +66,27 @@ ERROR = obj({"error": obj({
 INDEX = obj({"name": INDEX_NAME, "method": {"type": "string"}, "created_at": TIMESTAMP,
              "options": {"type": "object"}}, ("name", "method", "created_at", "options"))
 
+FAILED_ITEM = obj({"phase": {"type": "string"}, "item": {"type": "string"},
+                   "reason": {"type": "string"}, "job_id": {"type": "string"},
+                   "failed_at": TIMESTAMP}, ("phase", "item", "reason", "job_id", "failed_at"))
+
 INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
     "documents": {"type": "integer", "minimum": 0},
     "units": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
               "description": "units per kind (passage, bridge, aku, ...)"},
-}, ("documents", "units"))]}
+    "status": {"type": "string", "enum": [s.value for s in IndexStatus],
+               "description": "partial: work is outstanding; an ingest of the same input "
+                              "or POST /v1/indexes/{name}/repair completes it"},
+    "outstanding": obj({
+        "documents": {"type": "integer", "minimum": 0,
+                      "description": "documents stored but not fully indexed"},
+        "failed": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                   "description": "items that failed for good, per phase"},
+        "items": {"type": "array", "items": FAILED_ITEM,
+                  "description": "the first failed items, with their reasons"},
+    }, ("documents", "failed", "items")),
+    "running_jobs": {"type": "array", "items": {"type": "string"}},
+}, ("documents", "units", "status", "outstanding", "running_jobs"))]}
 
 
 

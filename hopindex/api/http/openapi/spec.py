@@ -135,6 +135,12 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 **_ok(202, "the job", ref("Job")), **_errors(404, 413, 415, 429)},
                 body=_json(ref("DeleteDocuments"))),
         },
+        "/v1/indexes/{name}/repair": {
+            "parameters": [INDEX_PARAM],
+            "post": _op("Repair an index", {
+                **_ok(202, "the job redoing the index's outstanding work", ref("Job")),
+                **_errors(404, 409, 422, 429)}),
+        },
         "/v1/indexes/{name}/query": {
             "parameters": [INDEX_PARAM],
             "post": _op("Query an index", {

@@ -1,4 +1,4 @@
-"""``/v1/indexes``: create, list, describe and delete indexes."""
+"""``/v1/indexes``: create, list, describe, repair and delete indexes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def describe(service: Hopindex, name: str) -> dict[str, Any]:
         raise NotFoundError(f"no index {name!r}")
     units = service.backends.state.count_units(name)
     return {**index_view(info), "documents": service.count_documents(name),
-            "units": {kind.value: n for kind, n in sorted(units.items())}}
+            "units": {kind.value: n for kind, n in sorted(units.items())},
+            **service.outstanding(name).as_dict()}
 
 
 async def list_indexes(request: web.Request) -> web.Response:
@@ -72,9 +73,20 @@ async def delete_index(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+async def repair_index(request: web.Request) -> web.Response:
+    """Redo the index's outstanding work (202 with the job; 409 while a job runs)."""
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    service = ctx.service
+    job = await ctx.jobs.launch(lambda job_id: service.repair_index(name, job_id=job_id))
+    return web.json_response(job.as_dict(), status=202,
+                             headers={"Location": f"/v1/jobs/{job.job_id}"})
+
+
 ROUTES = [
     Route("GET", "/v1/indexes", list_indexes, Guard.READ),
     Route("POST", "/v1/indexes", create_index, Guard.WRITE),
     Route("GET", "/v1/indexes/{name}", get_index, Guard.READ),
     Route("DELETE", "/v1/indexes/{name}", delete_index, Guard.WRITE),
+    Route("POST", "/v1/indexes/{name}/repair", repair_index, Guard.WRITE),
 ]

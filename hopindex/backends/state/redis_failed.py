@@ -1,0 +1,45 @@
+"""Work items that failed for good, per index, in Redis (``FailedItemStore``).
+
+One hash per index, ``P:ix:I:failed``, field ``<phase>:<item>`` → the record as JSON.
+Phase names contain no ``:``, so a field splits at its first colon whatever the item
+holds; the hash lives under the index's prefix, so deleting the index removes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from hopindex.backends.state.connection import dumps
+from hopindex.backends.state.redis_connection import CHUNK, RedisConnection, chunked
+from hopindex.core.models import FailedItem
+
+
+class RedisFailedItemsMixin(RedisConnection):
+    def _failed_key(self, index: str) -> str:
+        return f"{self._base(index)}failed"
+
+    def put_failed_items(self, index: str, items: Sequence[FailedItem]) -> None:
+        if not items:
+            return
+        key = self._failed_key(index)
+        with self._errors("put_failed_items"):
+            for chunk in chunked(items, CHUNK):
+                self._redis().hset(key, mapping={f"{i.phase}:{i.item}": dumps(i.as_dict())
+                                                 for i in chunk})
+
+    def list_failed_items(self, index: str, phase: str | None = None) -> list[FailedItem]:
+        """The index's failed items by phase, then item."""
+        with self._errors("list_failed_items"):
+            reply = self._redis().hgetall(self._failed_key(index))
+        found = [FailedItem.from_dict(json.loads(data)) for data in reply.values()]
+        return sorted((i for i in found if phase is None or i.phase == phase),
+                      key=lambda i: (i.phase, i.item))
+
+    def clear_failed_items(self, index: str, phase: str, items: Sequence[str]) -> None:
+        if not items:
+            return
+        key = self._failed_key(index)
+        with self._errors("clear_failed_items"):
+            for chunk in chunked(items, CHUNK):
+                self._redis().hdel(key, *(f"{phase}:{item}" for item in chunk))

@@ -1,0 +1,33 @@
+"""Keep an index's failed work items current as tasks finish (``FailedItemStore``).
+
+A work item that fails for good is recorded on its index, not only on the job, so
+it is not lost when the job ends: the next ingest (stage 2 re-plans every failed
+entity; a failed document keeps no content hash, so it counts as changed) or a
+repair of the index redoes exactly those items. An item that a later task
+completes is cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hopindex.backends.protocols import FailedItemStore
+from hopindex.core.models import FailedItem, ItemError, Stage
+
+
+def settle_items(store: FailedItemStore, index: str, job_id: str, stage: Stage, *,
+                 errors: Sequence[ItemError], completed: Sequence[str]) -> None:
+    """Record ``errors`` of ``stage`` as failed items and clear the ``completed`` ones.
+
+    Idempotent, so a redelivered task repeats it harmlessly.
+    """
+    failed = [FailedItem(phase=stage.value, item=e.item, reason=e.reason, job_id=job_id)
+              for e in errors if e.stage is stage]
+    failed_ids = {f.item for f in failed}
+    store.clear_failed_items(index, stage.value, [i for i in completed if i not in failed_ids])
+    store.put_failed_items(index, failed)
+
+
+def failed_item_ids(store: FailedItemStore, index: str, stage: Stage) -> list[str]:
+    """The items of ``stage`` outstanding on ``index``."""
+    return [f.item for f in store.list_failed_items(index, stage.value)]

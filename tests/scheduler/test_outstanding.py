@@ -1,0 +1,81 @@
+"""Embedded (no broker): failed work is remembered on the index and re-planned.
+
+After an LLM outage in stage 2, ingesting the unchanged corpus again skips every
+document yet re-plans exactly the failed bridge entities, and the index ends with the
+clean build's units: 0 lost, 0 duplicated. Progress counts skipped work as finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.service import Hopindex
+from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.scheduler.outstanding import IndexStatus
+from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.indexrag.conftest import llm_settings
+from tests.workers.conftest import (
+    FAST_GIVE_UP,
+    INDEX,
+    eager_reference,
+    embedder_settings,
+    hotpot_corpus,
+    kinds_and_texts,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def test_next_ingest_of_the_same_input_brings_failed_entities_back(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """A 2 s outage fails stage-2 calls for good; the second ingest of the same corpus
+    skips all 30 documents, plans only the failed entities, and ends clean at 100 %."""
+    server = start_server(outage_on_kind="stage2", outage_s=2.0, latency_s=0.02)
+    corpus = hotpot_corpus(tmp_path, limit=30)
+    expected = eager_reference(tmp_path, start_server(), corpus)
+    settings = llm_settings(tmp_path / "data", server, **embedder_settings(server),
+                            **FAST_GIVE_UP)
+    with Hopindex(settings) as service:
+        first = service.ingest_paths(INDEX, [corpus])
+        assert first.state is JobState.SUCCEEDED_WITH_ERRORS
+        failed = first.missing()["stage2"]
+        server.api.outage.wait_over()
+        assert service.outstanding(INDEX).failed_per_phase() == {"stage2": failed}
+        again = service.ingest_paths(INDEX, [corpus])
+        assert again.state is JobState.SUCCEEDED, again.errors
+        assert again.counts[Stage.STAGE1].skipped == again.counts[Stage.STAGE1].total == 30
+        assert again.counts[Stage.STAGE2].total == failed
+        assert again.progress()["percent"] == 100.0
+        assert kinds_and_texts(service) == expected
+        assert service.outstanding(INDEX).status is IndexStatus.READY
+
+
+def test_repair_of_a_ready_index_does_nothing_and_succeeds(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """With nothing outstanding a repair is an empty job that succeeds at 100 %."""
+    server = start_server()
+    corpus = hotpot_corpus(tmp_path, limit=5)
+    with Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server))) as s:
+        s.ingest_paths(INDEX, [corpus])
+        calls = server.stats.count("chat.completions", "ok")
+        repair = s.repair_index(INDEX)
+        assert repair.kind is JobKind.REPAIR and repair.state is JobState.SUCCEEDED
+        assert repair.progress()["percent"] == 100.0
+        assert server.stats.count("chat.completions", "ok") == calls
+
+
+def test_finished_job_with_skipped_work_reads_100_percent() -> None:
+    """Progress is done + failed + skipped of total per stage: a job that skipped most of
+    its stage-2 entities is 100 % through once finished (it used to read 13 %)."""
+    job = Job(job_id="j", index="i", kind=JobKind.INGEST, state=JobState.RUNNING)
+    stage2 = job.counts[Stage.STAGE2]
+    stage2.total, stage2.done, stage2.skipped = 6647, 867, 5780
+    assert job.progress()["stages"]["stage2"] == {"finished": 6647, "total": 6647,
+                                                   "percent": 100.0}
+    stage2.skipped = 0
+    assert job.progress()["stages"]["stage2"]["percent"] == 13.0
+    job.state = JobState.SUCCEEDED
+    assert job.progress()["percent"] == 100.0
