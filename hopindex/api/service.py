@@ -19,6 +19,8 @@ from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, crea
 from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.lifecycle import cancel_job
+from hopindex.scheduler.outstanding import Outstanding, outstanding_work
+from hopindex.scheduler.repair import submit_repair
 from hopindex.scheduler.submit import submit_delete, submit_ingest
 from hopindex.workers.app import configure_app, drop_connections
 from hopindex.workers.query_tasks import CeleryQueryTasks
@@ -71,6 +73,17 @@ class Hopindex:
                          job_id: str | None = None) -> Job:
         self._require_index(index)
         return submit_delete(self.runtime, index, doc_ids, job_id=job_id)
+
+    def repair_index(self, index: str, job_id: str | None = None) -> Job:
+        """Redo the index's outstanding work: documents not fully indexed and items that
+        failed for good (see scheduler/outstanding.py), with no new input."""
+        self._require_index(index)
+        return submit_repair(self.runtime, index, job_id=job_id)
+
+    def outstanding(self, index: str) -> Outstanding:
+        """The index's status (ready, building, partial) and what it is missing."""
+        self._require_index(index)
+        return outstanding_work(self.backends.state, index)
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
