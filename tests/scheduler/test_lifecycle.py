@@ -92,3 +92,40 @@ def test_final_jobs_are_not_failed_or_cancelled_again(make_service: ServiceFacto
     assert fail_job(service.runtime, job.job_id, "late").state is JobState.SUCCEEDED
     with pytest.raises(InvalidInputError, match="already succeeded"):
         cancel_job(service.runtime, job.job_id)
+
+
+def test_cancel_is_cancelling_until_a_phase_ends(make_service: ServiceFactory) -> None:
+    """Cancel leaves the job ``cancelling`` (asking twice changes nothing); the next
+    phase boundary ends it ``cancelled`` with job.cancelled published."""
+    from hopindex.core.models import Stage
+    from hopindex.scheduler.lifecycle import start_phase
+
+    service = make_service()
+    job = _running(service.backends.state, 0)
+    service.backends.state.create_job(job)
+    assert cancel_job(service.runtime, job.job_id).state is JobState.CANCELLING
+    assert cancel_job(service.runtime, job.job_id).state is JobState.CANCELLING
+    assert not service.get_job(job.job_id).state.is_final
+    assert start_phase(service.runtime, job.job_id, "stage2", Stage.STAGE2, 5) is False
+    ended = service.get_job(job.job_id)
+    assert ended.state is JobState.CANCELLED and ended.finished_at is not None
+    assert ended.counts[Stage.STAGE2].total == 0  # the phase never started
+    published = [e.event_type for e in service.backends.events.read_events(index=INDEX)]
+    assert published == [EventType.JOB_PROGRESS, EventType.JOB_CANCELLED]
+
+
+def test_the_reaper_ends_a_quiet_cancelling_job(make_service: ServiceFactory) -> None:
+    """A cancelling job whose phase callback was lost is ended ``cancelled`` by the
+    reaper once silent past the stall timeout, saying why; a recent one is left."""
+    service = make_service(job_stall_timeout_s=3600, task_time_limit_s=60,
+                           visibility_timeout_s=120)
+    state = service.backends.state
+    quiet, recent = _running(state, 7200), _running(state, 10)
+    quiet.state = recent.state = JobState.CANCELLING
+    for job in (quiet, recent):
+        state.create_job(job)
+    assert reap.apply().get() == [quiet.job_id]
+    ended = service.get_job(quiet.job_id)
+    assert ended.state is JobState.CANCELLED
+    assert "after the cancel" in ended.reason
+    assert service.get_job(recent.job_id).state is JobState.CANCELLING
