@@ -64,6 +64,11 @@ class JobCancelledError(HopindexError):
     """The job was cancelled; remaining work is not scheduled."""
 
 
+class JobFailedError(HopindexError):
+    """Planning or launching a job raised an error of another kind (a bug, a driver's
+    error); the job, when it was created, is failed with the same reason."""
+
+
 class IndexBusyError(HopindexError):
     """The index has running jobs, so it cannot be deleted now; retry once they end."""
 

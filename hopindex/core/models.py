@@ -242,6 +242,9 @@ class Job:
     events_at: float = 0.0
     # What the reaper did each time it re-drove this stalled job (scheduler/reaper.py).
     redrives: list[str] = field(default_factory=list)
+    # The process running the job itself (no broker): host, pid, boot id, start time,
+    # lease. Empty for jobs run by workers. See scheduler/recovery.py.
+    owner: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +270,7 @@ class Job:
             "events_at": self.events_at,
             "stale_units": list(self.stale_units),
             "redrives": list(self.redrives),
+            "owner": dict(self.owner),
         }
 
     def progress(self) -> dict[str, Any]:
@@ -329,6 +333,7 @@ class Job:
             events_at=float(data.get("events_at", 0.0)),
             stale_units=list(data.get("stale_units", [])),
             redrives=list(data.get("redrives", [])),
+            owner=dict(data.get("owner", {})),
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import doc_id_from_title
+from hopindex.core.text import printable
 from hopindex.readers.base import (
     Item,
     RawDocument,
@@ -84,7 +85,7 @@ def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:
     errors: list[ReadError] = []
 
     def unreadable(exc: OSError) -> None:
-        errors.append(ReadError(str(exc.filename or folder),
+        errors.append(ReadError(printable(str(exc.filename or folder)),
                                 f"cannot list folder: {exc.strerror or exc}"))
 
     for root, dirs, files in os.walk(folder, onerror=unreadable):
@@ -94,7 +95,9 @@ def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:
 
 
 def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
-    origin = str(path)
+    # A name that is not valid UTF-8 (Linux allows any bytes) arrives holding
+    # surrogates: origins are written with escapes so errors naming them can be stored.
+    origin = printable(str(path))
     try:
         is_dir, exists = path.is_dir(), path.exists()
     except OSError as exc:
@@ -107,7 +110,7 @@ def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
             yield ReadError(origin, f"folder holds no files; accepted: {_accepted_text()}")
         for file in files:
             relative = file.relative_to(path).as_posix()
-            yield from _read_file(Source(file, str(file), relative), options)
+            yield from _read_file(Source(file, printable(str(file)), relative), options)
     elif exists:
         yield from _read_file(Source(path, origin, path.name), options)
     else:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hopindex.core.text import unstorable_field
+
 UTF8_BOM = b"\xef\xbb\xbf"
 
 # Keys that carry the user's id, in order of preference.
@@ -110,17 +112,6 @@ class _InvalidRecordError(Exception):
         self.error = error
 
 
-def _check_encodable(value: str, name: str, origin: str) -> None:
-    # JSON escapes allow lone surrogates ("\ud800"), which UTF-8 cannot store.
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _InvalidRecordError(ReadError(
-            f"{origin}:{name}", f"field {name!r} holds an unpaired surrogate escape at "
-                                f"character {exc.start}, which is not valid Unicode text",
-        )) from None
-
-
 def _record_label(doc_id: str | None, title: str) -> str:
     if doc_id is not None:
         return f"id {doc_id!r}"
@@ -141,7 +132,6 @@ def _read_id(record: dict[str, Any], origin: str) -> str | None:
         text = str(value)
         if not text.strip():
             raise _InvalidRecordError(ReadError(f"{origin}:{key}", f"field {key!r} is empty"))
-        _check_encodable(text, key, origin)
         found.append((key, text))
     if not found:
         return None
@@ -161,7 +151,6 @@ def _read_title(record: dict[str, Any], origin: str) -> str:
     if not isinstance(title, str):
         raise _InvalidRecordError(ReadError(
             f"{origin}:title", f"field 'title' must be a string, got {json_type(title)}"))
-    _check_encodable(title, "title", origin)
     return title
 
 
@@ -177,7 +166,6 @@ def _read_text(record: dict[str, Any], origin: str) -> str:
             f"{origin}:{key}", f"field {key!r} must be a string, got {json_type(text)}"))
     if not text.strip():
         raise _InvalidRecordError(ReadError(f"{origin}:{key}", f"field {key!r} is empty"))
-    _check_encodable(text, key, origin)
     return text
 
 
@@ -209,6 +197,12 @@ def document_from_record(record: object, origin: str, options: ReadOptions) -> I
         metadata = _read_metadata(record, origin)
     except _InvalidRecordError as invalid:
         return invalid.error
+    # JSON escapes allow lone surrogates ("\ud800"), which UTF-8 cannot store, in any
+    # string or key: checked over the whole record, so the error names the field as
+    # the input spells it (``title``, ``author``, ``metadata.tags[1]``).
+    unstorable = unstorable_field([("", record)])
+    if unstorable is not None:
+        return ReadError(f"{origin}:{unstorable.field}", str(unstorable))
     size = len(text.encode("utf-8"))
     if size > options.max_document_bytes:
         return ReadError(origin, f"document {_record_label(doc_id, title)} is {size:,} bytes "

@@ -27,7 +27,7 @@ from hopindex.readers.base import (
     document_from_record,
     json_type,
 )
-from hopindex.readers.jsonl import parse_line
+from hopindex.readers.jsonl import TOO_DEEP, parse_line
 
 
 def read_json(source: Source, options: ReadOptions) -> Iterator[Item]:
@@ -52,6 +52,9 @@ def read_json_text(text: str, source: Source, options: ReadOptions) -> Iterator[
             return
         yield ReadError(f"{source.origin}:{exc.lineno}",
                         f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return
+    except RecursionError:
+        yield ReadError(source.origin, TOO_DEEP)
         return
 
     if isinstance(value, list):
@@ -85,7 +88,7 @@ def _looks_like_json_lines(text: str) -> bool:
         if line.strip():
             try:
                 return isinstance(json.loads(line), dict)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return False
     return False
 

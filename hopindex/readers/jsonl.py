@@ -27,6 +27,9 @@ from hopindex.readers.base import (
 LINE_BYTES_PER_DOCUMENT_BYTE = 8
 LINE_SLACK_BYTES = 64 * 1024
 _SKIP_CHUNK = 1024 * 1024
+# Python's JSON parser recurses once per nesting level: a hostile line of "[[[[…"
+# exhausts the stack, which must cost that line only.
+TOO_DEEP = "JSON nested too deeply to parse"
 
 
 def line_limit(options: ReadOptions) -> int:
@@ -66,6 +69,8 @@ def parse_line(line: str, origin: str, options: ReadOptions) -> Item | None:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         return ReadError(origin, f"invalid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return ReadError(origin, TOO_DEEP)
     return document_from_record(record, origin, options)
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from hopindex.core.text import unstorable_field
 from hopindex.readers.base import Item, RawDocument, ReadError, ReadOptions, Source, decode_utf8
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -85,6 +86,12 @@ def read_text_file(source: Source, options: ReadOptions) -> Iterator[Item]:
     if text_bytes > limit:
         yield ReadError(source.origin, f"document {source.relative!r} is {text_bytes:,} bytes "
                                        f"of UTF-8 text, over max_document_bytes={limit:,}")
+        return
+    unstorable = unstorable_field([("id", source.relative), ("title", title)])
+    if unstorable is not None:
+        yield ReadError(f"{source.origin}:{unstorable.field}",
+                        f"{unstorable}: the id and title come from the file's name, which is "
+                        "not valid UTF-8; rename the file")
         return
     yield RawDocument(doc_id=source.relative, title=title, text=body,
                       metadata={}, origin=source.origin)

@@ -21,7 +21,7 @@ from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.lifecycle import job_succeeded, start_phase
 from hopindex.scheduler.linking import documents_to_relink
 from hopindex.workers.app import app
-from hopindex.workers.failed_items import failed_item_ids
+from hopindex.workers.failed_items import PURGE_PHASE, failed_item_ids
 from hopindex.workers.progress import batched
 from hopindex.workers.runtime import current_runtime
 from hopindex.workers.tasks.embed import embed, purge
@@ -45,8 +45,10 @@ def _embed_then(phase: str, job_id: str, index: str, results: list[dict[str, Any
                    key=lambda pair: (-pair[1], pair[0]))
     unit_ids = [unit_id for unit_id, _ in sized]
     job = runtime.backends.state.get_job(job_id)
+    # Units replaced by jobs that ended before purging them are purged here too.
+    leftover = failed_item_ids(runtime.backends.state, index, PURGE_PHASE)
     stale = sorted(set(chain.from_iterable(r.get("stale", []) for r in results))
-                   | set(job.stale_units if job is not None else ()))
+                   | set(job.stale_units if job is not None else ()) | set(leftover))
     if not start_phase(runtime, job_id, phase, Stage.EMBED, len(unit_ids)):
         return
     size = runtime.settings.embed_batch_units
@@ -85,7 +87,7 @@ def plan_stage2(link_results: list[list[str]], job_id: str, index: str,
     runtime = current_runtime()
     # Entities an earlier job failed for good are planned again by every job, so the
     # next ingest brings them back even when no document changed.
-    outstanding = failed_item_ids(runtime.backends.state, index, Stage.STAGE2)
+    outstanding = failed_item_ids(runtime.backends.state, index, Stage.STAGE2.value)
     entities = sorted(set(touched).union(*link_results, outstanding))
     if not start_phase(runtime, job_id, "stage2", Stage.STAGE2, len(entities)):
         return

@@ -16,6 +16,7 @@ from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.scheduler.events import emit_event
+from hopindex.workers.failed_items import keep_stale_units
 from hopindex.workers.progress import claim_phase, settle
 from hopindex.workers.runtime import Runtime
 
@@ -26,7 +27,7 @@ def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, A
     """Append an event; an event log outage is logged, never allowed to fail the job."""
     try:
         emit_event(runtime.backends.events, event_type, job.index, job.job_id, data)
-    except HopindexError as exc:
+    except Exception as exc:  # whatever the log raises, the job's own change stands
         log.error("event_not_published", event_type=event_type.value, job_id=job.job_id,
                   error=str(exc))
 
@@ -104,6 +105,7 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
         return None
     if failed:
         _forget_dispatches(runtime, job_id)
+        _keep_stale(runtime, job)
         log.error("job_failed", job_id=job_id, index=job.index, reason=reason)
         publish(runtime, EventType.JOB_FAILED, job, {**progress_data(job), "reason": reason})
     return job
@@ -161,6 +163,7 @@ def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:
         return None
     if cancelled:
         _forget_dispatches(runtime, job_id)
+        _keep_stale(runtime, job)
         log.info("job_cancelled", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_CANCELLED, job, progress_data(job))
     return job
@@ -201,6 +204,18 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
             "failed": failed_items, "missing": job.missing(), "llm": job.llm_total.as_dict(),
             "duration_s": round((job.finished_at or 0) - job.created_at, 3)})
     return job
+
+
+def _keep_stale(runtime: Runtime, job: Job) -> None:
+    """The replaced units of a job that ends before its embed phase stay outstanding on
+    the index: they are reachable from nowhere else once the job record is done."""
+    if not job.stale_units:
+        return
+    try:
+        keep_stale_units(runtime.backends.state, job)
+    except HopindexError as exc:
+        log.error("stale_units_not_kept", job_id=job.job_id, units=len(job.stale_units),
+                  error=str(exc))
 
 
 def _forget_dispatches(runtime: Runtime, job_id: str) -> None:

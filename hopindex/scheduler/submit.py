@@ -1,13 +1,21 @@
-"""Turn an ingest or delete request into a job record and launch its canvas."""
+"""Turn an ingest or delete request into a job record and launch its canvas.
+
+Every step, from the index check to the fan-out, runs under :func:`planning`: what
+it raises fails the job with the reason, so a job never stays "running" because it
+could not be planned or launched. Embedded (no broker) the fan-out runs the whole
+job inside the call, so that covers every task and chord callback as well.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
 
-from hopindex.backends.protocols import IndexInfo
-from hopindex.core.errors import HopindexError, InvalidInputError
+from hopindex.backends.protocols import IndexInfo, StateStore
+from hopindex.core.errors import HopindexError, InvalidInputError, JobFailedError
 from hopindex.core.ids import content_hash, doc_id_from_title, validate_index_name
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
@@ -20,12 +28,15 @@ from hopindex.core.models import (
     JobState,
     MentionSource,
     Stage,
+    Unit,
     UnitKind,
 )
+from hopindex.core.text import printable, unstorable_field
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.control import after_stage1, start_linking
 from hopindex.scheduler.lifecycle import fail_job, job_started
+from hopindex.scheduler.recovery import owning, redo_hint
 from hopindex.workers.progress import batched
 from hopindex.workers.runtime import Runtime
 from hopindex.workers.tasks.embed import purge
@@ -74,10 +85,20 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
     errors: list[ItemError] = []
     seen: dict[str, str] = {}
     for record in raw:
+        origin = printable(record.origin)
+        # Before anything hashes or stores the record's strings: the same check as
+        # the readers', for documents built by a program.
+        unstorable = unstorable_field([("id", record.doc_id or ""), ("title", record.title),
+                                       ("text", record.text), ("metadata", record.metadata)])
+        if unstorable is not None:
+            errors.append(ItemError(item=printable(record.doc_id or "") or origin,
+                                    stage=Stage.VALIDATE, reason=str(unstorable),
+                                    where=f"{origin}:{unstorable.field}"))
+            continue
         title = " ".join(record.title.split())
         text = record.text.strip()
         doc_id = (record.doc_id or "").strip() or (doc_id_from_title(title) if title else "")
-        item = doc_id or record.origin
+        item = doc_id or origin
         reason = ""
         if not text:
             reason = "field 'text' is empty"
@@ -90,104 +111,198 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
             reason = f"duplicate id {doc_id!r}, first seen at {seen[doc_id]}"
         if reason:
             errors.append(ItemError(item=item, stage=Stage.VALIDATE, reason=reason,
-                                    where=record.origin))
+                                    where=origin))
             continue
-        seen[doc_id] = record.origin
+        seen[doc_id] = origin
         documents.append(Document(doc_id=doc_id, index=index, title=title, text=text,
                                   content_hash=content_hash(title, text),
-                                  metadata={**record.metadata, "origin": record.origin}))
+                                  metadata={**record.metadata, "origin": origin}))
     return documents, errors
+
+
+def read_error_items(read_errors: Sequence[ReadError]) -> list[ItemError]:
+    """Reader errors as the job's validation errors, escaped so the record can hold them."""
+    return [ItemError(item=printable(e.origin), stage=Stage.VALIDATE,
+                      reason=printable(e.reason), where=printable(e.origin))
+            for e in read_errors]
+
+
+@contextmanager
+def planning(runtime: Runtime, job_id: str, kind: JobKind) -> Iterator[None]:
+    """Fail job ``job_id`` with the reason when the block raises, so no job stays
+    "running" because its planning or launch went wrong.
+
+    A HopindexError goes on as itself (its type says what the API answers); any other
+    error becomes a JobFailedError; an interrupt (Ctrl-C) fails the job and goes on.
+    The job may not exist yet (a failed index check), which is fine: nothing to fail.
+    Embedded, the block's fan-out runs the whole job, so this covers its every task.
+    """
+    try:
+        yield
+    except HopindexError as exc:
+        _fail(runtime, job_id, f"{type(exc).__name__}: {exc}")
+        raise
+    except Exception as exc:
+        reason = f"unexpected {type(exc).__name__}: {exc}"
+        failed = _fail(runtime, job_id, reason)
+        # The job may hold a closer reason already: a task's own failure recorded it.
+        told = f"job {job_id} failed: {failed.reason}" if failed is not None else reason
+        raise JobFailedError(told) from exc
+    except BaseException as exc:
+        _fail(runtime, job_id, f"interrupted ({type(exc).__name__}) while it ran in this "
+                               f"process; {redo_hint(kind)}")
+        raise
+
+
+def _fail(runtime: Runtime, job_id: str, reason: str) -> Job | None:
+    try:
+        return fail_job(runtime, job_id, printable(reason))
+    except Exception as exc:
+        # The store that just failed may fail again: the caller must still see the
+        # first error, and the next start of a service recovers the job.
+        log.error("job_fail_not_recorded", job_id=job_id, reason=printable(reason),
+                  error=printable(f"{type(exc).__name__}: {exc}"))
+        return None
+
+
+def _new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> Job:
+    return Job(job_id=job_id, index=index, kind=kind, state=JobState.RUNNING,
+               started_at=time.time(), owner=owner)
 
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                   read_errors: Sequence[ReadError] = (), *, method: str | None = None,
                   job_id: str | None = None) -> Job:
     """Create the ingest job (``job_id``: the caller's, else a new one) and launch it."""
-    ensure_index(runtime, index, method)
+    job_id = job_id or new_job_id()
     state = runtime.backends.state
-    documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
-    errors = [ItemError(item=e.origin, stage=Stage.VALIDATE, reason=e.reason, where=e.origin)
-              for e in read_errors] + errors
-    known = state.document_hashes(index)
-    todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
-    job = Job(job_id=job_id or new_job_id(), index=index, kind=JobKind.INGEST,
-              state=JobState.RUNNING,
-              started_at=time.time())
-    validate = job.counts[Stage.VALIDATE]
-    validate.total = len(raw) + len(read_errors)
-    validate.done = len(documents)
-    validate.failed = len(errors)
-    job.counts[Stage.STAGE1].total = len(todo)
-    job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
-    job.errors.extend(errors)
-    state.create_job(job)
-    # Stored with an empty hash until the job's finalize step: a job that dies at
-    # any stage leaves them "changed", so the next ingest redoes them instead of
-    # skipping documents that were never fully indexed.
-    state.put_documents([replace(d, content_hash="") for d in todo])
-    log.info("job_submitted", job_id=job.job_id, index=index, documents=len(documents),
-             to_process=len(todo), unchanged=len(documents) - len(todo), invalid=len(errors))
-    job_started(runtime, job)
-    doc_ids = [d.doc_id for d in todo]
-    header = [stage1.s(job.job_id, index, b)
-              for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
-    _launch(runtime, job, lambda: fan_out(
-        runtime, job.job_id, "stage1", header, after_stage1.s(job.job_id, index, doc_ids, [])))
+    # The owner (this process, when it runs the job itself) outlasts the planning, so
+    # the job is final before the owner's lease is given back.
+    with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.INGEST):
+        ensure_index(runtime, index, method)
+        documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
+        errors = read_error_items(read_errors) + errors
+        known = state.document_hashes(index)
+        todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
+        job = _new_job(job_id, index, JobKind.INGEST, owner)
+        validate = job.counts[Stage.VALIDATE]
+        validate.total = len(raw) + len(read_errors)
+        validate.done = len(documents)
+        validate.failed = len(errors)
+        # Unchanged documents count as skipped items of the stage's total: a finished job
+        # is then 100 % through every stage.
+        job.counts[Stage.STAGE1].total = len(documents)
+        job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
+        job.errors.extend(errors)
+        state.create_job(job)
+        # Stored with an empty hash until the job's finalize step: a job that dies at
+        # any stage leaves them "changed", so the next ingest redoes them instead of
+        # skipping documents that were never fully indexed.
+        state.put_documents([replace(d, content_hash="") for d in todo])
+        log.info("job_submitted", job_id=job_id, index=index, documents=len(documents),
+                 to_process=len(todo), unchanged=len(documents) - len(todo),
+                 invalid=len(errors))
+        job_started(runtime, job)
+        doc_ids = [d.doc_id for d in todo]
+        header = [stage1.s(job_id, index, b)
+                  for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
+        fan_out(runtime, job_id, "stage1", header, after_stage1.s(job_id, index, doc_ids, []))
     return _reload(runtime, job)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePlan:
+    """What a delete removes, read before anything is removed."""
+
+    present: list[str]  # ids to delete (see delete_plan)
+    gone: set[str]  # of those, ids whose document an interrupted delete removed already
+    errors: list[ItemError]  # ids that name no document, or that cannot be stored
+    units: list[Unit]  # units citing the ids
+    own_titles: set[str]  # title entities only these documents hold (the title lexicon)
+
+
+def delete_plan(state: StateStore, index: str, doc_ids: Sequence[str]) -> DeletePlan:
+    """The documents ``doc_ids`` name, and what they fed.
+
+    An id some unit still cites is deleted even when its document is gone: a delete
+    that died half-way removed the document first, so running it again finishes it
+    (purges its units, rebuilds the bridges they fed) instead of calling it unknown.
+    """
+    errors: list[ItemError] = []
+    storable: set[str] = set()
+    for doc_id in sorted(set(doc_ids)):
+        unstorable = unstorable_field([("id", doc_id)])
+        if unstorable is None:
+            storable.add(doc_id)
+        else:
+            errors.append(ItemError(item=printable(doc_id), stage=Stage.VALIDATE,
+                                    reason=str(unstorable)))
+    units = state.units_of_documents(index, sorted(storable))
+    cited = {d for u in units for d in u.source_doc_ids}
+    known = state.document_hashes(index)
+    present = sorted(d for d in storable if d in known or d in cited)
+    errors += [ItemError(item=d, stage=Stage.VALIDATE, reason=f"no document {d!r} in index "
+                                                             f"{index!r}")
+               for d in sorted(storable - set(present))]
+    errors.sort(key=lambda e: e.item)
+    held = set(present)
+    lexicon = state.title_lexicon(index) if present else {}
+    own_titles = {e for e, owners in lexicon.items() if set(owners) <= held}
+    # A bridge entity no document holds as its title may be a title whose holder an
+    # interrupted delete removed; its lexicon mentions elsewhere must go too.
+    own_titles |= {e for u in units if u.kind is UnitKind.BRIDGE for e in u.entities
+                   if e not in lexicon}
+    return DeletePlan(present=present, gone=held - set(known), errors=errors, units=units,
+                      own_titles=own_titles)
+
+
+def _forget_documents(state: StateStore, index: str, plan: DeletePlan
+                      ) -> tuple[list[str], list[str], list[str]]:
+    """Remove the plan's documents and their mentions; returns the units to purge, the
+    entities whose bridges to rebuild and the titles that now name no document."""
+    # A bridge is rebuilt by stage 2, which purges the one it replaces; one that cites a
+    # document already gone (an interrupted delete) is stale now and purged with it.
+    purged = [u.unit_id for u in plan.units
+              if u.kind is not UnitKind.BRIDGE or plan.gone & set(u.source_doc_ids)]
+    touched = {e for u in plan.units if u.kind is UnitKind.BRIDGE for e in u.entities}
+    touched |= state.delete_mentions(index, plan.present)
+    # A title whose only holders left now names no document: its lexicon mentions
+    # elsewhere must go too.
+    remaining = state.mentions_of_entities(index, sorted(plan.own_titles))
+    dropped = {e for e in plan.own_titles
+               if not any(m.source is MentionSource.TITLE for m in remaining.get(e, []))}
+    state.delete_documents(index, plan.present)
+    return purged, sorted(touched), sorted(dropped)
 
 
 def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str],
                   job_id: str | None = None) -> Job:
-    """Create the delete job (``job_id``: the caller's, else a new one) and launch it."""
-    validate_index_name(index)
+    """Create the delete job (``job_id``: the caller's, else a new one) and launch it.
+
+    Ids that name no document are listed on the job as validation errors; the job
+    still runs, and succeeds, when none of them does.
+    """
+    job_id = job_id or new_job_id()
     state = runtime.backends.state
-    known = state.document_hashes(index)
-    job = Job(job_id=job_id or new_job_id(), index=index, kind=JobKind.DELETE,
-              state=JobState.RUNNING,
-              started_at=time.time())
-    present = sorted({d for d in doc_ids if d in known})
-    job.counts[Stage.VALIDATE].total = len(doc_ids)
-    job.counts[Stage.VALIDATE].done = len(present)
-    for missing in sorted(set(doc_ids) - set(present)):
-        job.counts[Stage.VALIDATE].failed += 1
-        job.errors.append(ItemError(item=missing, stage=Stage.VALIDATE,
-                                    reason=f"no document {missing!r} in index {index!r}"))
-    state.create_job(job)
-    touched: set[str] = set()
-    dropped_titles: set[str] = set()
-    if present:
-        units = state.units_of_documents(index, present)
-        touched = {e for u in units if u.kind is UnitKind.BRIDGE for e in u.entities}
-        own_titles = {e for e, owners in state.title_lexicon(index).items()
-                      if set(owners) <= set(present)}
-        passages = [u.unit_id for u in units if u.kind is not UnitKind.BRIDGE]
-        touched |= state.delete_mentions(index, present)
-        # A title whose only holders left now names no document: its lexicon
-        # mentions elsewhere must go too.
-        remaining = state.mentions_of_entities(index, sorted(own_titles))
-        dropped_titles = {e for e in own_titles
-                          if not any(m.source is MentionSource.TITLE
-                                     for m in remaining.get(e, []))}
-        state.delete_documents(index, present)
-    job_started(runtime, job)
-    # The passages' engine deletes run on the embed queue, whose worker owns the
-    # engines; the bridges they fed are rebuilt after.
-    relink = start_linking.si(job.job_id, index, sorted(touched), [], sorted(dropped_titles))
-    purges = [purge.si(job.job_id, index, b)
-              for b in batched(passages, runtime.settings.embed_batch_units)]
-    _launch(runtime, job, lambda: fan_out(runtime, job.job_id, "purge", purges, relink))
+    with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.DELETE):
+        validate_index_name(index)
+        plan = delete_plan(state, index, doc_ids)
+        job = _new_job(job_id, index, JobKind.DELETE, owner)
+        validate = job.counts[Stage.VALIDATE]
+        validate.total = len(doc_ids)
+        validate.done = len(plan.present)
+        validate.failed = len(plan.errors)
+        job.errors.extend(plan.errors)
+        state.create_job(job)
+        job_started(runtime, job)
+        purged, touched, dropped = _forget_documents(state, index, plan)
+        # The passages' engine deletes run on the embed queue, whose worker owns the
+        # engines; the bridges they fed are rebuilt after.
+        relink = start_linking.si(job_id, index, touched, [], dropped)
+        purges = [purge.si(job_id, index, b)
+                  for b in batched(purged, runtime.settings.embed_batch_units)]
+        fan_out(runtime, job_id, "purge", purges, relink)
     return _reload(runtime, job)
-
-
-def _launch(runtime: Runtime, job: Job, start: Callable[[], object]) -> None:
-    try:
-        start()
-    except HopindexError as exc:
-        fail_job(runtime, job.job_id, f"{type(exc).__name__}: {exc}")
-        raise
-    except Exception as exc:
-        fail_job(runtime, job.job_id, f"unexpected {type(exc).__name__}: {exc}")
-        raise
 
 
 def _reload(runtime: Runtime, job: Job) -> Job:

@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hopindex.backends.protocols import FailedItemStore
-from hopindex.core.models import FailedItem, ItemError, Stage
+from hopindex.core.models import FailedItem, ItemError, Job, Stage
+
+# Units a job replaced (stale bridges, passages of changed text) but ended before its
+# embed phase purged: outstanding like failed items, purged by the next job's embed phase.
+PURGE_PHASE = "purge"
 
 
 def settle_items(store: FailedItemStore, index: str, job_id: str, stage: Stage, *,
@@ -28,6 +32,15 @@ def settle_items(store: FailedItemStore, index: str, job_id: str, stage: Stage, 
     store.put_failed_items(index, failed)
 
 
-def failed_item_ids(store: FailedItemStore, index: str, stage: Stage) -> list[str]:
-    """The items of ``stage`` outstanding on ``index``."""
-    return [f.item for f in store.list_failed_items(index, stage.value)]
+def failed_item_ids(store: FailedItemStore, index: str, phase: str) -> list[str]:
+    """The items of ``phase`` outstanding on ``index``."""
+    return [f.item for f in store.list_failed_items(index, phase)]
+
+
+def keep_stale_units(store: FailedItemStore, job: Job) -> None:
+    """Hand an unfinished job's replaced units to the index, so a later job purges them."""
+    store.put_failed_items(job.index, [
+        FailedItem(phase=PURGE_PHASE, item=unit_id, job_id=job.job_id,
+                   reason=f"replaced by job {job.job_id}, which ended ({job.state.value}) "
+                          "before purging it")
+        for unit_id in job.stale_units])

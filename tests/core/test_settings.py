@@ -62,6 +62,36 @@ def test_bad_values_name_their_variable(variable: str, value: str, message: str)
         Settings.from_env({"HOPINDEX_LLM_MODEL": "m", variable: value})
 
 
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    # A typo used to turn certificate checks off: anything not a boolean word is refused.
+    ("HOPINDEX_ES_VERIFY_CERTS", "ture", r"must be a boolean \(true, 1, yes, on or false"),
+    ("HOPINDEX_QDRANT_PREFER_GRPC", "", "HOPINDEX_QDRANT_PREFER_GRPC must be a boolean"),
+    ("HOPINDEX_LOG_FORMAT", "jsno", "HOPINDEX_LOG_FORMAT must be one of console, json, got 'jsno'"),
+    ("HOPINDEX_LOG_LEVEL", "verbose", "HOPINDEX_LOG_LEVEL must be one of debug, info, warning"),
+    ("HOPINDEX_LLM_TIMEOUT_S", "nan", "HOPINDEX_LLM_TIMEOUT_S must be a finite number"),
+    ("HOPINDEX_TAU", "1e400", "HOPINDEX_TAU must be an integer, got '1e400'"),
+    ("HOPINDEX_LOG_FORMATT", "json",
+     r"unknown setting\(s\): HOPINDEX_LOG_FORMATT \(did you mean HOPINDEX_LOG_FORMAT\?\)"),
+])
+def test_strict_values_and_names(variable: str, value: str, message: str) -> None:
+    """Booleans, enums, numbers and names are parsed strictly: a typo stops the process
+    naming the variable, the value and what is accepted, instead of a silent default."""
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_env({variable: value})
+
+
+def test_boolean_words_and_enum_case() -> None:
+    """Every accepted spelling of a boolean parses; enum values ignore case; the test and
+    benchmark harness variables are not settings and are let through."""
+    for word, expected in (("true", True), ("YES", True), ("1", True), ("on", True),
+                           ("false", False), ("No", False), ("0", False), ("off", False)):
+        assert Settings.from_env({"HOPINDEX_ES_VERIFY_CERTS": word}).es_verify_certs is expected
+    settings = Settings.from_env({"HOPINDEX_LOG_LEVEL": "INFO", "HOPINDEX_LOG_FORMAT": "Json",
+                                  "HOPINDEX_TEST_ES_URL": "elasticsearch://x:9200"})
+    assert settings.log_level.value == "info" and settings.log_format.value == "json"
+    assert Settings(log_level="ERROR").log_level.value == "error"  # type: ignore[arg-type]
+
+
 def test_shared_redis_defaults_to_a_redis_broker() -> None:
     """With a Redis broker the limiter and cache share it unless told otherwise; with no
     broker they stay in-process (empty URL)."""

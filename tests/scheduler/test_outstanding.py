@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
+from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, JobKind, JobState, Stage
 from hopindex.scheduler.outstanding import IndexStatus
 from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
 from tests.methods.indexrag.conftest import llm_settings
+from tests.scheduler.test_pipeline import engine_counts, unit_snapshot
+from tests.scheduler.test_submit_faults import CONTROL, Step, inject
 from tests.workers.conftest import (
     FAST_GIVE_UP,
     INDEX,
@@ -27,6 +31,8 @@ from tests.workers.conftest import (
 )
 
 pytestmark = pytest.mark.integration
+
+INDEX_CURIE = "curie"
 
 
 def test_next_ingest_of_the_same_input_brings_failed_entities_back(
@@ -79,3 +85,32 @@ def test_finished_job_with_skipped_work_reads_100_percent() -> None:
     assert job.progress()["stages"]["stage2"]["percent"] == 13.0
     job.state = JobState.SUCCEEDED
     assert job.progress()["percent"] == 100.0
+
+
+@pytest.mark.parametrize("redo", ["ingest", "repair"])
+def test_bridges_replaced_by_a_job_that_died_are_purged_later(
+        redo: str, make_service: ServiceFactory, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-ingest with changed text fails between stage 2 and its embed phase: the bridge
+    units it replaced are reachable only from its job record, so they are kept on the index
+    as outstanding purges, and the next ingest or a repair removes them from every store:
+    the index ends with the clean build's units and engine counts."""
+    changed = [raw(d.title, d.text.replace("born in Warsaw", "born in Warsaw, Poland"))
+               if d.title == "Marie Curie" else d for d in CURIE_CORPUS]
+    clean = make_service("clean")
+    assert clean.ingest_documents(INDEX_CURIE, changed).state is JobState.SUCCEEDED
+    expected = (unit_snapshot(clean, INDEX_CURIE), engine_counts(clean, INDEX_CURIE))
+
+    service = make_service("data")
+    assert service.ingest_documents(INDEX_CURIE, CURIE_CORPUS).state is JobState.SUCCEEDED
+    inject(monkeypatch, service, Step("after_stage2", "task", CONTROL + "after_stage2"))
+    with pytest.raises(HopindexError, match="injected at after_stage2"):
+        service.ingest_documents(INDEX_CURIE, changed)
+    outstanding = service.outstanding(INDEX_CURIE)
+    assert outstanding.status is IndexStatus.PARTIAL
+    assert outstanding.failed_per_phase().get("purge", 0) > 0
+    job = (service.ingest_documents(INDEX_CURIE, changed) if redo == "ingest"
+           else service.repair_index(INDEX_CURIE))
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert service.outstanding(INDEX_CURIE).status is IndexStatus.READY
+    assert (unit_snapshot(service, INDEX_CURIE), engine_counts(service, INDEX_CURIE)) == expected

@@ -13,6 +13,7 @@ from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, Stage
 from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.workers.app import app
+from hopindex.workers.failed_items import PURGE_PHASE
 from hopindex.workers.progress import is_cancelled, settle
 from hopindex.workers.runtime import current_runtime
 from hopindex.workers.writes import delete_units_everywhere
@@ -69,6 +70,7 @@ def purge(job_id: str, index: str, unit_ids: list[str]) -> int:
     started = time.perf_counter()
     backends = current_runtime().backends
     delete_units_everywhere(backends, index, unit_ids)
+    backends.state.clear_failed_items(index, PURGE_PHASE, unit_ids)
     # Nothing to count, but the run reports like every task: it is progress to the
     # reaper, and what tells a re-drive this purge needs no re-sending.
     settle(backends.state, job_id, lambda job: None)

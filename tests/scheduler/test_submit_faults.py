@@ -1,0 +1,269 @@
+"""A fault at any step of planning or launching a job fails that job with the reason,
+the caller gets a HopindexError, and running the same request again ends with the
+unit set of a clean build: 0 lost, 0 duplicated (eager mode, embedded backends)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hopindex.scheduler.submit as submit
+from hopindex.api.service import Hopindex
+from hopindex.core.errors import BackendUnavailableError, HopindexError
+from hopindex.core.ids import doc_id_from_title
+from hopindex.core.models import JobKind, JobState, Stage
+from hopindex.core.settings import Settings
+from hopindex.readers import RawDocument
+from hopindex.workers.app import app
+from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
+from tests.scheduler.test_pipeline import engine_counts, unit_snapshot
+
+pytestmark = pytest.mark.integration
+
+INDEX = "curie"
+WARSAW = doc_id_from_title("Warsaw")
+WITHOUT_WARSAW = [d for d in CURIE_CORPUS if d.title != "Warsaw"]
+
+
+class InjectedError(RuntimeError):
+    """The fault these tests inject: not a HopindexError, like a bug or a driver error."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a fault is injected: an attribute of the submit module, of a store, or the
+    ``run`` of a control task (a chord callback, run inside the submitting call when
+    eager)."""
+
+    name: str
+    where: str  # "submit", "state", "events" or "task"
+    attribute: str
+
+
+def _target(service: Hopindex, step: Step) -> Any:
+    if step.where == "submit":
+        return submit
+    if step.where == "state":
+        return service.backends.state
+    if step.where == "events":
+        return service.backends.events
+    return app.tasks[step.attribute]
+
+
+def inject(monkeypatch: pytest.MonkeyPatch, service: Hopindex, step: Step,
+           fault: BaseException | None = None) -> None:
+    """Make the step's first call raise ``fault`` (an InjectedError naming the step by
+    default); later calls, such as the retry's, run as usual."""
+    target = _target(service, step)
+    attribute = "run" if step.where == "task" else step.attribute
+    original: Callable[..., Any] = getattr(target, attribute)
+    fired: list[bool] = []
+
+    def faulty(*args: Any, **kwargs: Any) -> Any:
+        if not fired:
+            fired.append(True)
+            raise fault or InjectedError(f"injected at {step.name}")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, attribute, faulty)
+
+
+CONTROL = "hopindex.control."
+INGEST_STEPS = [
+    Step("index check", "submit", "ensure_index"),
+    Step("validation", "submit", "validate_documents"),
+    Step("document hashes", "state", "document_hashes"),
+    Step("job creation", "state", "create_job"),
+    Step("put_documents", "state", "put_documents"),
+    Step("job_started", "submit", "job_started"),
+    Step("event publish", "events", "append_event"),
+    Step("fan-out", "submit", "fan_out"),
+    Step("after_stage1", "task", CONTROL + "after_stage1"),
+    Step("start_linking", "task", CONTROL + "start_linking"),
+    Step("plan_stage2", "task", CONTROL + "plan_stage2"),
+    Step("after_stage2", "task", CONTROL + "after_stage2"),
+    Step("finalize", "task", CONTROL + "finalize"),
+]
+DELETE_STEPS = [
+    Step("index check", "submit", "validate_index_name"),
+    Step("validation", "submit", "delete_plan"),
+    Step("document hashes", "state", "document_hashes"),
+    Step("units of the documents", "state", "units_of_documents"),
+    Step("job creation", "state", "create_job"),
+    Step("delete mentions", "state", "delete_mentions"),
+    Step("delete documents", "state", "delete_documents"),
+    Step("job_started", "submit", "job_started"),
+    Step("event publish", "events", "append_event"),
+    Step("fan-out", "submit", "fan_out"),
+    Step("purge", "task", "hopindex.purge"),
+    Step("start_linking", "task", CONTROL + "start_linking"),
+    Step("plan_stage2", "task", CONTROL + "plan_stage2"),
+    Step("after_stage2", "task", CONTROL + "after_stage2"),
+    Step("finalize", "task", CONTROL + "finalize"),
+]
+
+
+@dataclass(frozen=True)
+class CleanBuild:
+    units: set[tuple[str, str, str]]
+    engines: tuple[int, int]
+
+
+def _clean(data_dir: Path, documents: list[RawDocument]) -> CleanBuild:
+    service = Hopindex(Settings(data_dir=data_dir).resolved())
+    try:
+        job = service.ingest_documents(INDEX, documents)
+        assert job.state is JobState.SUCCEEDED, job.reason
+        return CleanBuild(unit_snapshot(service), engine_counts(service))
+    finally:
+        service.close()
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CleanBuild]]:
+    """The unit sets of clean builds: the whole corpus, and the corpus without Warsaw."""
+    root = tmp_path_factory.mktemp("clean")
+    yield {"all": _clean(root / "all", CURIE_CORPUS),
+           "without": _clean(root / "without", WITHOUT_WARSAW)}
+
+
+def assert_no_job_left_running(service: Hopindex, kind: JobKind, reason: str) -> None:
+    jobs = [j for j in service.list_jobs(limit=1000) if j.kind is kind]
+    for job in jobs:
+        assert job.state is JobState.FAILED, (job.job_id, job.state, job.reason)
+        assert reason in job.reason, job.reason
+
+
+def assert_clean(service: Hopindex, build: CleanBuild) -> None:
+    assert unit_snapshot(service) == build.units
+    assert engine_counts(service) == build.engines
+
+
+@pytest.mark.parametrize("step", INGEST_STEPS, ids=[s.name for s in INGEST_STEPS])
+def test_a_fault_while_an_ingest_is_planned_fails_its_job_alone(
+        step: Step, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ingest raises a HopindexError naming the fault, its job (when it got one) is
+    failed with the reason, and the same ingest again builds the clean unit set."""
+    service = make_service()
+    inject(monkeypatch, service, step)
+    with pytest.raises(HopindexError, match=f"injected at {step.name}"):
+        service.ingest_documents(INDEX, CURIE_CORPUS)
+    assert_no_job_left_running(service, JobKind.INGEST, f"injected at {step.name}")
+    again = service.ingest_documents(INDEX, CURIE_CORPUS)
+    assert again.state is JobState.SUCCEEDED, again.reason
+    assert_clean(service, clean["all"])
+
+
+@pytest.mark.parametrize("step", DELETE_STEPS, ids=[s.name for s in DELETE_STEPS])
+def test_a_fault_while_a_delete_is_planned_fails_its_job_alone(
+        step: Step, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delete raises a HopindexError naming the fault, its job (when it got one) is
+    failed with the reason, and the same delete again finishes what the first one began:
+    the index holds the unit set of a clean build without the deleted document."""
+    service = make_service()
+    assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
+    inject(monkeypatch, service, step)
+    with pytest.raises(HopindexError, match=f"injected at {step.name}"):
+        service.delete_documents(INDEX, [WARSAW, "no-such-doc"])
+    assert_no_job_left_running(service, JobKind.DELETE, f"injected at {step.name}")
+    again = service.delete_documents(INDEX, [WARSAW, "no-such-doc"])
+    assert again.state is JobState.SUCCEEDED, again.reason
+    # A first delete that got as far as its last step left nothing of Warsaw to find.
+    assert [e.item for e in again.errors] in (["no-such-doc"], sorted(["no-such-doc", WARSAW]))
+    assert_clean(service, clean["without"])
+
+
+def test_a_hopindex_error_while_planning_keeps_its_type(
+        make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A HopindexError (here: the state store unreachable) reaches the caller as itself,
+    so the API answers its own status, and the job is failed with it."""
+    service = make_service()
+    inject(monkeypatch, service, Step("put_documents", "state", "put_documents"),
+           BackendUnavailableError("state store unreachable"))
+    with pytest.raises(BackendUnavailableError, match="unreachable"):
+        service.ingest_documents(INDEX, CURIE_CORPUS)
+    assert_no_job_left_running(service, JobKind.INGEST, "unreachable")
+
+
+def test_an_interrupted_ingest_is_failed_and_the_interrupt_goes_on(
+        make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the middle of an embedded ingest: the job is failed as interrupted,
+    KeyboardInterrupt still stops the program, and the next ingest completes the index."""
+    service = make_service()
+    inject(monkeypatch, service, Step("start_linking", "task", CONTROL + "start_linking"),
+           KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        service.ingest_documents(INDEX, CURIE_CORPUS)
+    assert_no_job_left_running(service, JobKind.INGEST, "KeyboardInterrupt")
+    assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
+    assert_clean(service, clean["all"])
+
+
+def test_deleting_only_unknown_ids_succeeds_listing_them(make_service: ServiceFactory) -> None:
+    """A delete none of whose ids exist finishes: each id is a validation error on the
+    job, nothing is removed, and the index can be deleted afterwards."""
+    service = make_service()
+    service.ingest_documents(INDEX, CURIE_CORPUS[:2])
+    before = unit_snapshot(service)
+    job = service.delete_documents(INDEX, ["ghost-1", "ghost-2"])
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert [(e.item, e.stage) for e in job.errors] == [("ghost-1", Stage.VALIDATE),
+                                                       ("ghost-2", Stage.VALIDATE)]
+    assert "no document 'ghost-1'" in job.errors[0].reason
+    assert job.counts[Stage.VALIDATE].failed == 2
+    assert unit_snapshot(service) == before
+    service.delete_index(INDEX)
+    assert service.list_indexes() == []
+
+
+def test_an_unstorable_id_in_a_delete_is_a_validation_error(
+        make_service: ServiceFactory) -> None:
+    """An id holding an unpaired surrogate (an undecodable argv byte) is listed on the
+    job with an escaped name; the other id is deleted."""
+    service = make_service()
+    service.ingest_documents(INDEX, CURIE_CORPUS[:2])
+    gone = doc_id_from_title(CURIE_CORPUS[0].title)
+    job = service.delete_documents(INDEX, [gone, "bad-\udcff"])
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert [e.item for e in job.errors] == ["bad-\\udcff"]
+    assert "surrogate" in job.errors[0].reason
+    assert gone not in service.backends.state.document_hashes(INDEX)
+
+
+UNSTORABLE = [
+    ("metadata.author", raw("Bad", "Some text.", doc_id="bad"), {"author": "x\ud800"}),
+    ("metadata.tags[1]", raw("Bad", "Some text.", doc_id="bad"), {"tags": ["ok", "\udfff"]}),
+    ("metadata.a.b", raw("Bad", "Some text.", doc_id="bad"), {"a": {"b": "\ud800"}}),
+    ("title", raw("Bad \ud800", "Some text.", doc_id="bad"), {}),
+    ("text", raw("Bad", "Some \ud800 text.", doc_id="bad"), {}),
+    ("id", raw("Bad", "Some text.", doc_id="bad-\ud800"), {}),
+]
+
+
+@pytest.mark.parametrize(("field", "record", "metadata"), UNSTORABLE,
+                         ids=[f for f, _, _ in UNSTORABLE])
+def test_an_unstorable_record_fails_alone_naming_its_field(
+        field: str, record: RawDocument, metadata: dict[str, Any],
+        make_service: ServiceFactory) -> None:
+    """A record whose title, text, id or metadata (at any depth) holds an unpaired
+    surrogate is a validation error naming the record and the field; the good records
+    of the same job are ingested and the job succeeds."""
+    service = make_service()
+    bad = RawDocument(doc_id=record.doc_id, title=record.title, text=record.text,
+                      metadata=metadata, origin="upload.jsonl:7")
+    job = service.ingest_documents(INDEX, [*CURIE_CORPUS[:2], bad])
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert len(job.errors) == 1
+    error = job.errors[0]
+    assert error.stage is Stage.VALIDATE
+    assert error.where == f"upload.jsonl:7:{field}"
+    assert field in error.reason and "surrogate" in error.reason
+    assert sorted(service.backends.state.document_hashes(INDEX)) == sorted(
+        doc_id_from_title(d.title) for d in CURIE_CORPUS[:2])
