@@ -56,9 +56,11 @@ bench: setup
 	$(PY) benchmarks/bridgerag_overhead.py
 	$(PY) benchmarks/metrics_overhead.py
 	$(PY) benchmarks/api_overhead.py
+	$(PY) benchmarks/api_key_flood.py
 	$(PY) benchmarks/llm_limiter.py
 	$(PY) benchmarks/indexrag_pipeline.py
 	$(PY) benchmarks/distributed_ingest.py
+	$(PY) benchmarks/one_machine.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

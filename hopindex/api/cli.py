@@ -293,39 +293,45 @@ def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) 
 
 @main.group()
 def webhooks() -> None:
-    """Webhooks that receive an index's events as signed JSON (X-Hopindex-Signature)."""
+    """Webhooks that receive an index's events as signed JSON (Standard Webhooks)."""
 
 
 @webhooks.command(name="add")
 @click.option("--index", required=True)
-@click.option("--secret", default=None, help="HMAC-SHA256 key (default: a random one, printed).")
+@click.option("--secret", default=None,
+              help="Signing key, whsec_ + base64 (default: a random one, printed).")
 @click.argument("url")
 @handle_errors
 def webhooks_add(index: str, secret: str | None, url: str) -> None:
     """Deliver INDEX's events to URL."""
     from hopindex.api.events import register_webhook
     from hopindex.core.ids import validate_index_name
+    from hopindex.core.redact import redact_url
 
     validate_index_name(index)
     if (remote := _remote()) is not None:
         remote.webhooks_add(index, url, secret)
         return
     with _service() as service:
-        hook = register_webhook(service.backends.events, index, url, secret)
-        click.echo(json.dumps({"id": hook.webhook_id, "index": hook.index, "url": hook.url,
-                               "secret": hook.secret}, indent=2))
+        hook = register_webhook(service.backends.events, index, url, secret,
+                                allow_private=service.settings.webhook_allow_private)
+        click.echo(json.dumps({"id": hook.webhook_id, "index": hook.index,
+                               "url": redact_url(hook.url), "secret": hook.secret}, indent=2))
 
 
 @webhooks.command(name="list")
 @click.option("--index", default=None)
 @handle_errors
 def webhooks_list(index: str | None) -> None:
+    from hopindex.core.redact import redact_url
+
     if (remote := _remote()) is not None:
         remote.webhooks_list(index)
         return
     with _service() as service:
         for hook in service.backends.events.list_webhooks(index):
-            console.print(f"{hook.webhook_id}  {hook.index:<16} {hook.url}", markup=False)
+            console.print(f"{hook.webhook_id}  {hook.index:<16} {redact_url(hook.url)}",
+                          markup=False)
 
 
 @webhooks.command(name="remove")

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from hopindex.api.cli_support import err_console, handle_errors
@@ -15,7 +13,10 @@ from hopindex.workers.queues import Queue
 
 @click.command()
 @click.option("--queues", default=",".join(q.value for q in Queue), show_default=True,
-              help="Comma-separated queues this worker takes tasks from.")
+              help="Comma-separated queues this worker takes tasks from. With the "
+                   "embedded engines, the worker taking embed owns them (one per machine) "
+                   "and also takes the engine queue, where other processes' engine calls "
+                   "arrive.")
 @click.option("--concurrency", default=4, show_default=True, help="Tasks run at once.")
 @click.option("--pool", type=click.Choice([p.value for p in Pool]), default=Pool.AUTO.value,
               show_default=True,
@@ -30,10 +31,12 @@ from hopindex.workers.queues import Queue
 def worker(queues: str, concurrency: int, pool: str, name: str | None,
            metrics_port: int | None, metrics_host: str) -> None:
     """Run a Celery worker for some of the queues (needs HOPINDEX_BROKER_URL)."""
+    from hopindex.backends.llm.credentials import check_llm_key
     from hopindex.core.logging import configure_logging
     from hopindex.workers.launch import parse_queues, run_worker
 
     settings = Settings.from_env()
+    check_llm_key(settings, queues=parse_queues(queues))
     configure_logging(settings)
     run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name,
                metrics_port=metrics_port, metrics_host=metrics_host)
@@ -47,8 +50,11 @@ def worker(queues: str, concurrency: int, pool: str, name: str | None,
 def serve(host: str, port: int) -> None:
     """Serve the HTTP API (README "HTTP API"); keys from HOPINDEX_API_KEYS(_FILE)."""
     from hopindex.api.http.server import serve as run_server
+    from hopindex.backends.llm.credentials import check_llm_key
 
-    run_server(Settings.from_env(), host, port,
+    settings = Settings.from_env()
+    check_llm_key(settings)
+    run_server(settings, host, port,
                on_ready=lambda url: err_console.print(f"hopindex API on {url} (Ctrl-C stops)"))
 
 
@@ -62,16 +68,15 @@ def serve(host: str, port: int) -> None:
 @handle_errors
 def api_key(access: str, indexes: tuple[str, ...], name: str, scrypt: bool) -> None:
     """Make a random API key: prints it and its entry for HOPINDEX_API_KEYS_FILE (TOML)."""
-    from hopindex.api.http.keys import HashScheme, hash_key, new_key
+    from hopindex.api.http.keys import HashScheme, key_file_entry, new_key
     from hopindex.core.ids import validate_index_name
 
     for index in indexes:
         validate_index_name(index)
     key = new_key()
     scheme = HashScheme.SCRYPT if scrypt else HashScheme.SHA256
-    click.echo(f"key: {key}\n\n[[keys]]\nname = {json.dumps(name)}\n"
-               f"hash = \"{hash_key(key, scheme)}\"\naccess = \"{access}\"\n"
-               f"indexes = {json.dumps(list(indexes) or ['*'])}")
+    entry = key_file_entry(key, scheme, name=name, access=access, indexes=indexes)
+    click.echo(f"key: {key}\n\n{entry}")
 
 
 @click.command()

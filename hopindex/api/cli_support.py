@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, Stage
+from hopindex.core.models import Job, JobKind, Stage
 
 if TYPE_CHECKING:
     from hopindex.methods.base import QueryResult
@@ -23,8 +23,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
 err_console = Console(stderr=True)
 
-EXIT_INPUT = 2
-EXIT_PARTIAL = 3
+EXIT_INPUT = 2  # the input is wrong: nothing in it could be used
+EXIT_PARTIAL = 3  # some items failed; the rest landed
 
 
 def handle_errors(func: F) -> F:
@@ -40,15 +40,24 @@ def handle_errors(func: F) -> F:
 
 
 def report_job(job: Job, *, as_json: bool) -> None:
-    """Print a finished job; exit 3 when some documents failed (the rest landed)."""
+    """Print a finished job; exit 3 when some documents failed (the rest landed), 2 when
+    every record of an ingest was refused (the job lists each one's file, line and field)."""
     from hopindex.api.render import render_job
 
     if as_json:
         click.echo(json.dumps(job.as_dict(), indent=2))
     else:
         render_job(console, job)
+    if input_refused(job):
+        sys.exit(EXIT_INPUT)
     if job.errors:
         sys.exit(EXIT_PARTIAL)
+
+
+def input_refused(job: Job) -> bool:
+    """An ingest none of whose records passed validation: the input is at fault."""
+    validate = job.counts[Stage.VALIDATE]
+    return job.kind is JobKind.INGEST and validate.total > 0 and validate.failed == validate.total
 
 
 def print_jobs(found: list[Job], *, as_json: bool) -> None:

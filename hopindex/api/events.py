@@ -8,14 +8,14 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
+from hopindex.scheduler.webhook_targets import check_webhook_url
+from hopindex.scheduler.webhooks import new_secret, normalize_secret
 
 PAGE = 100
-WEBHOOK_SCHEMES = ("http", "https")
 
 
 def follow_events(log: EventLog, *, index: str | None, after_id: str | None, follow: bool,
@@ -95,27 +95,28 @@ def render_event(event: Event) -> str:
     return f"{line}  {summary}" if summary else line
 
 
-def validate_webhook_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        valid = parts.scheme in WEBHOOK_SCHEMES and bool(parts.hostname)
-        _ = parts.port  # raises ValueError on a port that is not a number in range
-    except ValueError:
-        valid = False
-    if not valid:
-        raise InvalidInputError(f"webhook URL {url!r} is not an http:// or https:// URL "
-                                "with a host", where="url")
+def validate_webhook_url(url: str, *, allow_private: bool = False) -> str:
+    """``url`` when it is an http(s) URL whose host webhooks may reach (see
+    ``scheduler/webhook_targets.py``); else InvalidInputError naming ``url``."""
+    check_webhook_url(url, allow_private=allow_private)
     return url
 
 
-def register_webhook(log: EventLog, index: str, url: str, secret: str | None) -> Webhook:
-    """Store a webhook for ``index``'s events; a random secret when none is given
-    (it is returned, and shown once by the CLI)."""
-    validate_webhook_url(url)
-    if secret is not None and not secret:
-        raise InvalidInputError("the secret must not be empty (omit it for a random one)",
-                                where="secret")
+def register_webhook(log: EventLog, index: str, url: str, secret: str | None, *,
+                     allow_private: bool = False) -> Webhook:
+    """Store a webhook for ``index``'s events. The secret is kept in the Standard
+    Webhooks form (``whsec_`` + base64); a random one is made when none is given (it
+    is returned, and shown once). Targets on loopback, private and other internal
+    addresses are refused unless ``allow_private``
+    (``HOPINDEX_WEBHOOK_ALLOW_PRIVATE``)."""
+    validate_webhook_url(url, allow_private=allow_private)
+    if secret is None:
+        stored = new_secret()
+    else:
+        try:
+            stored = normalize_secret(secret)
+        except ValueError as exc:
+            raise InvalidInputError(str(exc), where="secret") from None
     webhook = Webhook(webhook_id=f"wh-{secrets.token_hex(8)}", index=index, url=url,
-                      secret=secret if secret is not None else secrets.token_hex(32),
-                      created_at=time.time())
+                      secret=stored, created_at=time.time())
     return log.put_webhook(webhook)

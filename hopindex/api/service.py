@@ -9,7 +9,7 @@ from types import TracebackType
 
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
-from hopindex.backends.registry import Backends, open_backends
+from hopindex.backends.registry import Backends
 from hopindex.core.errors import IndexBusyError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
@@ -20,9 +20,12 @@ from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
+from hopindex.scheduler.recovery import recover_orphaned_jobs
 from hopindex.scheduler.repair import submit_repair
 from hopindex.scheduler.submit import submit_delete, submit_ingest
+from hopindex.scheduler.webhook_sender import close_embedded_senders
 from hopindex.workers.app import configure_app, drop_connections
+from hopindex.workers.engine_route import open_process_backends
 from hopindex.workers.query_tasks import CeleryQueryTasks
 from hopindex.workers.runtime import Runtime, bind_runtime
 
@@ -36,9 +39,12 @@ class Hopindex:
         self.settings = settings or Settings.from_env()
         configure_logging(self.settings)
         configure_app(self.settings)
-        self.backends = backends or open_backends(self.settings)
+        # With a broker and embedded engines, the engines here are the owner's,
+        # reached on the engine queue (workers/engine_route.py).
+        self.backends = backends or open_process_backends(self.settings)
         self.runtime = Runtime(settings=self.settings, backends=self.backends)
         bind_runtime(self.runtime)
+        recover_orphaned_jobs(self.runtime)
         self._search: SearchContext | None = None
         self._query_metrics = query_recorder(self.settings)
 
@@ -50,6 +56,7 @@ class Hopindex:
         self.close()
 
     def close(self) -> None:
+        close_embedded_senders()  # before the event log closes: queued webhook deliveries
         bind_runtime(None)
         self.backends.close()
         drop_connections()
@@ -112,7 +119,7 @@ class Hopindex:
             tasks = CeleryQueryTasks() if self.settings.broker_url else None
             self._search = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                          documents=b.state, indexes=b.state,
-                                         embedder=b.embedder, llm=b.llm,
+                                         embedder=b.embedder, open_llm=lambda: b.llm,
                                          settings=self.settings, tasks=tasks)
         return self._search
 

@@ -11,7 +11,10 @@ and later ingests into it stay incremental.
 The entity catalogue is read through the state protocol, entity by entity: the
 exported entities are every one an analysis, a title or a unit names, which
 covers every way the pipelines record mentions (NER, titles, title lexicon, LLM).
-Export a quiet index: a job running meanwhile may be half captured.
+Export a quiet index: a job running meanwhile may be half captured. With a broker
+and the embedded engines, the vectors and postings are read and written through the
+engine owner (the engines in ``backends`` are then its, see workers/engine_route.py),
+so an export or import runs beside the workers without stopping them.
 """
 
 from __future__ import annotations

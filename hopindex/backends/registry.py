@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from hopindex.backends.llm.observer import LlmObserver
     from hopindex.backends.llm.runner import LlmRunner
 
-_OPENAI_HOST = "api.openai.com"
 # Key prefix of state and events on a shared Redis (several services may share one).
 STATE_PREFIX = "hopindex"
 
@@ -99,6 +99,17 @@ class Backends:
 
 def _scheme(url: str) -> str:
     return urlsplit(url).scheme
+
+
+def embedded_engine_folders(settings: Settings) -> dict[str, Path]:
+    """Role → folder of each embedded engine (one process may open each, engine_lock.py);
+    the server engines are absent."""
+    folders: dict[str, Path] = {}
+    if _scheme(settings.vector_url) == "qdrant-edge":
+        folders["vectors"] = url_path(settings.vector_url)
+    if _scheme(settings.keyword_url) == "tantivy":
+        folders["keywords"] = url_path(settings.keyword_url)
+    return folders
 
 
 def open_vector_store(url: str, settings: Settings | None = None) -> VectorStore:
@@ -177,8 +188,10 @@ def open_embedder(url: str, settings: Settings | None = None) -> Embedder:
         if not model:
             raise ConfigError(f"HOPINDEX_EMBEDDER_URL: name the model, as in "
                               f"openai://text-embedding-3-small, got {url!r}")
+        from hopindex.backends.llm.credentials import sdk_api_key
+
         s = settings or Settings()
-        return OpenAiEmbedder(model, base_url=s.llm_base_url, api_key=s.llm_api_key,
+        return OpenAiEmbedder(model, base_url=s.llm_base_url, api_key=sdk_api_key(s.llm_api_key),
                               timeout_s=s.llm_timeout_s, max_attempts=s.llm_max_attempts,
                               backoff_base_s=s.llm_backoff_base_s)
     raise ConfigError(f"HOPINDEX_EMBEDDER_URL: unsupported scheme in {url!r} "
@@ -199,13 +212,15 @@ def open_response_cache(settings: Settings) -> ResponseCache | None:
     if settings.llm_cache is CacheMode.OFF:
         return None
     url = settings.shared_redis_url(settings.llm_cache_url)
-    if url:
+    if url and _scheme(url) != "sqlite":
         from hopindex.backends.llm.cache_redis import RedisResponseCache
 
         return RedisResponseCache(url)
     from hopindex.backends.llm.cache import SqliteResponseCache
 
-    return SqliteResponseCache(settings.data_dir / "llm-cache.sqlite3")
+    # sqlite://PATH puts the file where the operator wants it (a disk of its own, one
+    # file per machine shared by its workers), even with a Redis broker.
+    return SqliteResponseCache(url_path(url) if url else settings.data_dir / "llm-cache.sqlite3")
 
 
 def build_llm_client(settings: Settings) -> LlmClient:
@@ -239,16 +254,17 @@ def open_llm_observer(settings: Settings) -> LlmObserver | None:
 def open_llm(settings: Settings) -> LlmRunner | None:
     if not settings.llm_enabled:
         return None
-    if urlsplit(settings.llm_base_url).hostname == _OPENAI_HOST and not settings.llm_api_key:
-        raise ConfigError("HOPINDEX_LLM_MODEL is set for api.openai.com but no API key is: "
-                          "set OPENAI_API_KEY (or HOPINDEX_LLM_API_KEY)")
+    from hopindex.backends.llm.credentials import check_llm_key
     from hopindex.backends.llm.runner import LlmRunner
+
+    check_llm_key(settings)
 
     return LlmRunner(lambda: build_llm_client(settings), concurrency=settings.llm_concurrency)
 
 
-def open_backends(settings: Settings) -> Backends:
-    """Backends for ``settings``; the state store opens now so a bad URL fails at once."""
-    backends = Backends(settings)
+def open_backends(settings: Settings, **opened: object) -> Backends:
+    """Backends for ``settings``; the state store opens now so a bad URL fails at once.
+    ``opened`` objects stand in for roles (the engines of another process, say)."""
+    backends = Backends(settings, **opened)
     _ = backends.state
     return backends

@@ -49,7 +49,10 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Webhook:
-    """A URL that receives one index's events, signed with ``secret`` (HMAC-SHA256)."""
+    """A URL that receives one index's events, signed with ``secret`` (HMAC-SHA256,
+    Standard Webhooks). ``secret`` is ``whsec_`` + base64 of the key bytes; one stored
+    before that form is any other text, its UTF-8 bytes the key. ``url`` may hold
+    credentials: show it to readers only through ``core.redact.redact_url``."""
 
     webhook_id: str
     index: str

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import enum
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -38,6 +40,34 @@ class RefreshPolicy(enum.StrEnum):
     FORCE = "true"  # refresh at once (tests); costly under sustained writes
 
 
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+class LogFormat(enum.StrEnum):
+    CONSOLE = "console"
+    JSON = "json"
+
+
+class MetricsAccess(enum.StrEnum):
+    """Who may read the HTTP API's ``/metrics``."""
+
+    PUBLIC = "public"  # no key: Prometheus scrapes it as it does the probes
+    KEY = "key"  # a read key, when keys are configured (scrape with a bearer token)
+
+
+class MetricsIndexLabels(enum.StrEnum):
+    """Whether the HTTP API's ``/metrics`` names indexes in its label values."""
+
+    AUTO = "auto"  # only when /metrics needs a key: a key sees the indexes it covers
+    ALWAYS = "always"  # also when public (the operator keeps the port private)
+    NEVER = "never"  # summed over indexes, never a name
+
+
 class DecisionRecords(enum.StrEnum):
     """Where bridgerag keeps each query's decision record besides its trace (issue 8)."""
 
@@ -68,8 +98,8 @@ class Settings:
     embed_batch_units: int = 256
     stage2_batch_entities: int = 128
     max_document_bytes: int = 2_000_000
-    log_level: str = "WARNING"
-    log_format: str = "console"
+    log_level: LogLevel = LogLevel.WARNING
+    log_format: LogFormat = LogFormat.CONSOLE
     # The LLM (DESIGN.md §8). No model means no LLM: the extractive pipeline runs.
     llm_model: str = ""
     llm_base_url: str = "https://api.openai.com/v1"
@@ -118,6 +148,14 @@ class Settings:
     api_concurrency: int = 4
     api_max_event_streams: int = 64
     api_sse_keepalive_s: float = 15.0
+    # Failed authentications (401s) one client address may cause: a token bucket of
+    # api_auth_failure_burst, refilled at api_auth_failures_per_minute (0: no limit);
+    # past it, 429 until a token is back. Valid keys are never limited.
+    api_auth_failure_burst: int = 30
+    api_auth_failures_per_minute: int = 30
+    # /metrics: public or behind a read key, and whether its labels name indexes.
+    api_metrics_access: MetricsAccess = MetricsAccess.PUBLIC
+    api_metrics_index_labels: MetricsIndexLabels = MetricsIndexLabels.AUTO
 
     # Server backends (issue 5): Elasticsearch (elasticsearch://host:9200) and a Qdrant
     # server (qdrant://host:6333). Shard and replica counts apply when an index or a
@@ -151,41 +189,50 @@ class Settings:
     bridgerag_judge_timeout_s: float = 30.0
     bridgerag_records: DecisionRecords = DecisionRecords.OFF
 
+    # Webhooks. Targets on loopback, private, link-local, metadata, multicast, reserved
+    # and unspecified addresses are refused unless allow_private (a receiver on this
+    # host or network). Each attempt has these timeouts; after breaker_failures failed
+    # attempts in a row an endpoint's deliveries wait breaker_cooldown_s, then one is
+    # tried again. Without a broker a few sender threads deliver in the background, at
+    # most queue_size deliveries waiting per endpoint (more are dropped and logged).
+    webhook_allow_private: bool = False
+    webhook_connect_timeout_s: float = 3.0
+    webhook_read_timeout_s: float = 5.0
+    webhook_max_attempts: int = 8
+    webhook_breaker_failures: int = 5
+    webhook_breaker_cooldown_s: float = 60.0
+    webhook_sender_threads: int = 4
+    webhook_queue_size: int = 1000
+
+    def __post_init__(self) -> None:
+        # Programs (tests, benchmarks) may name an enum setting by its text, as the
+        # environment does; it is held as the enum either way.
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(f.default, enum.Enum) and not isinstance(value, enum.Enum):
+                object.__setattr__(self, f.name, _parse(_PREFIX + f.name.upper(), str(value),
+                                                        f.default))
+
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Every ``HOPINDEX_*`` variable parsed strictly: a value that is not of its
+        setting's type, or a name that is no setting, stops the process naming the
+        variable, the value and what is accepted."""
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for f in fields(cls):
-            key = _PREFIX + f.name.upper()
-            if key not in env:
-                continue
-            raw = env[key]
-            default = f.default
-            if isinstance(default, bool):
-                values[f.name] = raw.lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, enum.Enum):
-                choices = [m.value for m in type(default)]
-                if raw.strip().lower() not in choices:
-                    raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
-                values[f.name] = type(default)(raw.strip().lower())
-            elif isinstance(default, int):
-                try:
-                    values[f.name] = int(raw)
-                except ValueError:
-                    raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
-            elif isinstance(default, float):
-                try:
-                    values[f.name] = float(raw)
-                except ValueError:
-                    raise ConfigError(f"{key} must be a number, got {raw!r}") from None
-            elif isinstance(default, Path):
-                values[f.name] = Path(raw)
-            else:
-                values[f.name] = raw
+        known = {_PREFIX + f.name.upper(): f for f in fields(cls)}
+        unknown = sorted(k for k in env if k.startswith(_PREFIX) and k not in known
+                         and not k.startswith(_NOT_SETTINGS))
+        if unknown:
+            hints = [f"{k} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(
+                k, known, n=1)) else k for k in unknown]
+            raise ConfigError(f"unknown setting(s): {', '.join(hints)}; the settings are "
+                              "listed by `hopindex config` and in the README")
+        values = {f.name: _parse(key, env[key], f.default)
+                  for key, f in known.items() if key in env}
         if "llm_api_key" not in values and env.get(OPENAI_API_KEY):
             values["llm_api_key"] = env[OPENAI_API_KEY]
         settings = cls(**values)  # type: ignore[arg-type]  # values are typed per field above
@@ -231,6 +278,8 @@ class Settings:
         self._validate_workers()
         self._validate_servers()
         self._validate_api()
+        self._validate_webhooks()
+        self._validate_api_guards()
         if self.bridgerag_judge_timeout_s <= 0:
             raise ConfigError(f"{_PREFIX}BRIDGERAG_JUDGE_TIMEOUT_S must be a positive number "
                               f"of seconds, got {self.bridgerag_judge_timeout_s}")
@@ -259,6 +308,18 @@ class Settings:
             raise ConfigError(f"{_PREFIX}BROKER_URL must be a redis:// URL, "
                               f"got {self.broker_url!r}")
 
+    def _validate_webhooks(self) -> None:
+        for name in ("webhook_connect_timeout_s", "webhook_read_timeout_s",
+                     "webhook_breaker_cooldown_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds, "
+                                  f"got {getattr(self, name)}")
+        for name in ("webhook_max_attempts", "webhook_breaker_failures",
+                     "webhook_sender_threads", "webhook_queue_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 1 or more, "
+                                  f"got {getattr(self, name)}")
+
     def _validate_api(self) -> None:
         for name in ("api_max_body_bytes", "api_max_documents", "api_max_query_chars",
                      "api_concurrency", "api_max_event_streams"):
@@ -270,6 +331,14 @@ class Settings:
         if self.api_url and urlsplit(self.api_url).scheme not in ("http", "https"):
             raise ConfigError(f"{_PREFIX}API_URL must be an http:// or https:// URL, "
                               f"got {self.api_url!r}")
+
+    def _validate_api_guards(self) -> None:
+        if self.api_auth_failure_burst < 1:
+            raise ConfigError(f"{_PREFIX}API_AUTH_FAILURE_BURST must be 1 or more, "
+                              f"got {self.api_auth_failure_burst}")
+        if self.api_auth_failures_per_minute < 0:
+            raise ConfigError(f"{_PREFIX}API_AUTH_FAILURES_PER_MINUTE must be 0 (no limit) or "
+                              f"more, got {self.api_auth_failures_per_minute}")
 
     def _validate_servers(self) -> None:
         for name in ("es_index_prefix", "qdrant_collection_prefix"):
@@ -306,10 +375,13 @@ class Settings:
         if self.llm_enabled and urlsplit(self.llm_base_url).scheme not in ("http", "https"):
             raise ConfigError(f"{_PREFIX}LLM_BASE_URL must be a URL such as "
                               f"http://host:8000/v1, got {self.llm_base_url!r}")
-        for name in ("llm_cache_url", "llm_limiter_url"):
-            url = getattr(self, name)
-            if url and urlsplit(url).scheme not in REDIS_SCHEMES:
-                raise ConfigError(f"{_PREFIX}{name.upper()} must be a redis:// URL, got {url!r}")
+        if self.llm_cache_url and urlsplit(self.llm_cache_url).scheme not in (*REDIS_SCHEMES,
+                                                                             "sqlite"):
+            raise ConfigError(f"{_PREFIX}LLM_CACHE_URL must be a redis:// or sqlite://PATH URL, "
+                              f"got {self.llm_cache_url!r}")
+        if self.llm_limiter_url and urlsplit(self.llm_limiter_url).scheme not in REDIS_SCHEMES:
+            raise ConfigError(f"{_PREFIX}LLM_LIMITER_URL must be a redis:// URL, "
+                              f"got {self.llm_limiter_url!r}")
 
     def shared_redis_url(self, explicit: str) -> str:
         """``explicit`` if set, else the broker URL when the broker is Redis, else ''."""
@@ -319,8 +391,46 @@ class Settings:
 
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
+# Variables with the prefix that are not settings: the test and benchmark harnesses'.
+_NOT_SETTINGS = (f"{_PREFIX}TEST_", f"{_PREFIX}BENCH_")
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
 # Elasticsearch index names may not start with "_", "-" or "+" and must be lowercase.
 _NAME_PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]{0,99})?")
+
+
+def _parse(key: str, raw: str, default: object) -> object:
+    """``raw`` as the type of the setting whose default is ``default``."""
+    value = raw.strip()
+    if isinstance(default, bool):
+        return _parse_bool(key, raw)
+    if isinstance(default, enum.Enum):
+        choices = [m.value for m in type(default)]
+        if value.lower() not in choices:
+            raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {raw!r}")
+        return type(default)(value.lower())
+    if isinstance(default, int | float):
+        return _parse_number(key, raw, type(default))
+    return Path(value) if isinstance(default, Path) else raw
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    word = raw.strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise ConfigError(f"{key} must be a boolean ({', '.join(_TRUE)} or "
+                          f"{', '.join(_FALSE)}), got {raw!r}")
+    return word in _TRUE
+
+
+def _parse_number(key: str, raw: str, kind: type[int] | type[float]) -> int | float:
+    what = "an integer" if kind is int else "a number"
+    try:
+        number = kind(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key} must be {what}, got {raw!r}") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"{key} must be a finite number, got {raw!r}")
+    return number
 
 
 def url_path(url: str) -> Path:

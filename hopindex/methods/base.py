@@ -147,9 +147,17 @@ class QueryResult:
         }
 
 
+LlmProvider = Callable[[], "LlmRunner | None"]
+
+
 @dataclass(frozen=True, slots=True)
 class SearchContext:
-    """The protocol objects a query method reads; never a concrete backend."""
+    """The protocol objects a query method reads; never a concrete backend.
+
+    The LLM comes as ``llm`` (already open) or ``open_llm`` (opened the first time a
+    method asks, through ``require_llm``): a method that needs no LLM (``naive``,
+    ``extractive``) never opens it, so no LLM setting can break it.
+    """
 
     vectors: VectorStore
     keywords: KeywordIndex
@@ -158,17 +166,21 @@ class SearchContext:
     indexes: IndexCatalog
     embedder: Embedder
     llm: LlmRunner | None = None
+    open_llm: LlmProvider | None = None
     # Read by methods with knobs of their own (bridgerag: judge timeout, decision records).
     settings: Settings | None = None
     # Query-time work sent to a worker queue (bridgerag's judge); None: run in-process.
     tasks: QueryTasks | None = None
 
     def require_llm(self, method: str) -> LlmRunner:
-        if self.llm is None:
+        llm = self.llm
+        if llm is None and self.open_llm is not None:
+            llm = self.open_llm()
+        if llm is None:
             raise ConfigError(f"method {method!r} answers with an LLM and none is configured: "
                               "set HOPINDEX_LLM_MODEL (and HOPINDEX_LLM_BASE_URL, "
                               "OPENAI_API_KEY)")
-        return self.llm
+        return llm
 
     def index_method(self, index: str) -> str:
         info = self.indexes.get_index(index)

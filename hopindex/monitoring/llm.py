@@ -1,14 +1,15 @@
 """The LLM client's observer that records Prometheus metrics.
 
 ``backends/registry.py`` hands it to every ``LlmClient`` when metrics are on. The
-client reports each cache lookup, each rate-limiter admission and each request,
-so ``hopindex_llm_requests_total{outcome="ok"}`` and the token counters add up to
-the calls and tokens a job record or a query response reports.
+client reports each cache lookup (and each failed cache read or write), each
+rate-limiter admission and each request, so ``hopindex_llm_requests_total{outcome="ok"}``
+and the token counters add up to the calls and tokens a job record or a query
+response reports.
 """
 
 from __future__ import annotations
 
-from hopindex.backends.llm.observer import LlmOutcome
+from hopindex.backends.llm.observer import CacheOperation, LlmOutcome
 from hopindex.monitoring import metrics as m
 from hopindex.monitoring.labels import CacheResult, TokenKind
 
@@ -17,6 +18,9 @@ class PrometheusLlmObserver:
     def observe_cache(self, stage: str, *, hit: bool) -> None:
         result = CacheResult.HIT if hit else CacheResult.MISS
         m.LLM_CACHE_REQUESTS.labels(stage=stage, result=result.value).inc()
+
+    def observe_cache_error(self, stage: str, operation: CacheOperation) -> None:
+        m.LLM_CACHE_ERRORS.labels(stage=stage, operation=operation.value).inc()
 
     def observe_wait(self, stage: str, model: str, waited_s: float) -> None:
         m.RATELIMIT_WAIT.labels(stage=stage, model=model).observe(waited_s)

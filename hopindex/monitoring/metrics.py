@@ -47,6 +47,10 @@ LLM_REQUEST_DURATION = Histogram(
 LLM_CACHE_REQUESTS = Counter(
     "hopindex_llm_cache_requests", "LLM response-cache lookups, hit or miss.",
     ["stage", "result"])
+LLM_CACHE_ERRORS = Counter(
+    "hopindex_llm_cache_errors",
+    "LLM response-cache reads and writes that failed; the call went on without the cache.",
+    ["stage", "operation"])
 RATELIMIT_WAIT = Histogram(
     "hopindex_ratelimit_wait_seconds",
     "Time one LLM request waited for the shared rate limiter (requests/min, tokens/min, "
@@ -93,3 +97,10 @@ DOCUMENTS_INGESTED = Counter(
     "hopindex_documents_ingested",
     "Documents of finished jobs: indexed, unchanged (skipped), failed, or deleted.",
     ["index", "outcome"])
+
+# -- webhooks (scheduler/webhook_delivery.py) ---------------------------------------------
+WEBHOOK_DELIVERIES = Counter(
+    "hopindex_webhook_deliveries",
+    "Webhook delivery attempts and decisions: delivered, failed (to be retried), deferred "
+    "(endpoint's breaker open), gave_up, refused (address not allowed), dropped (queue full "
+    "or process closing), skipped (webhook removed).", ["outcome"])

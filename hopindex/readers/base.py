@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from hopindex.core.text import unstorable_field
+from hopindex.core.json_input import JsonInputError, JsonLimits
+from hopindex.core.text import MAX_METADATA_DEPTH
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -93,15 +95,39 @@ def json_type(value: object) -> str:
 
 def decode_utf8(data: bytes, origin: str, *, base_offset: int = 0) -> str | ReadError:
     """Decode strictly, dropping a leading BOM; a bad byte is reported by its file offset."""
+    return _decode(data, origin, base_offset, "strict")
+
+
+def decode_json_utf8(data: bytes, origin: str, *, base_offset: int = 0) -> str | ReadError:
+    """As :func:`decode_utf8`, but an encoded surrogate (``ED A0 80``) is let through:
+    the JSON check then names the field that holds it (:func:`json_limits`)."""
+    return _decode(data, origin, base_offset, "surrogatepass")
+
+
+def _decode(data: bytes, origin: str, base_offset: int, errors: str) -> str | ReadError:
     skipped = 0
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
         skipped = len(UTF8_BOM)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors)
     except UnicodeDecodeError as exc:
         offset = base_offset + skipped + exc.start
         return ReadError(origin, f"invalid UTF-8 at byte offset {offset} ({exc.reason})")
+
+
+@lru_cache(maxsize=16)
+def json_limits(options: ReadOptions) -> JsonLimits:
+    """The JSON limits for documents: no string (text, title, id, a metadata value or
+    key) longer than the longest text a document may have, and no deeper nesting than
+    a store keeps (a record and its metadata, counted from the record)."""
+    return JsonLimits(max_depth=MAX_METADATA_DEPTH, max_string_chars=options.max_document_bytes,
+                      string_limit_name="max_document_bytes")
+
+
+def json_error(origin: str, error: JsonInputError) -> ReadError:
+    """A JSON limit or syntax error as a ReadError at ``origin:field``."""
+    return ReadError(f"{origin}:{error.path}" if error.path else origin, error.described)
 
 
 class _InvalidRecordError(Exception):
@@ -186,6 +212,9 @@ def document_from_record(record: object, origin: str, options: ReadOptions) -> I
 
     Keys other than id, title, text and metadata are kept in ``metadata`` (an
     explicit ``metadata`` object wins on a clash), so no user data is dropped.
+    ``record`` has passed the JSON check within :func:`json_limits`, which refuses
+    what no store can keep (unpaired surrogates, nesting past MAX_METADATA_DEPTH)
+    and names the field as the input spells it (``author``, ``metadata.tags[1]``).
     """
     if not isinstance(record, dict):
         return ReadError(origin, f"expected a JSON object with a 'text' field, "
@@ -197,12 +226,6 @@ def document_from_record(record: object, origin: str, options: ReadOptions) -> I
         metadata = _read_metadata(record, origin)
     except _InvalidRecordError as invalid:
         return invalid.error
-    # JSON escapes allow lone surrogates ("\ud800"), which UTF-8 cannot store, in any
-    # string or key: checked over the whole record, so the error names the field as
-    # the input spells it (``title``, ``author``, ``metadata.tags[1]``).
-    unstorable = unstorable_field([("", record)])
-    if unstorable is not None:
-        return ReadError(f"{origin}:{unstorable.field}", str(unstorable))
     size = len(text.encode("utf-8"))
     if size > options.max_document_bytes:
         return ReadError(origin, f"document {_record_label(doc_id, title)} is {size:,} bytes "

@@ -17,17 +17,27 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from hopindex.core.json_input import (
+    JsonInputError,
+    JsonLimits,
+    JsonSyntaxError,
+    decode_json,
+    find_violation,
+)
+from hopindex.core.text import printable
 from hopindex.readers.base import (
     TEXT_KEYS,
     Item,
     ReadError,
     ReadOptions,
     Source,
-    decode_utf8,
+    decode_json_utf8,
     document_from_record,
+    json_error,
+    json_limits,
     json_type,
 )
-from hopindex.readers.jsonl import TOO_DEEP, parse_line
+from hopindex.readers.jsonl import parse_line
 
 
 def read_json(source: Source, options: ReadOptions) -> Iterator[Item]:
@@ -36,7 +46,7 @@ def read_json(source: Source, options: ReadOptions) -> Iterator[Item]:
     except OSError as exc:
         yield ReadError(source.origin, f"cannot read: {exc.strerror or exc}")
         return
-    text = decode_utf8(data, source.origin)
+    text = decode_json_utf8(data, source.origin)
     if isinstance(text, ReadError):
         yield text
         return
@@ -44,37 +54,62 @@ def read_json(source: Source, options: ReadOptions) -> Iterator[Item]:
 
 
 def read_json_text(text: str, source: Source, options: ReadOptions) -> Iterator[Item]:
+    limits = json_limits(options)
     try:
-        value: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data" and _looks_like_json_lines(text):
+        value, suspect = decode_json(text, limits)
+    except JsonSyntaxError as exc:
+        if exc.message == "Extra data" and _looks_like_json_lines(text, limits):
             yield from _read_lines(text, source, options)
             return
-        yield ReadError(f"{source.origin}:{exc.lineno}",
-                        f"invalid JSON: {exc.msg} (column {exc.colno})")
+        yield ReadError(f"{source.origin}:{exc.line}",
+                        f"invalid JSON: {exc.message} (column {exc.column})")
         return
-    except RecursionError:
-        yield ReadError(source.origin, TOO_DEEP)
+    except JsonInputError as exc:
+        # Nesting past the limit stops the parse: the whole file, named by line and field.
+        yield json_error(f"{source.origin}:{exc.line}", exc)
         return
-
+    # Numbers, strings and surrogates past the limits fail their own record only.
+    checked = _Checked(limits if suspect else None)
     if isinstance(value, list):
         for index, record in enumerate(value):
-            yield document_from_record(record, f"{source.origin}[{index}]", options)
+            origin = f"{source.origin}[{index}]"
+            yield checked.refusal(origin, record) or document_from_record(record, origin,
+                                                                          options)
     elif isinstance(value, dict):
         if any(isinstance(value.get(key), str) for key in TEXT_KEYS):
-            yield document_from_record(value, source.origin, options)
+            yield (checked.refusal(source.origin, value)
+                   or document_from_record(value, source.origin, options))
         else:
-            yield from _read_title_sentences(value, source, options)
+            yield from _read_title_sentences(value, source, options, checked)
     else:
         yield ReadError(source.origin, f"top level is a {json_type(value)}; expected a list "
                                        "of records or an object mapping titles to sentence "
                                        "lists")
 
 
-def _read_title_sentences(corpus: dict[str, Any], source: Source,
-                          options: ReadOptions) -> Iterator[Item]:
+class _Checked:
+    """The per-record JSON check, for a file whose text may hold something refused."""
+
+    def __init__(self, limits: JsonLimits | None) -> None:
+        self.limits = limits
+
+    def refusal(self, origin: str, value: Any, path: str = "") -> ReadError | None:
+        if self.limits is None:
+            return None
+        found = find_violation(value, self.limits, path)
+        return None if found is None else json_error(origin, found)
+
+
+def _read_title_sentences(corpus: dict[str, Any], source: Source, options: ReadOptions,
+                          checked: _Checked) -> Iterator[Item]:
     for title, sentences in corpus.items():
-        origin = f"{source.origin}[{json.dumps(title, ensure_ascii=False)}]"
+        # printable: a title holding a surrogate must still make a storable origin.
+        origin = f"{source.origin}[{printable(json.dumps(title, ensure_ascii=False))}]"
+        refused = (checked.refusal(origin, title, "title")
+                   or checked.refusal(origin, sentences, "text"))
+        if refused is not None:
+            yield refused
+            continue
         if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
             yield ReadError(origin, f"expected a list of sentence strings under the title, "
                                     f"got {json_type(sentences)}")
@@ -82,14 +117,16 @@ def _read_title_sentences(corpus: dict[str, Any], source: Source,
         yield document_from_record({"title": title, "text": "".join(sentences)}, origin, options)
 
 
-def _looks_like_json_lines(text: str) -> bool:
+def _looks_like_json_lines(text: str, limits: JsonLimits) -> bool:
     """JSON Lines under a .json name: the first non-blank line is a JSON object on its own."""
     for line in text.split("\n"):
         if line.strip():
             try:
-                return isinstance(json.loads(line), dict)
-            except (json.JSONDecodeError, RecursionError):
+                return isinstance(decode_json(line, limits)[0], dict)
+            except JsonSyntaxError:
                 return False
+            except JsonInputError:  # too deep to parse, yet a line of its own
+                return line.lstrip().startswith("{")
     return False
 
 

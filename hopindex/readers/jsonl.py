@@ -7,18 +7,20 @@ invalid UTF-8) costs only that line.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from hopindex.core.json_input import JsonInputError, JsonSyntaxError, parse_json
 from hopindex.readers.base import (
     UTF8_BOM,
     Item,
     ReadError,
     ReadOptions,
     Source,
-    decode_utf8,
+    decode_json_utf8,
     document_from_record,
+    json_error,
+    json_limits,
 )
 
 # A JSON line holds escapes (up to 6 bytes per text byte for control characters)
@@ -27,9 +29,6 @@ from hopindex.readers.base import (
 LINE_BYTES_PER_DOCUMENT_BYTE = 8
 LINE_SLACK_BYTES = 64 * 1024
 _SKIP_CHUNK = 1024 * 1024
-# Python's JSON parser recurses once per nesting level: a hostile line of "[[[[…"
-# exhausts the stack, which must cost that line only.
-TOO_DEEP = "JSON nested too deeply to parse"
 
 
 def line_limit(options: ReadOptions) -> int:
@@ -65,12 +64,14 @@ def parse_line(line: str, origin: str, options: ReadOptions) -> Item | None:
     """One decoded line: a document, an error, or None for a blank line."""
     if not line.strip():
         return None
+    # Too deep, a runaway number, an over-long string, an unpaired surrogate: that line
+    # fails, named with its field (hopindex.core.json_input); the others are read.
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return ReadError(origin, f"invalid JSON: {exc.msg} (column {exc.colno})")
-    except RecursionError:
-        return ReadError(origin, TOO_DEEP)
+        record = parse_json(line, json_limits(options))
+    except JsonSyntaxError as exc:
+        return ReadError(origin, f"invalid JSON: {exc.message} (column {exc.column})")
+    except JsonInputError as exc:
+        return json_error(origin, exc)
     return document_from_record(record, origin, options)
 
 
@@ -100,8 +101,8 @@ def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
                         yield from _read_as_json_array(source, options, pad + raw + fh.read(),
                                                        offset - len(pad))
                         return
-                # decode_utf8 drops a BOM: at line 1, and where files were concatenated.
-                line = decode_utf8(raw, origin, base_offset=offset)
+                # The decoder drops a BOM: at line 1, and where files were concatenated.
+                line = decode_json_utf8(raw, origin, base_offset=offset)
                 if isinstance(line, ReadError):
                     yield line
                     continue
@@ -117,7 +118,7 @@ def _read_as_json_array(source: Source, options: ReadOptions, data: bytes,
     # Imported here: jsonfile imports this module for the opposite fallback.
     from hopindex.readers.jsonfile import read_json_text
 
-    text = decode_utf8(data, source.origin, base_offset=base_offset)
+    text = decode_json_utf8(data, source.origin, base_offset=base_offset)
     if isinstance(text, ReadError):
         yield text
         return

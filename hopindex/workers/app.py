@@ -12,7 +12,7 @@ from celery import Celery
 from hopindex.core.settings import Settings
 from hopindex.monitoring.tasks import install_task_hooks
 from hopindex.workers.base import HopindexTask
-from hopindex.workers.queues import Queue
+from hopindex.workers.queues import ENGINE_QUEUE, ENGINE_TASK, Queue
 
 TASK_MODULES = (
     "hopindex.workers.tasks.stage1",
@@ -21,6 +21,7 @@ TASK_MODULES = (
     "hopindex.workers.tasks.stage2",
     "hopindex.workers.tasks.webhooks",
     "hopindex.workers.tasks.judge",
+    "hopindex.workers.tasks.engine",
     "hopindex.scheduler.control",
     "hopindex.scheduler.reaper",
 )
@@ -33,7 +34,10 @@ TASK_ROUTES = {
     # allow one process, so the embed queue's worker is the one that owns them.
     "hopindex.embed": {"queue": Queue.EMBED.value},
     "hopindex.purge": {"queue": Queue.EMBED.value},
-    "hopindex.deliver_webhook": {"queue": Queue.CONTROL.value},
+    # Other processes' calls to the embedded engines (queries, deletion, export), on a
+    # queue of their own so they do not wait in line behind the embed backlog.
+    ENGINE_TASK: {"queue": ENGINE_QUEUE},
+    "hopindex.deliver_webhook": {"queue": Queue.WEBHOOKS.value},
     # BridgeRAG's batched judge: query-time LLM work, scaled on its own (issue 8).
     "hopindex.judge": {"queue": Queue.JUDGE.value},
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
@@ -64,6 +68,15 @@ def configure_app(settings: Settings) -> Celery:
         broker_transport_options=transport,
         result_backend_transport_options=transport,
         broker_connection_retry_on_startup=True,
+        # A worker that loses its broker reconnects (up to 100 times, a few seconds
+        # apart) instead of exiting; its unacknowledged messages stay in Redis.
+        broker_connection_retry=True,
+        # A task publishes while it runs (its own retry, the next phase's tasks). Celery
+        # gives up after about 0.6 s by default, and a retry it cannot publish drops its
+        # message; waits of 0.5, 1.5, 2.5, then 3 s (16.5 s in all, far inside the
+        # default task time limit) ride out a broker restart of several seconds.
+        task_publish_retry_policy={"max_retries": 7, "interval_start": 0.5,
+                                   "interval_step": 1.0, "interval_max": 3.0},
         task_time_limit=settings.task_time_limit_s,
         task_soft_time_limit=soft_time_limit_s(settings.task_time_limit_s),
         result_expires=86_400,

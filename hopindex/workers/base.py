@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Task
+from celery.exceptions import Reject
 
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
@@ -37,7 +38,16 @@ class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
                 BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** self.request.retries)
             log.warning("task_retrying", task=self.name, attempt=self.request.retries + 1,
                         countdown_s=countdown, error=str(exc))
-            raise self.retry(exc=exc, countdown=countdown, max_retries=max_retries) from exc
+            try:
+                raise self.retry(exc=exc, countdown=countdown, max_retries=max_retries) from exc
+            except Reject as rejected:
+                # The retry could not be published (the broker stayed away past the
+                # publish retry policy), and Celery would drop this message. Requeued
+                # instead, it runs again at once, or — the broker still away, the
+                # reject unsent — comes back after the visibility timeout.
+                log.warning("task_retry_not_published", task=self.name, error=str(exc),
+                            publish_error=str(rejected.reason))
+                raise Reject(rejected.reason, requeue=True) from exc
 
     def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...],
                    kwargs: dict[str, Any], einfo: Any) -> None:

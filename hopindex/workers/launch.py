@@ -6,19 +6,17 @@ import enum
 import os
 import socket
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
 from hopindex.core.settings import Settings
 from hopindex.monitoring.multiprocess import start_worker_metrics
 from hopindex.workers.app import configure_app
+from hopindex.workers.engine_route import claim_engines, owns_engines, worker_queues
 from hopindex.workers.queues import Queue
 
 log = get_logger(__name__)
 
-# Engines that allow one process at a time (DESIGN.md §4).
-_SINGLE_PROCESS_SCHEMES = ("qdrant-edge", "tantivy")
 MAX_PORT = 65_535
 
 
@@ -48,18 +46,12 @@ def choose_pool(settings: Settings, queues: Sequence[Queue], pool: Pool) -> Pool
     """``auto``: threads when this worker writes embedded engines (one process may hold
     them, so its tasks share one process), prefork otherwise."""
     if pool is not Pool.AUTO:
-        if (pool is Pool.PREFORK and Queue.EMBED in queues
-                and _embedded_engines(settings)):
+        if pool is Pool.PREFORK and owns_engines(settings, queues):
             raise ConfigError("the embed queue writes the embedded engines, which one process "
                               "may open: use --pool threads (or auto), or server backends "
                               "(HOPINDEX_VECTOR_URL, HOPINDEX_KEYWORD_URL)")
         return pool
-    return Pool.THREADS if Queue.EMBED in queues and _embedded_engines(settings) else Pool.PREFORK
-
-
-def _embedded_engines(settings: Settings) -> bool:
-    return any(urlsplit(url).scheme in _SINGLE_PROCESS_SCHEMES
-               for url in (settings.vector_url, settings.keyword_url))
+    return Pool.THREADS if owns_engines(settings, queues) else Pool.PREFORK
 
 
 def _require_broker(settings: Settings) -> None:
@@ -73,9 +65,15 @@ def worker_argv(settings: Settings, queues: Sequence[Queue], concurrency: int, p
                 name: str | None = None) -> list[str]:
     chosen = choose_pool(settings, queues, pool)
     node = name or f"hopindex-{os.getpid()}@{socket.gethostname()}"
-    return ["worker", "--queues", ",".join(q.value for q in queues), "--pool", chosen.value,
+    argv = ["worker", "--queues", ",".join(worker_queues(settings, queues)),
+            "--pool", chosen.value,
             "--concurrency", str(concurrency), "--hostname", node,
             "--loglevel", settings.log_level.upper(), "--without-gossip", "--without-mingle"]
+    if owns_engines(settings, queues):
+        # One message per thread: an engine call never waits behind embed batches this
+        # worker reserved but has no thread for.
+        argv += ["--prefetch-multiplier", "1"]
+    return argv
 
 
 def run_worker(settings: Settings, queues: Sequence[Queue], concurrency: int,
@@ -98,11 +96,22 @@ def run_worker(settings: Settings, queues: Sequence[Queue], concurrency: int,
                if metrics_port is not None else None)
     app = configure_app(settings)
     argv = worker_argv(settings, queues, concurrency, pool, name)
-    log.info("worker_starting", queues=[q.value for q in queues], pool=argv[4],
-             concurrency=concurrency, metrics=metrics.url if metrics else None)
+    # Claimed before any task runs, and held until the worker exits: a second owner is
+    # refused at start (naming this one), not at its first write.
+    try:
+        claims = claim_engines(settings) if owns_engines(settings, queues) else []
+    except BaseException:
+        if metrics is not None:
+            metrics.close()
+        raise
+    log.info("worker_starting", queues=argv[argv.index("--queues") + 1].split(","),
+             pool=argv[argv.index("--pool") + 1], concurrency=concurrency,
+             engine_owner=bool(claims), metrics=metrics.url if metrics else None)
     try:
         app.worker_main(argv)
     finally:
+        for claim in claims:
+            claim.release()
         if metrics is not None:
             metrics.close()
 

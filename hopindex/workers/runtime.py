@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hopindex.backends.llm.runner import LlmRunner
-from hopindex.backends.registry import Backends, open_backends
+from hopindex.backends.registry import Backends
 from hopindex.core.errors import ConfigError, NotFoundError
 from hopindex.core.settings import Settings
 from hopindex.methods.extractive.stage1 import ChunkPolicy
 from hopindex.methods.extractive.stage2 import BridgePolicy
+from hopindex.workers.engine_route import open_process_backends
 
 
 @dataclass(slots=True)
@@ -56,5 +57,5 @@ def current_runtime() -> Runtime:
     global _current  # noqa: PLW0603  # see bind_runtime
     if _current is None:
         settings = Settings.from_env()
-        _current = Runtime(settings=settings, backends=open_backends(settings))
+        _current = Runtime(settings=settings, backends=open_process_backends(settings))
     return _current

@@ -3,6 +3,7 @@ webhook registration (over the SQLite event log)."""
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Iterator
@@ -113,12 +114,15 @@ def test_render_progress_and_failure_summaries() -> None:
 
 
 def test_register_webhook_makes_an_id_and_a_secret(log: SqliteEventLog) -> None:
-    """Without a secret a random 64-hex-digit one is made; ids differ per webhook; a given
-    secret is kept; the webhook is stored."""
+    """Without a secret a random one of 32 bytes is made, in Standard Webhooks form
+    (whsec_ + base64); ids differ per webhook; a given secret is kept as its bytes, in
+    the same form; the webhook is stored."""
     first = register_webhook(log, INDEX, "https://example.org/hook", None)
-    second = register_webhook(log, INDEX, "http://127.0.0.1:8080/x", "mine")
-    assert len(first.secret) == 64 and int(first.secret, 16) >= 0
-    assert first.webhook_id != second.webhook_id and second.secret == "mine"
+    second = register_webhook(log, INDEX, "http://127.0.0.1:8080/x", "mine", allow_private=True)
+    assert first.secret.startswith("whsec_")
+    assert len(base64.b64decode(first.secret.removeprefix("whsec_"))) == 32
+    assert first.webhook_id != second.webhook_id
+    assert second.secret == "whsec_" + base64.b64encode(b"mine").decode()
     assert log.list_webhooks(INDEX) == [first, second]
 
 

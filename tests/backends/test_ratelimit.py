@@ -291,7 +291,30 @@ def test_negative_token_counts_are_refused() -> None:
         run(limiter.acquire("m", -1))
 
 
+def test_only_budget_sleeps_count_as_waiting() -> None:
+    """A call's wait is the sleeps its budget imposed: 0 when admitted at once, the
+    interval when it had to wait for a request slot."""
+    limiter, _ = fake_limiter(RateLimits(requests_per_minute=60, burst_requests=1,
+                                         margin_s=0.0))
+
+    async def drive() -> list[float]:
+        return [(await limiter.acquire("m", 10)).waited_s for _ in range(3)]
+
+    assert run(drive()) == [0.0, pytest.approx(1.0), pytest.approx(1.0)]
+
+
 # -- in-process, real clock --------------------------------------------------------
+
+
+def test_no_limit_and_no_hold_is_no_wait_in_process() -> None:
+    """With no budget configured and no Retry-After hold, two hundred concurrent calls
+    each report a wait of exactly 0 (the limiter's own bookkeeping is not a wait)."""
+    limiter = InProcessRateLimiter(RateLimits(requests_per_minute=None))
+
+    async def drive() -> list[Reservation]:
+        return await asyncio.gather(*(limiter.acquire("m", 500) for _ in range(200)))
+
+    assert {r.waited_s for r in run(drive())} == {0.0}
 
 
 def test_real_clock_concurrent_tasks_are_paced() -> None:
@@ -454,6 +477,42 @@ def test_redis_reconcile_and_no_leak_between_budgets(redis_url: str, key: str) -
             await client.aclose()
 
     run(drive())
+
+
+def test_redis_no_limit_and_no_hold_is_no_wait_under_contention(
+        redis_url: str, key: str) -> None:  # noqa: F811
+    """Sixty-four concurrent calls with no budget configured queue behind one another's
+    round trips to Redis, yet none of them waited for a budget: every wait is 0."""
+
+    async def drive() -> list[Reservation]:
+        limiter = RedisRateLimiter(redis_url, RateLimits(requests_per_minute=None))
+        try:
+            return await asyncio.gather(*(limiter.acquire(key, 500) for _ in range(64)))
+        finally:
+            await limiter.close()
+
+    assert {r.waited_s for r in run(drive())} == {0.0}
+
+
+def test_redis_callers_queued_behind_a_budget_wait_count_it(
+        redis_url: str, key: str) -> None:  # noqa: F811
+    """At 120 requests/min with no burst, three concurrent calls are admitted 0.5 s apart:
+    the second waits 0.5 s, the third 1 s (the holder's sleep it queued behind, then its
+    own), so the reported waits are the budget's, not the lock's."""
+    limits = RateLimits(requests_per_minute=120, burst_requests=1, margin_s=0.0)
+
+    async def drive() -> list[float]:
+        limiter = RedisRateLimiter(redis_url, limits)
+        try:
+            found = await asyncio.gather(*(limiter.acquire(key, 10) for _ in range(3)))
+        finally:
+            await limiter.close()
+        return sorted(r.waited_s for r in found)
+
+    first, second, third = run(drive())
+    assert first == 0.0
+    assert 0.45 <= second <= 0.65
+    assert 0.95 <= third <= 1.2
 
 
 def test_unreachable_redis_is_retryable_and_hides_credentials() -> None:

@@ -33,7 +33,8 @@ SETTING_NAMES = {f"HOPINDEX_{f.name.upper()}" for f in fields(Settings)}
 # A syntactically valid key for the one variable the example leaves for the user to set.
 API_KEYS = "compose-test-key-0123456789:write"
 EXPECTED_SERVICES = {"redis", "qdrant", "elasticsearch", "api", "worker-stage1",
-                     "worker-stage2", "worker-embed", "worker-judge", "worker-control", "beat",
+                     "worker-stage2", "worker-embed", "worker-judge", "worker-control",
+                     "worker-webhooks", "beat",
                      "prometheus", "grafana"}
 
 
@@ -104,7 +105,7 @@ def test_every_hopindex_variable_is_a_setting_it_reads(resolved: dict[str, Any])
     """Each service's HOPINDEX_* variables name Settings fields and parse and validate
     as hopindex reads them; they point at the servers, never at embedded engines."""
     services = hopindex_services(resolved)
-    assert len(services) == 7
+    assert len(services) == 8
     for name, service in services.items():
         env = {k: str(v) for k, v in service["environment"].items()}
         unknown = {k for k in env if k.startswith("HOPINDEX_")} - SETTING_NAMES

@@ -182,8 +182,7 @@ def test_prometheus_reports_what_the_job_record_and_the_responses_report(
         prom.wait_for("count(hopindex_state_exporter)", lambda v: v == 1)
         _check_worker_series(prom, job)
 
-        for process in processes[:2]:  # the API process may now open the embedded engines
-            process.stop()
+        # The API's searches travel to the engine owner, which keeps running.
         answers = {method: [_ask(api_port, q, method) for q in QUESTIONS]
                    for method in METHODS}
         answers["indexrag"].append(_ask(api_port, QUESTIONS[0], "indexrag"))  # a cache hit

@@ -2,7 +2,10 @@
 
 ``WebhookReceiver`` listens on a free loopback port in a thread. Every request is
 kept as ``(body, headers)`` with header names lower-cased; ``status`` and
-``delay_s`` may be changed while it runs to play a failing or slow receiver.
+``delay_s`` may be changed while it runs to play a failing or slow receiver, and
+``hold`` to play a black hole: each request is accepted and read but never answered
+(and not kept) until ``hold`` is turned off; ``held`` counts them. ``location`` is
+sent with a 3xx ``status``; ``most_at_once`` is the most requests it had in flight.
 """
 
 from __future__ import annotations
@@ -18,17 +21,45 @@ Delivery = tuple[bytes, dict[str, str]]
 
 
 class WebhookReceiver:
-    def __init__(self, *, status: int = 200, delay_s: float = 0.0) -> None:
+    def __init__(self, *, status: int = 200, delay_s: float = 0.0, hold: bool = False,
+                 location: str = "") -> None:
         self.status = status
         self.delay_s = delay_s
+        self.hold = hold
+        self.location = location
+        self.held = 0
+        self.most_at_once = 0
+        self._in_flight = 0
         self._received: list[Delivery] = []
         self._changed = threading.Condition()
+        self._stopping = threading.Event()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                with receiver._changed:
+                    receiver._in_flight += 1
+                    receiver.most_at_once = max(receiver.most_at_once, receiver._in_flight)
+                try:
+                    if receiver.hold:
+                        self._never_answer()
+                        return
+                    self._answer(body, headers)
+                finally:
+                    with receiver._changed:
+                        receiver._in_flight -= 1
+
+            def _never_answer(self) -> None:
+                with receiver._changed:
+                    receiver.held += 1
+                    receiver._changed.notify_all()
+                while receiver.hold and not receiver._stopping.is_set():
+                    time.sleep(0.02)
+                self.close_connection = True
+
+            def _answer(self, body: bytes, headers: dict[str, str]) -> None:
                 with receiver._changed:
                     receiver._received.append((body, headers))
                     receiver._changed.notify_all()
@@ -37,6 +68,8 @@ class WebhookReceiver:
                 reply = b"ok" if receiver.status < 400 else b"receiver says no"
                 try:
                     self.send_response(receiver.status)
+                    if receiver.location:
+                        self.send_header("Location", receiver.location)
                     self.send_header("Content-Length", str(len(reply)))
                     self.end_headers()
                     self.wfile.write(reply)
@@ -60,6 +93,21 @@ class WebhookReceiver:
         with self._changed:
             return list(self._received)
 
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def wait_held(self, count: int, timeout_s: float = 30.0) -> None:
+        """Return once ``count`` requests were held (black-hole mode); TimeoutError if not."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while self.held < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"webhook receiver: {self.held} of {count} requests "
+                                       f"held within {timeout_s} s")
+                self._changed.wait(remaining)
+
     def wait_for(self, predicate: Callable[[list[Delivery]], bool],
                  timeout_s: float = 10.0) -> list[Delivery]:
         """Every delivery so far, once ``predicate`` holds for them; TimeoutError if it
@@ -80,6 +128,7 @@ class WebhookReceiver:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -55,9 +55,13 @@ def judge_env(tmp_path_factory: pytest.TempPathFactory, private_redis: str) -> I
         job = ingesting.ingest_documents(INDEX, hotpot_documents(records), method="extractive")
         assert not job.errors
     service = Hopindex(replace(embedded, broker_url=private_redis))
+    # With a broker, the embedded engines are the embed worker's; searches go to it.
+    owner = WorkerProcess(service.settings, ["embed"], concurrency=2, name="engines",
+                          log_path=tmp / "engines.log").wait_ready()
     try:
         yield JudgeEnv(server=server, service=service, tmp=tmp, questions=records)
     finally:
+        owner.stop()
         service.close()
         server.stop()
 

@@ -35,7 +35,7 @@ def test_the_engine_owner_gets_threads_and_others_prefork(tmp_path: Path) -> Non
         choose_pool(embedded, [Queue.EMBED], Pool.PREFORK)
     argv = worker_argv(embedded, [Queue.EMBED], 3, Pool.AUTO, name="w@h")
     assert argv[argv.index("--pool") + 1] == "threads"
-    assert argv[argv.index("--queues") + 1] == "embed"
+    assert argv[argv.index("--queues") + 1] == "embed,engine"  # it owns the engines
     assert argv[argv.index("--concurrency") + 1] == "3"
 
 

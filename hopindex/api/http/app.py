@@ -8,8 +8,15 @@ from aiohttp import web
 
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.keys import KeyRing, load_key_ring
-from hopindex.api.http.middleware import answer_middleware, auth_middleware
+from hopindex.api.http.metrics import configured_routes
+from hopindex.api.http.middleware import (
+    KEY_CHECKS,
+    KeyChecks,
+    answer_middleware,
+    auth_middleware,
+)
 from hopindex.api.http.openapi.spec import build_spec
+from hopindex.api.http.ratelimit import FailureLimiter
 from hopindex.api.http.routes import ALL_ROUTES
 from hopindex.api.http.routes.service import SPEC_KEY
 from hopindex.api.http.routing import CONTEXT, ApiContext, StreamGate
@@ -32,8 +39,12 @@ def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Applicatio
     app = web.Application(middlewares=[answer_middleware, auth_middleware],
                           client_max_size=settings.api_max_body_bytes)
     app[CONTEXT] = ctx
+    app[KEY_CHECKS] = KeyChecks(
+        failures=FailureLimiter(settings.api_auth_failure_burst,
+                                settings.api_auth_failures_per_minute),
+        slow=BlockingRunner(1, name="hopindex-key-check"))
     app[SPEC_KEY] = build_spec(settings)
-    for route in ALL_ROUTES:
+    for route in configured_routes(ALL_ROUTES, settings):
         app.router.add_route(route.method, route.path, route.handler)
         ctx.routes[(route.method, route.path)] = route
     app.on_shutdown.append(_end_streams)
@@ -50,3 +61,4 @@ async def _release(app: web.Application) -> None:
     # Both wait for threads (a running embedded job, pending blocking calls).
     await asyncio.to_thread(ctx.jobs.close)
     await asyncio.to_thread(ctx.blocking.close)
+    await asyncio.to_thread(app[KEY_CHECKS].slow.close)

@@ -1,5 +1,5 @@
 """The two middlewares every request passes: answering (request id, timeout, errors as
-JSON, one log event) and authentication (bearer key, access, index scope)."""
+JSON, one log event) and authentication (bearer key, failure rate, access, index scope)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import asyncio
 import re
 import time
 import uuid
+from dataclasses import dataclass, field
 
 import structlog
 from aiohttp import web
 
+from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import (
     ApiError,
     bad_request,
@@ -19,7 +21,13 @@ from hopindex.api.http.errors import (
     internal_error,
     plain_traceback,
 )
-from hopindex.api.http.keys import LOCAL_PRINCIPAL, Pending
+from hopindex.api.http.keys import LOCAL_PRINCIPAL, Pending, Principal
+from hopindex.api.http.ratelimit import (
+    FailureLimiter,
+    FailurePause,
+    client_of,
+    retry_after_header,
+)
 from hopindex.api.http.routing import (
     PRINCIPAL_KEY,
     REQUEST_ID_HEADER,
@@ -42,14 +50,33 @@ _HTTP_CODES = {400: "invalid_request", 404: "not_found", 405: "method_not_allowe
                413: "body_too_large", 415: "unsupported_media_type"}
 
 
+@dataclass(slots=True)
+class KeyChecks:
+    """What authentication keeps between requests: each client's failure budget, the
+    pause before a 429, and the one thread scrypt checks run on, so however many arrive
+    they take one core at most and never a thread the queries need."""
+
+    failures: FailureLimiter
+    slow: BlockingRunner
+    pause: FailurePause = field(default_factory=FailurePause)
+
+
+KEY_CHECKS = web.AppKey("hopindex_key_checks", KeyChecks)
+
+
 def _request_id(request: web.Request) -> str:
     given = request.headers.get(REQUEST_ID_HEADER, "")
     return given if _CLIENT_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
 
 
-def _from_http_exception(exc: web.HTTPException) -> ApiError:
+def _from_http_exception(request: web.Request, exc: web.HTTPException) -> ApiError:
     headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else {}
     message = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+    if exc.status == 404 and message == exc.reason:  # the router's: no route matched
+        message = "no such route; /v1/openapi.json lists them"
+    elif exc.status == 405 and message == exc.reason:
+        message = (f"{request.method} is not allowed here; allowed: "
+                   f"{headers.get('Allow') or 'none'}")
     return ApiError(exc.status, _HTTP_CODES.get(exc.status, "http_error"), message,
                     headers=headers)
 
@@ -79,7 +106,7 @@ async def answer_middleware(request: web.Request, handler: Handler) -> web.Strea
                 mapped = internal_error()
             response = error_response(mapped, request_id)
         except web.HTTPException as exc:
-            response = error_response(_from_http_exception(exc), request_id)
+            response = error_response(_from_http_exception(request, exc), request_id)
         except TimeoutError:
             response = error_response(ApiError(
                 504, "timeout", "the request took longer than "
@@ -118,6 +145,34 @@ def _check_query(request: web.Request, route: Route) -> None:
             raise bad_request(f"query parameter {name!r} is given more than once", field=name)
 
 
+async def _authenticate(request: web.Request) -> Principal:
+    """The key's principal. A key that is not plainly right spends one of its client's
+    failure tokens first (429 when none is left); a right one gets it back."""
+    keys, checks = context(request).keys, request.app[KEY_CHECKS]
+    presented = _bearer(request)
+    found = keys.lookup(presented) if presented is not None else None
+    if isinstance(found, Principal):
+        return found
+    client = client_of(request.remote)
+    wait_s = checks.failures.take(client)
+    if wait_s is None and found is Pending.SLOW_CHECK and presented is not None:
+        found = await checks.slow.run(keys.verify_slow, presented)
+    missing = presented is None
+    # Not kept in this frame past here: a traceback must not carry it.
+    del presented
+    if wait_s is not None:
+        await checks.pause.pause(wait_s)
+        raise ApiError(429, "too_many_failures", "too many requests without a valid API key "
+                       f"from this address; retry in {retry_after_header(wait_s)}s",
+                       headers={"Retry-After": retry_after_header(wait_s)})
+    if missing:
+        raise ApiError(401, "unauthenticated", "send an API key: Authorization: Bearer KEY")
+    if not isinstance(found, Principal):
+        raise ApiError(401, "unauthenticated", "the API key is not valid")
+    checks.failures.give_back(client)
+    return found
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """401 without a valid key, 403 when the key's access or indexes do not cover the
@@ -131,20 +186,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         _check_query(request, route)
         return await handler(request)
     ctx = context(request)
-    if not ctx.keys.configured:
-        request[PRINCIPAL_KEY] = LOCAL_PRINCIPAL
-    else:
-        presented = _bearer(request)
-        if presented is None:
-            raise ApiError(401, "unauthenticated", "send an API key: Authorization: Bearer KEY")
-        found = ctx.keys.lookup(presented)
-        if found is Pending.SLOW_CHECK:
-            found = await ctx.blocking.run(ctx.keys.verify_slow, presented)
-        # Not kept in this frame while the handler runs: a traceback must not carry it.
-        del presented
-        if found is None:
-            raise ApiError(401, "unauthenticated", "the API key is not valid")
-        request[PRINCIPAL_KEY] = found
+    request[PRINCIPAL_KEY] = (await _authenticate(request) if ctx.keys.configured
+                              else LOCAL_PRINCIPAL)
     who = request[PRINCIPAL_KEY]
     if not who.access.allows(needed):
         raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"

@@ -8,7 +8,6 @@ same settings and constants).
 from __future__ import annotations
 
 import enum
-import json
 import math
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -16,14 +15,28 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from hopindex.api.http.errors import ApiError, bad_request
+from hopindex.api.http.routing import context
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import validate_index_name
+from hopindex.core.json_input import (
+    MAX_JSON_DEPTH,
+    MAX_JSON_NUMBER_CHARS,
+    JsonInputError,
+    JsonLimits,
+    JsonSyntaxError,
+    decode_json_bytes,
+    parse_json,
+)
 
 E = TypeVar("E", bound=enum.Enum)
 
 # JSON bodies other than documents (queries, index and webhook creation) are small.
 MAX_JSON_BODY_BYTES = 1_000_000
 JSON_MEDIA_TYPES = ("application/json",)
+# No string or key in such a body is longer (a question may be, when
+# HOPINDEX_API_MAX_QUERY_CHARS says so): the fields have their own, smaller limits,
+# and a string no field reads must not be echoed back in an error at any length.
+MAX_BODY_STRING_CHARS = 65_536
 
 
 def too_large(limit_bytes: int, what: str = "request body") -> ApiError:
@@ -40,8 +53,9 @@ def check_declared_length(request: web.Request, limit_bytes: int) -> None:
 
 async def read_json_object(request: web.Request,
                            limit_bytes: int = MAX_JSON_BODY_BYTES) -> dict[str, Any]:
-    """The body as a JSON object; 415 for another media type, 400 naming the line of a
-    syntax error, 413 past ``limit_bytes``."""
+    """The body as a JSON object within the bounded parser's limits (body_json_limits):
+    415 for another media type, 413 past ``limit_bytes``, 400 naming the line of a
+    syntax error or the field (``question``, ``options.x``) of a value past a limit."""
     if request.content_type not in JSON_MEDIA_TYPES:
         raise ApiError(415, "unsupported_media_type",
                        f"send the body as application/json, not {request.content_type!r}")
@@ -52,17 +66,26 @@ async def read_json_object(request: web.Request,
         if len(data) > limit_bytes:
             raise too_large(limit_bytes)
     try:
-        value = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise bad_request(f"body is not UTF-8 (byte offset {exc.start})", code="invalid_json",
-                          field="body") from None
-    except json.JSONDecodeError as exc:
-        raise ApiError(400, "invalid_json", f"body is not valid JSON: {exc.msg} (line "
-                                            f"{exc.lineno}, column {exc.colno})",
-                       line=exc.lineno, details={"column": exc.colno}) from None
+        value = parse_json(decode_json_bytes(bytes(data)),
+                           body_json_limits(context(request).settings.api_max_query_chars))
+    except JsonSyntaxError as exc:
+        raise ApiError(400, "invalid_json", f"body is not valid JSON: {exc.message} (line "
+                                            f"{exc.line}, column {exc.column})",
+                       line=exc.line, details={"column": exc.column}) from None
+    except JsonInputError as exc:
+        if not exc.path:  # not UTF-8
+            raise ApiError(400, "invalid_json", f"body {exc.reason}", field="body") from None
+        raise ApiError(400, "invalid_input", exc.described, field=exc.path,
+                       line=exc.line) from None
     if not isinstance(value, dict):
         raise bad_request("body must be a JSON object", field="body")
     return value
+
+
+def body_json_limits(max_query_chars: int) -> JsonLimits:
+    """The parser's limits for a JSON request body: room for the longest question."""
+    return JsonLimits(max_depth=MAX_JSON_DEPTH, max_number_chars=MAX_JSON_NUMBER_CHARS,
+                      max_string_chars=max(MAX_BODY_STRING_CHARS, max_query_chars))
 
 
 def check_fields(body: dict[str, Any], allowed: Iterable[str], required: Iterable[str] = ()

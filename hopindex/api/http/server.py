@@ -14,6 +14,8 @@ from aiohttp import web
 
 from hopindex.api.http.app import create_app
 from hopindex.api.http.keys import KeyRing, load_key_ring
+from hopindex.api.http.metrics import may_name_indexes
+from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES, JsonErrorRunner
 from hopindex.api.http.routing import CONTEXT
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import ConfigError
@@ -51,7 +53,9 @@ def _url(runner: web.AppRunner) -> str:
 
 async def _run(app: web.Application, host: str, port: int, stop: asyncio.Event,
                on_ready: Callable[[str], None]) -> None:
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    runner = JsonErrorRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+                             max_line_size=MAX_REQUEST_LINE_BYTES,
+                             max_field_size=MAX_HEADER_BYTES)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -72,6 +76,11 @@ def serve(settings: Settings, host: str, port: int,
             log.warning("api_auth_disabled", host=host, port=port,
                         reason="no HOPINDEX_API_KEYS or HOPINDEX_API_KEYS_FILE: every request "
                                "is allowed, so the server listens on loopback only")
+        if keys.entries_without_id:
+            log.warning("api_keys_without_id", entries=keys.entries_without_id,
+                        reason="every wrong key costs a scrypt check against these entries; "
+                               "replace them with keys from `hopindex api-key --scrypt`, "
+                               "whose entries have an id")
 
         async def main() -> None:
             stop = asyncio.Event()
@@ -86,8 +95,10 @@ def serve(settings: Settings, host: str, port: int,
 
             await _run(app, host, port, stop, ready)
 
-        # Queue depth, jobs and units from Redis, exported by one process at a time.
-        state_gauges = register_state_collector(settings)
+        # Queue depth, jobs and units from Redis, exported by one process at a time:
+        # here only when /metrics may name indexes (units are per index).
+        state_gauges = (register_state_collector(settings) if may_name_indexes(settings)
+                        else None)
         try:
             asyncio.run(main())
         finally:

@@ -7,6 +7,11 @@ answers with that job as soon as its record exists, while the job goes on. One
 embedded job runs at a time: the pipeline is CPU-bound on this process's cores
 and a second job would only compete for them; a request that finds the slot
 taken gets a 429 with ``Retry-After``.
+
+A submission that fails once its job record exists answers with that job, which
+reads ``failed`` with the reason: the same answer whether the failure came before
+or after the request was answered (embedded, the job goes on after it). One that
+fails before (an unknown method, a store that cannot be reached) answers the error.
 """
 
 from __future__ import annotations
@@ -51,7 +56,10 @@ class JobLauncher:
         job, which may still be running."""
         job_id = new_job_id()
         if not self.eager:
-            return await self._blocking.run(submit, job_id)
+            try:
+                return await self._blocking.run(submit, job_id)
+            except Exception as exc:
+                return await self._job_or_raise(job_id, exc)
         if not self._slot.acquire(blocking=False):
             raise ApiError(429, "busy", "an ingest or delete job is running in this server "
                            f"({self._running_job}); without workers one runs "
@@ -74,10 +82,21 @@ class JobLauncher:
         while True:
             done, _ = await asyncio.wait({waiting}, timeout=POLL_S)
             if done:
-                return waiting.result()  # a failure before the job existed is the answer
+                failure = waiting.exception()
+                return waiting.result() if failure is None else (
+                    await self._job_or_raise(job_id, failure))
             job = await self._blocking.run(state.get_job, job_id)
             if job is not None:
                 return job
+
+    async def _job_or_raise(self, job_id: str, failure: BaseException) -> Job:
+        """The failed submission's job; its error when it failed before the job existed."""
+        job = await self._blocking.run(self._service.backends.state.get_job, job_id)
+        if job is None:
+            raise failure
+        log.warning("job_failed_at_submission", job_id=job_id, state=job.state.value,
+                    error=f"{type(failure).__name__}: {failure}")
+        return job
 
     def _finished(self, future: Future[Job]) -> None:
         self._slot.release()

@@ -37,8 +37,14 @@ JSON_TYPE = "application/json"
 MULTIPART_TYPE = "multipart/form-data"
 FILE_FIELD = "file"
 # Where an error sits in the body: file, then line, record index or title, then field.
+# A field is a path into the record: ``text``, ``metadata.author``, ``tags[1]``,
+# ``metadata["first name"]`` for a key that is not a plain name, ``[0]`` into a line
+# that is an array (hopindex.core.json_input).
+_QUOTED_KEY = r'\["(?:[^"\\]|\\.)*"\]'
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_FIELD = rf"(?:{_NAME}|{_QUOTED_KEY}|\[\d+\])(?:\.{_NAME}|\[\d+\]|{_QUOTED_KEY})*"
 _ORIGIN = re.compile(r"^(?P<file>[^:\[]+)(?::(?P<line>\d+))?(?:\[(?P<record>\d+)\])?"
-                     r"(?:\[(?P<key>\".*\")\])?(?::(?P<field>[A-Za-z_]+))?$")
+                     rf"(?:\[(?P<key>\".*?\")\])?(?::(?P<field>{_FIELD}))?$")
 _SAFE_PART = re.compile(r"^[^/\\:\[\]\x00-\x1f]+$")
 
 

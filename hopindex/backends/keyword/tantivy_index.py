@@ -24,6 +24,7 @@ from pathlib import Path
 import tantivy
 
 from hopindex.backends.embedded import engine_errors, index_folder
+from hopindex.backends.engine_lock import claim_folder
 from hopindex.backends.protocols import KeywordRecord, UnitFilter
 from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.logging import get_logger
@@ -107,6 +108,10 @@ class TantivyKeywordIndex:
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
+        # tantivy locks only its writer: another process could search, but its writes
+        # would meet the owner's writer lock and its drops would delete files under the
+        # owner. One process per folder, as for Qdrant Edge (engine_lock.py).
+        self._claim = claim_folder(self._root, ENGINE)
         self._indexes: dict[str, _OpenIndex] = {}
         # Guards the dict and index open/create/close; writes take the index's own lock.
         self._lock = threading.RLock()
@@ -147,6 +152,7 @@ class TantivyKeywordIndex:
             except BackendError as exc:
                 log.error("keyword_index_close_failed", index=index, error=str(exc))
                 failure = failure or exc
+        self._claim.release()
         if failure is not None:
             raise failure
 

@@ -7,6 +7,15 @@ every process sharing the limiter for its Retry-After) → reconcile the
 reservation with the reported usage → usage accounting. JSON replies are
 validated by the caller's parser, with one repair attempt. Each step is reported
 to an :class:`LlmObserver` (metrics), when one is given.
+
+What fails here is either the item's fault or the infrastructure's. An invalid
+reply after the repair (``LlmOutputError``), a request the provider refuses for
+good (``PermanentStageError``) and the provider failing every attempt
+(``LlmUnavailableError``) belong to the document or entity asking. The rate
+limiter failing to admit a call is the infrastructure's: it raises its own
+retryable error, and the task retries. The cache and the limiter's bookkeeping
+never cost a reply: a cache that cannot be read is a miss; a reply that cannot be
+stored (logged and counted) or reconciled (logged) is returned all the same.
 """
 
 from __future__ import annotations
@@ -22,11 +31,18 @@ from typing import Any, TypeVar
 import openai
 
 from hopindex.backends.llm.cache import ResponseCache, cache_key
-from hopindex.backends.llm.observer import LlmObserver, LlmOutcome, NullLlmObserver
-from hopindex.backends.llm.ratelimit import RateLimiter
+from hopindex.backends.llm.credentials import sdk_api_key
+from hopindex.backends.llm.observer import (
+    CacheOperation,
+    LlmObserver,
+    LlmOutcome,
+    NullLlmObserver,
+)
+from hopindex.backends.llm.ratelimit import RateLimiter, Reservation
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import (
+    BackendError,
     ConfigError,
     LlmAuthenticationError,
     LlmOutputError,
@@ -104,7 +120,7 @@ class LlmClient:
         self._observer: LlmObserver = observer or NullLlmObserver()
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
-            base_url=settings.base_url, api_key=settings.api_key, max_retries=0,
+            base_url=settings.base_url, api_key=sdk_api_key(settings.api_key), max_retries=0,
             timeout=settings.timeout_s)
 
     async def close(self) -> None:
@@ -115,16 +131,14 @@ class LlmClient:
 
     async def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
         key = self._key(request)
-        if self._cache is not None:
-            cached = await self._cache.get_response(key)
-            self._observer.observe_cache(request.stage, hit=cached is not None)
-            if cached is not None:
-                usage.record_cache_hit(request.stage)
-                return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
-                                  cached=True)
+        cached = await self._cached(request.stage, key)
+        if cached is not None:
+            usage.record_cache_hit(request.stage)
+            return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
+                              cached=True)
         result = await self._call(request, usage)
-        if self._cache is not None and request.response_format is ResponseFormat.TEXT:
-            await self._cache.put_response(key, result.content)
+        if request.response_format is ResponseFormat.TEXT:
+            await self._store(request.stage, key, result.content)
         return result
 
     async def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
@@ -133,12 +147,10 @@ class LlmClient:
         ``LlmOutputError`` (a permanent failure for that document or entity)."""
         request = replace(request, response_format=ResponseFormat.JSON)
         key = self._key(request)
-        if self._cache is not None:
-            found = _parsed(await self._cache.get_response(key), parse)
-            self._observer.observe_cache(request.stage, hit=found is not None)
-            if found is not None:
-                usage.record_cache_hit(request.stage)
-                return found[0]
+        found = _parsed(await self._cached(request.stage, key), parse)
+        if found is not None:
+            usage.record_cache_hit(request.stage)
+            return found[0]
         result = await self._call(request, usage)
         try:
             value = parse(json.loads(result.content))
@@ -155,9 +167,58 @@ class LlmClient:
             except (ValueError, KeyError, TypeError) as exc:
                 raise LlmOutputError(f"{request.stage}: model reply is not the expected "
                                      f"JSON after one repair attempt: {exc}") from exc
-        if self._cache is not None:
-            await self._cache.put_response(key, content)
+        await self._store(request.stage, key, content)
         return value
+
+    async def _cached(self, stage: str, key: str) -> str | None:
+        """The cached reply, or None on a miss.
+
+        A cache that cannot answer counts as a miss: the call it would have saved can
+        still be made and gives the same reply, whereas retrying the task would throw
+        away the paid replies of the other calls of its batch (whose writes fail in the
+        same outage) and stall every task on a cache that may be broken for good (a
+        corrupt file). The cost, a repeat of a call already paid for, shows in the
+        log and in ``hopindex_llm_cache_errors_total``.
+        """
+        if self._cache is None:
+            return None
+        try:
+            cached = await self._cache.get_response(key)
+        except BackendError as exc:
+            self._observer.observe_cache_error(stage, CacheOperation.GET)
+            log.warning("llm_cache_read_failed", stage=stage, error=str(exc))
+            return None
+        self._observer.observe_cache(stage, hit=cached is not None)
+        return cached
+
+    async def _store(self, stage: str, key: str, content: str) -> None:
+        """Cache a reply; one that cannot be stored (a full disk, Redis away) is kept by
+        the caller all the same: it was paid for, and it is the right answer."""
+        if self._cache is None:
+            return
+        try:
+            await self._cache.put_response(key, content)
+        except BackendError as exc:
+            self._observer.observe_cache_error(stage, CacheOperation.PUT)
+            log.warning("llm_cache_write_failed", stage=stage, error=str(exc))
+
+    async def _settle(self, stage: str, reservation: Reservation, actual_tokens: int) -> None:
+        """Reconcile a reservation with what the call used. This is bookkeeping: when
+        the limiter cannot take it, the budget is off by one estimate for a while, which
+        is no reason to lose a reply or to hide the call's own outcome."""
+        try:
+            await self._limiter.reconcile(reservation, actual_tokens)
+        except BackendError as exc:
+            log.warning("llm_limiter_reconcile_failed", stage=stage, error=str(exc))
+
+    async def _penalize(self, stage: str, retry_after_s: float) -> None:
+        """Hold back every process sharing the budget; when the limiter cannot take the
+        hold, this call's own backoff still waits, and its next admission asks the
+        limiter again (failing the task there if it is still away)."""
+        try:
+            await self._limiter.penalize(self.settings.model, retry_after_s)
+        except BackendError as exc:
+            log.warning("llm_limiter_penalize_failed", stage=stage, error=str(exc))
 
     def _key(self, request: ChatRequest) -> str:
         return cache_key(model=self.settings.model, messages=request.as_messages(),
@@ -179,27 +240,29 @@ class LlmClient:
                     **self._arguments(request))
             except openai.AuthenticationError as exc:
                 self._observe_failure(request, LlmOutcome.UNAUTHORIZED, started)
-                await self._limiter.reconcile(reservation, 0)
+                await self._settle(request.stage, reservation, 0)
+                refused = ("refused the API key" if self.settings.api_key else
+                           "asks for an API key and none is set")
                 raise LlmAuthenticationError(
-                    f"the LLM provider at {self.settings.base_url} refused the API key "
+                    f"the LLM provider at {self.settings.base_url} {refused} "
                     "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
             except openai.RateLimitError as exc:
                 self._observe_failure(request, LlmOutcome.RATE_LIMITED, started)
-                await self._limiter.reconcile(reservation, 0)
+                await self._settle(request.stage, reservation, 0)
                 retry_after_s = _retry_after_s(exc)
-                await self._limiter.penalize(model, retry_after_s)
+                await self._penalize(request.stage, retry_after_s)
                 last_error = f"429 (retry after {retry_after_s:.1f}s)"
                 delay_s = max(retry_after_s, self._backoff_s(attempt))
             except (openai.APITimeoutError, openai.APIConnectionError,
                     openai.InternalServerError) as exc:
                 self._observe_failure(request, LlmOutcome.TIMEOUT if isinstance(
                     exc, openai.APITimeoutError) else LlmOutcome.SERVER_ERROR, started)
-                await self._limiter.reconcile(reservation, 0)
+                await self._settle(request.stage, reservation, 0)
                 last_error = f"{type(exc).__name__}: {exc}"
                 delay_s = self._backoff_s(attempt)
             except openai.APIStatusError as exc:
                 self._observe_failure(request, LlmOutcome.REJECTED, started)
-                await self._limiter.reconcile(reservation, 0)
+                await self._settle(request.stage, reservation, 0)
                 raise PermanentStageError(f"{request.stage}: the LLM provider rejected the "
                                           f"request ({exc.status_code}): {exc}") from exc
             else:
@@ -209,7 +272,7 @@ class LlmClient:
                 self._observer.observe_request(request.stage, model, LlmOutcome.OK, duration_s,
                                                prompt_tokens=prompt_tokens,
                                                completion_tokens=completion_tokens)
-                await self._limiter.reconcile(reservation, prompt_tokens + completion_tokens)
+                await self._settle(request.stage, reservation, prompt_tokens + completion_tokens)
                 usage.record_call(request.stage, prompt_tokens=prompt_tokens,
                                   completion_tokens=completion_tokens, waited_s=waited_s,
                                   retries=attempt - 1)

@@ -1,10 +1,11 @@
 """What the LLM client reports about each call, for whoever watches (metrics).
 
-The client calls an :class:`LlmObserver` at each step: the cache lookup, the wait
-for the rate limiter, and every request it sends with its outcome, duration and
-tokens. The process's composition root (``backends/registry.py``) hands in the
-Prometheus observer of ``hopindex.monitoring`` when metrics are on, so this package
-never imports a metrics library and costs nothing when they are off.
+The client calls an :class:`LlmObserver` at each step: the cache lookup (and any
+cache read or write that failed), the wait for the rate limiter, and every request
+it sends with its outcome, duration and tokens. The process's composition root
+(``backends/registry.py``) hands in the Prometheus observer of ``hopindex.monitoring``
+when metrics are on, so this package never imports a metrics library and costs
+nothing when they are off.
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ class LlmOutcome(enum.StrEnum):
     UNAUTHORIZED = "unauthorized"  # a refused API key: stops the job
 
 
+class CacheOperation(enum.StrEnum):
+    """What the client asked of the response cache (a bounded label set)."""
+
+    GET = "get"
+    PUT = "put"
+
+
 class LlmObserver(Protocol):
     def observe_cache(self, stage: str, *, hit: bool) -> None:
         """One response-cache lookup."""
+
+    def observe_cache_error(self, stage: str, operation: CacheOperation) -> None:
+        """One cache read or write that failed; the call went on without the cache."""
 
     def observe_wait(self, stage: str, model: str, waited_s: float) -> None:
         """One rate-limiter admission and how long it waited."""
@@ -40,6 +51,9 @@ class NullLlmObserver:
     """Watches nothing: the observer when metrics are off."""
 
     def observe_cache(self, stage: str, *, hit: bool) -> None:
+        return None
+
+    def observe_cache_error(self, stage: str, operation: CacheOperation) -> None:
         return None
 
     def observe_wait(self, stage: str, model: str, waited_s: float) -> None:

@@ -173,7 +173,12 @@ class Gcra:
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """An admitted call: what it reserved and how long it waited for admission."""
+    """An admitted call: what it reserved and how long it waited for admission.
+
+    ``waited_s`` is the time the call was held back by a budget — the requests or
+    tokens per minute, or a provider's Retry-After hold (the provider saying its own
+    budget is spent) — and nothing else: with no limit configured and no 429 it is 0.
+    """
 
     key: str
     reserved_tokens: int
@@ -269,13 +274,16 @@ class InProcessRateLimiter:
     async def acquire(self, key: str, estimated_tokens: int) -> Reservation:
         check_tokens(estimated_tokens)
         tokens = self._tokens.cost(estimated_tokens) if self._tokens else estimated_tokens
-        started = self._clock()
+        # Only the sleeps a budget (or a Retry-After hold) imposed count as waiting: the
+        # time to take the lock and decide is the limiter's own cost, not a limit's.
+        waited = 0.0
         while True:
             delay, total = self.try_acquire(key, tokens)
             if delay <= 0:
                 break
+            asleep_since = self._clock()
             await self._sleep(max(delay, MIN_SLEEP_S))
-        waited = self._clock() - started
+            waited += self._clock() - asleep_since
         if waited > 0:
             log.debug("ratelimit_wait", key=key, waited_s=round(waited, 3), tokens=tokens)
         return Reservation(key=key, reserved_tokens=tokens, waited_s=waited, token_total=total)

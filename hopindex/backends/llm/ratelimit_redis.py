@@ -21,6 +21,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +38,7 @@ from hopindex.backends.llm.ratelimit import (
     Reservation,
     check_tokens,
 )
-from hopindex.core.errors import BackendError, BackendUnavailableError
+from hopindex.core.errors import BackendUnavailableError
 from hopindex.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -147,6 +148,24 @@ def _budget_args(gcra: Gcra | None) -> list[float]:
     return [gcra.interval_s * 1_000_000, gcra.capacity_s * 1_000_000]
 
 
+@dataclass(slots=True)
+class _HeldBack:
+    """How long the holders of one key's lock have slept for a budget, in total.
+
+    A caller queued behind the holder is held back by a budget exactly while the
+    holder sleeps for one, so its wait is how much this total grew during its stay;
+    the holders' round trips to Redis, which it also queues behind, are not a wait for
+    any budget and do not count.
+    """
+
+    slept_s: float = 0.0
+    asleep_since: float | None = None
+
+    def total_s(self, now: float) -> float:
+        ongoing = 0.0 if self.asleep_since is None else now - self.asleep_since
+        return self.slept_s + ongoing
+
+
 class RedisRateLimiter:
     """Budgets in Redis, shared by every process (on any machine) using the same URL.
 
@@ -168,6 +187,7 @@ class RedisRateLimiter:
         self._reconcile = self._client.register_script(_RECONCILE)
         self._penalize = self._client.register_script(_PENALIZE)
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._held: defaultdict[str, _HeldBack] = defaultdict(_HeldBack)
         self._horizon_us = _us(self._requests.horizon_s if self._requests
                                else self._tokens.horizon_s if self._tokens else 0.0)
         self._acquire_args = [*_budget_args(self._requests), *_budget_args(self._tokens)]
@@ -178,13 +198,18 @@ class RedisRateLimiter:
         return f"{base}:requests", f"{base}:tokens", f"{base}:blocked"
 
     async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
+        # Every failure is retryable: it is Redis's state (down, loading, out of memory,
+        # read-only after a failover, unable to persist), never the call's, and a task
+        # retried later may find it fixed; one that lasts fails the job after the task's
+        # bounded retries, naming it.
         try:
             return await call()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise BackendUnavailableError(
                 f"rate limiter Redis at {self.url} is unreachable: {exc}") from exc
         except RedisError as exc:
-            raise BackendError(f"rate limiter Redis at {self.url} failed: {exc}") from exc
+            raise BackendUnavailableError(
+                f"rate limiter Redis at {self.url} failed: {exc}") from exc
 
     async def _script(self, script: AsyncScript, keys: Sequence[str],
                       args: Sequence[float]) -> object:
@@ -194,8 +219,9 @@ class RedisRateLimiter:
     async def acquire(self, key: str, estimated_tokens: int) -> Reservation:
         check_tokens(estimated_tokens)
         tokens = self._tokens.cost(estimated_tokens) if self._tokens else estimated_tokens
-        started = time.monotonic()
         args = [*self._acquire_args, tokens, self._horizon_us]
+        held = self._held[key]
+        arrived = held.total_s(time.monotonic())
         async with self._locks[key]:
             while True:
                 result = await self._script(self._acquire, self.keys(key), args)
@@ -204,9 +230,14 @@ class RedisRateLimiter:
                 if admitted:
                     break
                 delay = delay_us / 1_000_000
-                await asyncio.sleep(max(delay, MIN_SLEEP_S)
-                                    + random.uniform(0, min(MAX_JITTER_S, delay / 10)))
-        waited = time.monotonic() - started
+                held.asleep_since = asleep_since = time.monotonic()
+                try:
+                    await asyncio.sleep(max(delay, MIN_SLEEP_S)
+                                        + random.uniform(0, min(MAX_JITTER_S, delay / 10)))
+                finally:
+                    held.slept_s += time.monotonic() - asleep_since
+                    held.asleep_since = None
+            waited = held.total_s(time.monotonic()) - arrived
         if waited > 0.001:
             log.debug("ratelimit_wait", key=key, waited_s=round(waited, 3), tokens=tokens)
         return Reservation(key=key, reserved_tokens=tokens, waited_s=waited, token_total=total)

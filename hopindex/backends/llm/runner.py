@@ -16,7 +16,12 @@ from typing import Any, TypeVar
 
 from hopindex.backends.llm.client import ChatRequest, ChatResult, LlmClient
 from hopindex.backends.llm.usage import UsageMeter
-from hopindex.core.errors import ConfigError, HopindexError
+from hopindex.core.errors import (
+    ConfigError,
+    HopindexError,
+    LlmUnavailableError,
+    PermanentStageError,
+)
 
 T = TypeVar("T")
 
@@ -59,26 +64,30 @@ class LlmRunner:
                            usage: UsageMeter) -> list[T | HopindexError]:
         """All requests concurrently (up to the process's in-flight cap), in order.
 
-        A request that fails for good gives its error in its place, so one bad
-        document or entity fails alone. A configuration error (a refused API key)
-        concerns every request and is raised.
+        A request that fails because of its item gives its error in its place, so one
+        bad document or entity fails alone (see ``item_failure``). Any other failure is
+        raised once every request has ended (so the replies paid for meanwhile reach
+        the cache): a configuration error (a refused API key) first, then anything
+        else — the infrastructure around the calls (the rate limiter, the cache, the
+        state) failing, which the task retries, or a bug, which must not hide in a job
+        record.
         """
         async def run_all() -> list[T | BaseException]:
             tasks = [self._bounded(self._client.complete_json(r, parse, usage))
                      for r in requests]
             return await asyncio.gather(*tasks, return_exceptions=True)
 
-        outcomes = self._run(run_all())
         results: list[T | HopindexError] = []
-        for outcome in outcomes:
-            if isinstance(outcome, ConfigError):
-                raise outcome
-            if isinstance(outcome, HopindexError):
+        raised: list[BaseException] = []
+        for outcome in self._run(run_all()):
+            if not isinstance(outcome, BaseException):
                 results.append(outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome  # a bug, not an LLM failure: do not hide it in a job record
+            elif (failure := item_failure(outcome)) is not None:
+                results.append(failure)
             else:
-                results.append(outcome)
+                raised.append(outcome)
+        if raised:
+            raise next((e for e in raised if isinstance(e, ConfigError)), raised[0])
         return results
 
     def close(self) -> None:
@@ -105,3 +114,17 @@ class LlmRunner:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_START_TIMEOUT_S)
         self._loop.close()
+
+
+def item_failure(error: BaseException) -> HopindexError | None:
+    """``error`` when it is the fault of the item whose request raised it, else None.
+
+    The item's fault: a reply still invalid after the repair (``LlmOutputError``), a
+    request the provider refuses for good (``PermanentStageError``, a 4xx), and the
+    provider failing it past the client's attempts (``LlmUnavailableError``: recorded
+    on the item, which a later ingest plans again). Never the item's fault: the cache,
+    the rate limiter, the state or the broker failing around the call.
+    """
+    if isinstance(error, PermanentStageError | LlmUnavailableError):
+        return error
+    return None

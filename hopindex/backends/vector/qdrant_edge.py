@@ -5,8 +5,9 @@ dense vector (``dense``, cosine) per unit, with the unit's ``kind``,
 ``source_doc_ids`` and ``entities`` as payload and a keyword payload index on
 each so filtered searches stay fast. Point ids are the unit ids (uuid strings).
 
-A shard directory can be open in one process only (the engine locks its WAL),
-so this adapter serves the embedded, single-process install.
+A shard directory can be open in one process only (the engine locks its WAL), so
+the store claims its root folder when it is made (engine_lock.py): a second process is
+told which process holds it instead of meeting ``WouldBlock`` at its first search.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from qdrant_edge import (
 )
 
 from hopindex.backends.embedded import engine_errors, index_folder
+from hopindex.backends.engine_lock import claim_folder
 from hopindex.backends.protocols import UnitFilter, UnitPayload, Vector, VectorRecord
 from hopindex.backends.vector.shape import vector_values
 from hopindex.core.errors import BackendError, NotFoundError
@@ -98,6 +100,7 @@ class QdrantEdgeVectorStore:
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
+        self._claim = claim_folder(self._root, ENGINE)
         self._shards: dict[str, _OpenShard] = {}
         # Guards the dict and shard open/create/close; the engine itself is thread-safe
         # for concurrent queries and updates on an open shard.
@@ -145,6 +148,7 @@ class QdrantEdgeVectorStore:
             except BackendError as exc:
                 log.error("vector_index_close_failed", index=index, error=str(exc))
                 failure = failure or exc
+        self._claim.release()
         if failure is not None:
             raise failure
 

@@ -156,7 +156,9 @@ def test_probes_metrics_and_spec_need_no_key(api: Api) -> None:
     each backend it checked; metrics are Prometheus text."""
     assert api.call("GET", "/healthz", key=None).json() == {"status": "ok"}
     ready = api.call("GET", "/readyz", key=None).json()
-    assert ready["status"] == "ready" and ready["checks"] == {"state": "ok", "events": "ok"}
+    assert ready["status"] == "ready" and ready["checks"] == {"state": "ok", "events": "ok",
+                                                             "engines": "ok"}
+    assert ready["engines"]["route"] == "this process"  # no broker: it opens them itself
     metrics = api.call("GET", "/metrics", key=None)
     assert metrics.headers["Content-Type"].startswith("text/plain")
     assert "# TYPE" in metrics.text

@@ -17,11 +17,18 @@ from hopindex.backends.llm.client import (
     LlmSettings,
     ResponseFormat,
 )
-from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
+from hopindex.backends.llm.ratelimit import (
+    InProcessRateLimiter,
+    RateLimiter,
+    RateLimits,
+    rate_limiter_for,
+)
+from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import LlmAuthenticationError, LlmOutputError, LlmUnavailableError
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
+from tests.redis_server import redis_url  # noqa: F401  # re-exported fixture
 
 ANSWER = ChatRequest(stage="answer", max_tokens=50, messages=(
     ("user", "Context: Marie Curie was born in Warsaw. Warsaw is in Poland.\n"
@@ -181,3 +188,30 @@ def test_json_request_asks_for_a_json_object(server: LlmTestServer) -> None:
 
     run(scenario())
     assert server.stats.count(Endpoint.CHAT, Outcome.OK) == 1
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["in-process", "redis"])
+def test_no_limits_and_no_429s_report_no_limiter_wait(server: LlmTestServer, shared: bool,
+                                                      request: pytest.FixtureRequest) -> None:
+    """Forty-eight concurrent calls, sixteen in flight, with no requests/min or tokens/min
+    set and no 429: the usage (what a job record's limiter_wait_s sums) reports 0 s of
+    waiting, whether the limiter is in-process or shared through Redis."""
+    url = request.getfixturevalue("redis_url") if shared else ""
+    settings = LlmSettings(base_url=server.base_url, model="hopindex-test-llm", api_key="k")
+
+    def build() -> LlmClient:
+        limiter: RateLimiter = rate_limiter_for(url, RateLimits(requests_per_minute=None))
+        return LlmClient(settings, limiter)
+
+    runner = LlmRunner(build, concurrency=16)
+    usage = UsageMeter()
+    try:
+        outcomes = runner.complete_json_many(
+            [ChatRequest(stage="stage1", messages=(("user", f"{STAGE1.messages[0][1]} {n}"),))
+             for n in range(48)], lambda v: v["qa_pairs"], usage)
+    finally:
+        runner.close()
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert usage.total().calls == 48
+    assert usage.total().limiter_wait_s == 0.0
+

@@ -11,7 +11,11 @@ from typing import Any
 
 from hopindex.api.http.keys import Access
 from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
-from hopindex.api.http.routes.query import MAX_METHOD_CHARS
+from hopindex.api.http.routes.query import (
+    MAX_METHOD_CHARS,
+    MAX_QUERY_BODY_BYTES,
+    METHOD_OPTIONS,
+)
 from hopindex.api.http.routes.webhooks import MAX_SECRET_CHARS, MAX_URL_CHARS
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
@@ -171,12 +175,25 @@ SERVER_SENT_EVENT = obj({
 WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "string"},
                "created_at": TIMESTAMP}, ("id", "index", "url", "created_at"))
 
+# A Standard Webhooks secret: whsec_ and the base64 of 24 to 64 bytes; or (as before
+# that form) any text that is not blank, whose UTF-8 bytes are the key.
+WEBHOOK_SECRET_PATTERN = (r"^(?:whsec_(?:[A-Za-z0-9+/]{4}){8,21}(?:[A-Za-z0-9+/]{2}==)?"
+                          r"|whsec_(?:[A-Za-z0-9+/]{4}){8,20}[A-Za-z0-9+/]{3}="
+                          r"|(?!whsec_)[\s\S]*\S[\s\S]*)$")
+
 NEW_WEBHOOK = obj({
     "index": INDEX_NAME,
     "url": {"type": "string", "format": "uri", "pattern": "^https?://[^/:?#\\s]+",
-            "maxLength": MAX_URL_CHARS},
-    "secret": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_SECRET_CHARS,
-               "description": "HMAC-SHA256 key; omit it for a random one (returned once)"},
+            "maxLength": MAX_URL_CHARS,
+            "description": "where events are POSTed; a 400 naming url when its host is, in "
+                           "any spelling, a loopback, private, link-local, cloud metadata, "
+                           "multicast, reserved or unspecified address or a localhost name "
+                           "(unless the server sets HOPINDEX_WEBHOOK_ALLOW_PRIVATE)"},
+    "secret": {"type": "string", "pattern": WEBHOOK_SECRET_PATTERN,
+               "maxLength": MAX_SECRET_CHARS,
+               "description": "the signing key, whsec_ + base64 of 24 to 64 bytes (other "
+                              "text: its UTF-8 bytes); omit it for a random one. The answer "
+                              "shows it once, in whsec_ form; null is refused"},
 }, ("index", "url"), closed=True)
 
 READINESS = obj({"status": {"type": "string", "enum": ["ready", "unavailable"]},
@@ -188,10 +205,18 @@ WEIGHT: Schema = {"type": "number", "minimum": 0, "default": 1,
                   "description": "how much this engine's ranking counts in hybrid fusion"}
 
 
+def or_null(schema: Schema) -> Schema:
+    """``schema``, or JSON null: an optional field sent as null means its default."""
+    nullable = dict(schema)
+    kind = schema["type"]
+    nullable["type"] = [*kind, "null"] if isinstance(kind, list) else [kind, "null"]
+    if "enum" in schema:
+        nullable["enum"] = [*schema["enum"], None]
+    return nullable
+
+
 def query_request(settings: Settings) -> Schema:
-    schema = obj({
-        "question": {"type": "string", "pattern": NOT_BLANK,
-                     "maxLength": settings.api_max_query_chars},
+    optional: dict[str, Schema] = {
         "method": {"type": "string", "enum": method_names(), "maxLength": MAX_METHOD_CHARS,
                    "description": "the query method (default: the index's own); those that "
                                   "answer with an LLM need one configured (else 422)"},
@@ -204,9 +229,19 @@ def query_request(settings: Settings) -> Schema:
         "dense_weight": WEIGHT, "keyword_weight": WEIGHT,
         "options": {"type": "object",
                     "additionalProperties": {"type": ["string", "number", "boolean"]},
-                    "description": "method-specific options (QueryOptions.params), e.g. "
-                                   "bridgerag's condition, alpha"},
+                    "description": "the method's own options (QueryOptions.params): "
+                                   + "; ".join(f"{method}: {', '.join(names)}"
+                                               for method, names in METHOD_OPTIONS.items())
+                                   + "; other methods take none, and an option the method "
+                                     "does not take is a 400 naming options.NAME"},
+    }
+    schema = obj({
+        "question": {"type": "string", "pattern": NOT_BLANK,
+                     "maxLength": settings.api_max_query_chars},
+        **{name: or_null(field) for name, field in optional.items()},
     }, ("question",), closed=True)
+    schema["description"] = (f"at most {MAX_QUERY_BODY_BYTES:,} bytes of JSON; an optional "
+                             "field sent as null means its default, as if left out")
     # One engine may be silenced, not both.
     schema["not"] = {"required": ["dense_weight", "keyword_weight"],
                      "properties": {"dense_weight": {"const": 0}, "keyword_weight": {"const": 0}}}

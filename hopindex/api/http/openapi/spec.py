@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
+from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
 from hopindex.api.http.routes.events import EVENT_ID_PATTERN
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
 from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
 from hopindex.core.ids import INDEX_NAME_PATTERN
-from hopindex.core.settings import Settings
+from hopindex.core.settings import MetricsAccess, Settings
 
 Operation = dict[str, Any]
 
@@ -23,7 +24,8 @@ _DESCRIPTIONS = {
     403: "the key's access or indexes do not cover this request", 404: "not found",
     409: "conflicts with the current state", 413: "over a size or count limit",
     415: "unsupported media type", 422: "needs something this server is not set up for",
-    429: "busy: retry after `Retry-After` seconds", 500: "unexpected; quote `request_id`",
+    429: "busy, or too many requests without a valid key from this address: retry after "
+         "`Retry-After` seconds", 500: "unexpected; quote `request_id`",
     502: "the LLM provider failed", 503: "a backend is unavailable; retry later",
     504: "took longer than the request timeout",
 }
@@ -35,7 +37,8 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _errors(*statuses: int, secured: bool = True) -> dict[str, Any]:
-    codes = {400, *statuses, *_SERVER} | ({401, 403} if secured else set())
+    # A secured route may answer 429 to a client that keeps failing authentication.
+    codes = {400, *statuses, *_SERVER} | ({401, 403, 429} if secured else set())
     return {str(code): {"description": _DESCRIPTIONS[code], "content": _json(ref("Error"))}
             for code in sorted(codes)}
 
@@ -151,6 +154,18 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
     }
 
 
+def _metrics_path(settings: Settings) -> dict[str, Any]:
+    public = settings.api_metrics_access is MetricsAccess.PUBLIC
+    ok = {"200": {
+        "description": "Prometheus text exposition format. Label values name indexes "
+                       "only when a key is needed (the key's indexes) or with "
+                       "HOPINDEX_API_METRICS_INDEX_LABELS=always; otherwise series are "
+                       "summed over indexes",
+        "content": {"text/plain": {"schema": {"type": "string"}}}}}
+    responses = ok if public else {**ok, **_errors()}
+    return {"/metrics": {"get": _op("Get metrics", responses, public=public, tag="service")}}
+
+
 def _other_paths() -> dict[str, Any]:
     return {
         "/v1/jobs": {"get": _op("List jobs", {**_ok(200, "newest first", {
@@ -202,10 +217,6 @@ def _other_paths() -> dict[str, Any]:
             **_ok(200, "every backend answers", ref("Readiness")),
             "503": {"description": "a backend does not answer",
                     "content": _json(ref("Readiness"))}}, public=True, tag="service")},
-        "/metrics": {"get": _op("Get metrics", {"200": {
-            "description": "Prometheus text exposition format",
-            "content": {"text/plain": {"schema": {"type": "string"}}}}}, public=True,
-            tag="service")},
     }
 
 
@@ -215,8 +226,11 @@ def build_spec(settings: Settings) -> dict[str, Any]:
         "info": {"title": "hopindex", "version": "1",
                  "description": "Multi-hop retrieval: ingest documents into indexes, follow "
                                 "the jobs, query. Every error is JSON naming the field or "
-                                "line at fault."},
+                                "line at fault, including requests the server cannot read "
+                                "(an unknown method: 501; a request line over "
+                                f"{MAX_REQUEST_LINE_BYTES:,} bytes: 414; a header over "
+                                f"{MAX_HEADER_BYTES:,} bytes: 431; malformed: 400)."},
         "security": [{"bearerAuth": []}],
-        "paths": {**_index_paths(settings), **_other_paths()},
+        "paths": {**_index_paths(settings), **_other_paths(), **_metrics_path(settings)},
         "components": components(settings),
     }

@@ -11,6 +11,7 @@ from hopindex.api.http.params import check_fields, index_name, query_enum, read_
 from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
 from hopindex.core.models import IndexMethod, Job
+from hopindex.core.text import unstorable_field
 
 MAX_DOC_ID_CHARS = 1000
 
@@ -64,6 +65,9 @@ def _doc_ids(body: dict[str, Any], limit: int) -> list[str]:
         if not isinstance(doc_id, str) or not doc_id.strip() or len(doc_id) > MAX_DOC_ID_CHARS:
             raise bad_request(f"ids[{position}] must be a non-empty string of at most "
                               f"{MAX_DOC_ID_CHARS} characters", field=f"ids[{position}]")
+        unstorable = unstorable_field([(f"ids[{position}]", doc_id)])
+        if unstorable is not None:
+            raise bad_request(str(unstorable), field=unstorable.field)
     return [str(i) for i in ids]
 
 

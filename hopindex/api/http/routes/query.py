@@ -1,13 +1,21 @@
-"""``POST /v1/indexes/{name}/query``: answer, ranked units with provenance, trace, usage."""
+"""``POST /v1/indexes/{name}/query``: answer, ranked units with provenance, trace, usage.
+
+An optional field given as ``null`` means its default, as if it were left out (the
+spec says so). ``options`` are the method's own parameters: a name the method does
+not take is refused, listing the ones it does.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from aiohttp import web
 
-from hopindex.api.http.errors import bad_request
+from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
+    MAX_JSON_BODY_BYTES,
     body_enum,
     body_int,
     body_number,
@@ -17,13 +25,33 @@ from hopindex.api.http.params import (
     read_json_object,
 )
 from hopindex.api.http.routing import Guard, Route, context
-from hopindex.methods.base import MAX_CANDIDATES, MAX_K, QueryOptions, Retrieval
+from hopindex.api.service import Hopindex
+from hopindex.core.errors import InvalidInputError
+from hopindex.methods.base import (
+    MAX_CANDIDATES,
+    MAX_K,
+    ParamValue,
+    QueryOptions,
+    QueryResult,
+    Retrieval,
+    method_names,
+)
+from hopindex.methods.bridgerag.params import BridgeRagParams
 from hopindex.methods.retrieval.fusion import FusionMode
 
 QUERY_FIELDS = ("question", "method", "k", "retrieval", "fusion", "candidates",
                 "dense_weight", "keyword_weight", "options")
 MAX_METHOD_CHARS = 64
 DEFAULT_K = 5
+# A fixed bound, not HOPINDEX_API_MAX_BODY_BYTES (that one is for documents): a query
+# is a question of at most HOPINDEX_API_MAX_QUERY_CHARS and a few small fields.
+MAX_QUERY_BODY_BYTES = MAX_JSON_BODY_BYTES
+# The options each method reads (QueryOptions.params); a method not listed takes none.
+METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "bridgerag": tuple(f.name for f in fields(BridgeRagParams)),
+}
+# Where the methods name a bad parameter; the API calls them options.
+_PARAMS_WHERE = "params."
 
 
 def query_options(body: dict[str, Any]) -> QueryOptions:
@@ -48,17 +76,60 @@ def query_options(body: dict[str, Any]) -> QueryOptions:
                         params=dict(options or {}), **weights)
 
 
+def check_options(params: Mapping[str, ParamValue], method: str) -> None:
+    """400 naming ``options.NAME`` for an option ``method`` does not take."""
+    known = METHOD_OPTIONS.get(method, ())
+    for name in params:
+        if name not in known:
+            listed = f"known: {', '.join(known)}" if known else "it takes none"
+            raise bad_request(f"unknown option {name!r} for method {method!r}; {listed}",
+                              field=f"options.{name}")
+
+
+def answer(service: Hopindex, index: str, question: str, method: str | None,
+           options: QueryOptions) -> QueryResult:
+    """The query, its options checked against the method that will run (the index's
+    own when none is named)."""
+    if options.params:
+        info = service.backends.state.get_index(index)
+        if info is not None:  # else service.query says the index does not exist
+            check_options(options.params, method or info.method)
+    try:
+        return service.query(index, question, method, options)
+    except InvalidInputError as exc:
+        if not exc.where.startswith(_PARAMS_WHERE):
+            raise
+        field = "options." + exc.where.removeprefix(_PARAMS_WHERE)
+        raise bad_request(f"{field}: {str(exc).removeprefix(f'{exc.where}: ')}",
+                          field=field) from None
+
+
+async def read_query_body(request: web.Request) -> dict[str, Any]:
+    try:
+        return await read_json_object(request, MAX_QUERY_BODY_BYTES)
+    except ApiError as exc:
+        if exc.status != 413:
+            raise
+        raise ApiError(413, "body_too_large", f"a query body is over the limit of "
+                       f"{MAX_QUERY_BODY_BYTES:,} bytes (fixed; the question is limited by "
+                       "HOPINDEX_API_MAX_QUERY_CHARS)",
+                       details={"limit_bytes": MAX_QUERY_BODY_BYTES}) from None
+
+
 async def query(request: web.Request) -> web.Response:
     ctx = context(request)
     index = index_name(request.match_info["name"], field="name")
-    body = await read_json_object(request)
+    body = await read_query_body(request)
     check_fields(body, QUERY_FIELDS, required=("question",))
     question = body_string(body, "question", max_chars=ctx.settings.api_max_query_chars,
                            required=True)
     method = body_string(body, "method", max_chars=MAX_METHOD_CHARS)
+    if method is not None and method not in method_names():
+        raise bad_request(f"unknown method {method!r}; known: {', '.join(method_names())}",
+                          field="method")
     options = query_options(body)
     assert question is not None  # required=True
-    result = await ctx.blocking.run(ctx.service.query, index, question, method, options)
+    result = await ctx.blocking.run(answer, ctx.service, index, question, method, options)
     return web.json_response(result.as_dict())
 
 

@@ -9,9 +9,13 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.api.http.routing import ApiContext, Guard, Route, context
+from hopindex.backends.registry import embedded_engine_folders
 from hopindex.core.errors import HopindexError
+from hopindex.workers.engine_route import check_engines
 
 READY_TIMEOUT_S = 3.0
+# Below READY_TIMEOUT_S, so a busy owner reads as "did not answer", naming it.
+ENGINE_PING_TIMEOUT_S = 2.5
 # Built once with the app (hopindex.api.http.openapi.spec.build_spec).
 SPEC_KEY = web.AppKey("hopindex_openapi", dict[str, Any])
 
@@ -57,13 +61,27 @@ async def _check(ctx: ApiContext, probe: Callable[[], object]) -> str:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """Ready when every store answers and the embedded engines can be reached: this
+    process opens them, or their owner answers on the engine queue. ``engines`` says
+    which, and who the owner is."""
     ctx = context(request)
     checks = _checks(ctx)
+    engines: dict[str, Any] = {}
+
+    def reach_engines() -> None:
+        found = check_engines(ctx.settings, ENGINE_PING_TIMEOUT_S)
+        if found is not None:
+            engines.update(found.as_dict())
+
+    if embedded_engine_folders(ctx.settings):
+        checks["engines"] = reach_engines
     results = await asyncio.gather(*(_check(ctx, probe) for probe in checks.values()))
     found = dict(zip(checks, results, strict=True))
     ready = all(r == "ok" for r in results)
-    return web.json_response({"status": "ready" if ready else "unavailable", "checks": found},
-                             status=200 if ready else 503)
+    body: dict[str, Any] = {"status": "ready" if ready else "unavailable", "checks": found}
+    if engines:
+        body["engines"] = engines
+    return web.json_response(body, status=200 if ready else 503)
 
 
 async def openapi(request: web.Request) -> web.Response:

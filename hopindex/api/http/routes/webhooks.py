@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.api.events import register_webhook
+from hopindex.api.http.errors import bad_request
 from hopindex.api.http.params import (
     body_string,
     check_fields,
@@ -17,16 +18,20 @@ from hopindex.api.http.params import (
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
 from hopindex.core.errors import NotFoundError
 from hopindex.core.events import Webhook
+from hopindex.core.redact import redact_url
+from hopindex.scheduler.webhooks import standard_secret
 
 MAX_URL_CHARS = 2048
 MAX_SECRET_CHARS = 256
 
 
 def webhook_view(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
-    view: dict[str, Any] = {"id": hook.webhook_id, "index": hook.index, "url": hook.url,
-                            "created_at": hook.created_at}
+    """A webhook as the API shows it: the URL without its userinfo or secret-looking
+    query values (a read key sees every listing), the secret only when asked."""
+    view: dict[str, Any] = {"id": hook.webhook_id, "index": hook.index,
+                            "url": redact_url(hook.url), "created_at": hook.created_at}
     if with_secret:
-        view["secret"] = hook.secret
+        view["secret"] = standard_secret(hook.secret)
     return view
 
 
@@ -34,12 +39,17 @@ async def add_webhook(request: web.Request) -> web.Response:
     ctx = context(request)
     body = await read_json_object(request)
     check_fields(body, ("index", "url", "secret"), required=("index", "url"))
+    # Present means given: ``"secret": null`` is a wrong type, as the spec says, not
+    # "make one up" (that is what leaving the field out asks for).
+    for name in ("index", "url", "secret"):
+        if name in body and body[name] is None:
+            raise bad_request(f"field {name!r} must be a string, not null", field=name)
     index = index_name(body_string(body, "index", required=True) or "")
     require_index_scope(request, index)
     url = body_string(body, "url", required=True, max_chars=MAX_URL_CHARS) or ""
     secret = body_string(body, "secret", max_chars=MAX_SECRET_CHARS)
     hook = await ctx.blocking.run(register_webhook, ctx.service.backends.events, index, url,
-                                  secret)
+                                  secret, allow_private=ctx.settings.webhook_allow_private)
     # The secret is shown once, here: listing never returns it.
     return web.json_response(webhook_view(hook, with_secret=True), status=201,
                              headers={"Location": f"/v1/webhooks/{hook.webhook_id}"})

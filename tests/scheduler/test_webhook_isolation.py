@@ -1,0 +1,159 @@
+"""A webhook receiver that accepts connections and never answers costs the writers
+nothing, without a broker (the service delivers in the background) and with one (the
+webhooks queue): ingest times on its index and on another index stay what they were
+without it, and its deliveries are retried until it answers, then arrive once each,
+verified."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import pytest
+import standardwebhooks
+from prometheus_client import REGISTRY
+
+from hopindex.api.events import register_webhook
+from hopindex.api.service import Hopindex
+from hopindex.core.models import JobState
+from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
+from tests.scheduler.webhook_receiver import WebhookReceiver
+
+# The distributed test's fixtures: a private Redis, real worker processes, the LLM
+# test server (fixtures are imported to be used by name).
+from tests.workers.conftest import (  # noqa: F401
+    Cluster,
+    cluster,
+    embedder_settings,
+    private_redis,
+    start_server,
+)
+
+pytestmark = pytest.mark.integration
+
+HOOKED, OTHER = "hooked", "bystander"
+ROUNDS = 3
+# One attempt waits this long on the silent receiver: what each event would cost a
+# writer that delivered inline (and three attempts per event before this change).
+READ_TIMEOUT_S = 2.0
+
+
+def timed_ingest(service: Hopindex, index: str, n: int) -> float:
+    doc = raw(f"Note {index} {n}", f"Note {n} about {index}: Marie Curie worked in Paris "
+              f"in {1890 + n} and taught physics there.")
+    started = time.monotonic()
+    job = service.ingest_documents(index, [doc])
+    elapsed = time.monotonic() - started
+    assert job.state is JobState.SUCCEEDED, job.reason
+    return elapsed
+
+
+def counted(outcome: str) -> float:
+    return REGISTRY.get_sample_value("hopindex_webhook_deliveries_total",
+                                     {"outcome": outcome}) or 0.0
+
+
+def test_a_silent_receiver_stalls_no_writer_and_gets_its_events_later(
+        make_service: ServiceFactory) -> None:
+    """Median one-document ingest times with a never-answering webhook on one index stay
+    within noise of the times without it, on that index and another; the receiver is
+    tried again and again meanwhile, and once it answers every event of its index
+    arrives exactly once with a valid Standard Webhooks signature."""
+    service = make_service(webhook_allow_private=True, webhook_connect_timeout_s=1.0,
+                           webhook_read_timeout_s=READ_TIMEOUT_S, webhook_breaker_failures=2,
+                           webhook_breaker_cooldown_s=1.0)
+    service.ingest_documents("warm-up", CURIE_CORPUS[:2])  # models load once, here
+    quiet = {index: [timed_ingest(service, index, n) for n in range(ROUNDS)]
+             for index in (HOOKED, OTHER)}
+    failed_before = counted("failed") + counted("deferred")
+    with WebhookReceiver(hold=True) as receiver:
+        hook = register_webhook(service.backends.events, HOOKED, receiver.url, None,
+                                allow_private=True)
+        cursor = service.backends.events.last_event_id()
+        loud: dict[str, list[float]] = {HOOKED: [], OTHER: []}
+        for n in range(ROUNDS, 2 * ROUNDS):
+            for index in (HOOKED, OTHER):
+                loud[index].append(timed_ingest(service, index, n))
+        receiver.wait_held(2, timeout_s=30)  # tried, timed out, tried again
+        assert counted("failed") + counted("deferred") > failed_before
+        receiver.hold = False
+        expected = [e.event_id for e in service.backends.events.read_events(
+            after_id=cursor, index=HOOKED, limit=1000)]
+        got = receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
+        time.sleep(1.0)
+        got = receiver.received  # anything that came twice would be here by now
+    for index in (HOOKED, OTHER):
+        before, after = statistics.median(quiet[index]), statistics.median(loud[index])
+        print(f"{index}: median ingest {before:.3f} s without the webhook, {after:.3f} s with")
+        # Inline delivery would add at least one read timeout per event; noise on a
+        # shared machine is well under half a second for these one-document jobs.
+        assert after <= before * 1.5 + 0.5, (index, quiet[index], loud[index])
+    delivered = [standardwebhooks.Webhook(hook.secret).verify(body, headers)["id"]
+                 for body, headers in got]
+    assert sorted(delivered) == sorted(expected) and expected
+
+
+# -- with a broker: deliveries on the webhooks queue -----------------------------------
+def corpus_slices(tmp: Path, sizes: list[int]) -> list[Path]:
+    """Consecutive slices of the bundled HotpotQA-100 corpus as JSONL files, so every
+    ingest has documents of its own."""
+    with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as path:
+        corpus: dict[str, list[str]] = json.loads(path.read_text())
+    titles, out, start = list(corpus), [], 0
+    for i, size in enumerate(sizes):
+        target = tmp / f"slice-{i}.jsonl"
+        target.write_text("".join(json.dumps({"title": t, "text": "".join(corpus[t])}) + "\n"
+                                  for t in titles[start:start + size]))
+        out.append(target)
+        start += size
+    return out
+
+
+def timed_job(client: Hopindex, index: str, path: Path) -> float:
+    started = time.monotonic()
+    job = client.wait_for_job(client.ingest_paths(index, [path]).job_id, timeout_s=120)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    return time.monotonic() - started
+
+
+def test_with_workers_a_silent_receiver_stalls_no_job(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer],  # noqa: F811
+        cluster: Callable[..., Cluster]) -> None:  # noqa: F811
+    """With a broker, a never-answering webhook on one index leaves distributed ingest
+    times on that index and another within noise of the quiet ones (its deliveries
+    wait on the webhooks queue's worker, not in front of job planning), and once it
+    answers every event of its index arrives exactly once, verified."""
+    server = start_server()
+    c = cluster(server, webhook_allow_private=True, webhook_connect_timeout_s=1.0,
+                webhook_read_timeout_s=READ_TIMEOUT_S, webhook_breaker_failures=2,
+                webhook_breaker_cooldown_s=2.0, **embedder_settings(server))
+    c.start("w1", "stage1,stage2,control,embed")
+    c.start("w2", "webhooks", concurrency=4, pool="threads")
+    slices = corpus_slices(tmp_path, [3, 3, 3, 3, 3, 3])
+    with Hopindex(c.settings) as client, WebhookReceiver(hold=True) as receiver:
+        timed_job(client, "warm-up", slices[0])
+        quiet = {HOOKED: timed_job(client, HOOKED, slices[1]),
+                 OTHER: timed_job(client, OTHER, slices[2])}
+        events = client.backends.events
+        hook = register_webhook(events, HOOKED, receiver.url, None, allow_private=True)
+        cursor = events.last_event_id()
+        loud = {HOOKED: timed_job(client, HOOKED, slices[3]),
+                OTHER: timed_job(client, OTHER, slices[4])}
+        receiver.wait_held(2, timeout_s=30)
+        receiver.hold = False
+        expected = [e.event_id for e in events.read_events(after_id=cursor, index=HOOKED,
+                                                           limit=1000)]
+        receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
+        time.sleep(1.0)
+        got = receiver.received
+    for index in (HOOKED, OTHER):
+        print(f"{index}: job {quiet[index]:.2f} s without the webhook, {loud[index]:.2f} s with")
+        assert loud[index] <= quiet[index] * 1.5 + 1.0, (index, quiet, loud)
+    delivered = [standardwebhooks.Webhook(hook.secret).verify(body, headers)["id"]
+                 for body, headers in got]
+    assert sorted(delivered) == sorted(expected) and expected
