@@ -206,6 +206,23 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
         report_job(job, as_json=as_json)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@handle_errors
+def config(as_json: bool) -> None:
+    """Print the effective settings (environment and defaults), secrets masked.
+
+    Every HOPINDEX_* variable is checked first: a bad value or an unknown name stops
+    here with the variable, the value and what is accepted.
+    """
+    shown = Settings.from_env().shown()
+    if as_json:
+        click.echo(json.dumps(shown, indent=2))
+        return
+    for key, value in shown.items():
+        click.echo(f"{key}={value}")
+
+
 @main.command(name="export")
 @click.option("--index", required=True)
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))

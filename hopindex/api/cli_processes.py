@@ -25,8 +25,9 @@ from hopindex.workers.queues import Queue
 @click.option("--metrics-port", type=click.IntRange(0, 65_535), default=None,
               help="Serve Prometheus metrics of this worker and its pool processes on "
                    "http://HOST:PORT/metrics.")
-@click.option("--metrics-host", default="0.0.0.0", show_default=True,
-              help="Address the metrics endpoint listens on.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address the metrics endpoint listens on; it has no authentication, so "
+                   "it listens on loopback unless told otherwise (containers: 0.0.0.0).")
 @handle_errors
 def worker(queues: str, concurrency: int, pool: str, name: str | None,
            metrics_port: int | None, metrics_host: str) -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, JobKind, Stage
+from hopindex.core.redact import redact_text
 
 if TYPE_CHECKING:
     from hopindex.methods.base import QueryResult
@@ -33,7 +34,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except HopindexError as exc:
-            err_console.print(f"error: {exc}", markup=False)
+            err_console.print(f"error: {redact_text(str(exc))}", markup=False)
             sys.exit(EXIT_INPUT)
 
     return wrapper  # type: ignore[return-value]  # wraps keeps the signature

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
 
+from hopindex.core.redact import redact_values
 from hopindex.core.settings import Settings
 
 
@@ -22,6 +25,7 @@ def configure_logging(settings: Settings) -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            _redact,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             renderer,
@@ -30,6 +34,17 @@ def configure_logging(settings: Settings) -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def _redact(_logger: object, _method: str, event: MutableMapping[str, Any]
+            ) -> MutableMapping[str, Any]:
+    """Every value of every log event with URL credentials redacted: errors quote URLs
+    (an LLM base URL, a broker, a webhook) and logs are read by more people than
+    settings are."""
+    for key, value in event.items():
+        if isinstance(value, str | dict | list | tuple):
+            event[key] = redact_values(value)
+    return event
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

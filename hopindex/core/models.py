@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hopindex.core.redact import redact_text
+
 
 class UnitKind(enum.StrEnum):
     PASSAGE = "passage"
@@ -139,8 +141,9 @@ class ItemError:
     where: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {"item": self.item, "stage": self.stage.value, "reason": self.reason,
-                "where": self.where}
+        # Reasons quote error messages, which may quote a URL with its credentials.
+        return {"item": self.item, "stage": self.stage.value,
+                "reason": redact_text(self.reason), "where": self.where}
 
 
 # Stages whose failed items the index keeps as outstanding work: the items a repair
@@ -163,7 +166,7 @@ class FailedItem:
     failed_at: float = field(default_factory=time.time)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"phase": self.phase, "item": self.item, "reason": self.reason,
+        return {"phase": self.phase, "item": self.item, "reason": redact_text(self.reason),
                 "job_id": self.job_id, "failed_at": self.failed_at}
 
     @classmethod
@@ -261,7 +264,7 @@ class Job:
             "bridge_entities_recomputed": self.bridge_entities_recomputed,
             "bridge_entities_removed": self.bridge_entities_removed,
             "units_embedded": self.units_embedded,
-            "reason": self.reason,
+            "reason": redact_text(self.reason),
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
@@ -269,7 +272,7 @@ class Job:
             "settled": list(self.settled),
             "events_at": self.events_at,
             "stale_units": list(self.stale_units),
-            "redrives": list(self.redrives),
+            "redrives": [redact_text(note) for note in self.redrives],
             "owner": dict(self.owner),
         }
 

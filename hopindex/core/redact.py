@@ -83,3 +83,28 @@ def redact_url(url: str) -> str:
         # before the first "@" (when no "/" comes first) is taken as userinfo.
         redacted = _LEADING_USERINFO.sub(REDACTED + "@", redacted)
     return redacted
+
+
+# A URL inside free text (an error message, a log value): a scheme, "://", and
+# everything up to white space or a closing quote or bracket.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{}]+")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it passed through :func:`redact_url`: what job
+    reasons, item errors, events, API error messages and log values go through."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def redact_values(value: object) -> object:
+    """``value`` with :func:`redact_text` applied to every string in it, at any depth of
+    lists, tuples and dicts (event data, a log event's values)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_values(v) for v in value)
+    return value

@@ -250,6 +250,15 @@ class Settings:
             env[_PREFIX + f.name.upper()] = str(value)
         return env
 
+    def shown(self) -> dict[str, str]:
+        """Every ``HOPINDEX_*`` variable's effective value as a person may see it: secrets
+        (keys, passwords) masked, credentials in URLs redacted."""
+        from hopindex.core.redact import REDACTED, redact_text
+
+        secret = {f.name for f in fields(self) if not f.repr}
+        return {key: (REDACTED if value else "") if key[len(_PREFIX):].lower() in secret
+                else redact_text(value) for key, value in self.to_env().items()}
+
     def resolved(self) -> Settings:
         """Fill empty backend URLs with the embedded defaults under ``data_dir``."""
         data = self.data_dir

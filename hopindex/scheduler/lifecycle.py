@@ -9,12 +9,13 @@ every ``HOPINDEX_PROGRESS_EVENT_INTERVAL_S`` within one, and when a cancel is as
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from hopindex.core.errors import HopindexError, InvalidInputError, NotFoundError
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.redact import redact_values
 from hopindex.scheduler.events import emit_event
 from hopindex.workers.failed_items import keep_stale_units
 from hopindex.workers.progress import claim_phase, settle
@@ -26,7 +27,8 @@ log = get_logger(__name__)
 def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, Any]) -> None:
     """Append an event; an event log outage is logged, never allowed to fail the job."""
     try:
-        emit_event(runtime.backends.events, event_type, job.index, job.job_id, data)
+        emit_event(runtime.backends.events, event_type, job.index, job.job_id,
+                   cast("dict[str, Any]", redact_values(data)))
     except Exception as exc:  # whatever the log raises, the job's own change stands
         log.error("event_not_published", event_type=event_type.value, job_id=job.job_id,
                   error=str(exc))

@@ -78,7 +78,7 @@ def worker_argv(settings: Settings, queues: Sequence[Queue], concurrency: int, p
 
 def run_worker(settings: Settings, queues: Sequence[Queue], concurrency: int,
                pool: Pool = Pool.AUTO, name: str | None = None, *,
-               metrics_port: int | None = None, metrics_host: str = "0.0.0.0") -> None:
+               metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
     """Run a worker in this process until it is stopped (SIGTERM: warm shutdown).
 
     With ``metrics_port``, ``http://metrics_host:metrics_port/metrics`` serves the

@@ -58,3 +58,16 @@ def test_worker_settings_are_ordered(tmp_path: Path) -> None:
         _settings(tmp_path, broker_url="amqp://guest@localhost//")
     env = _settings(tmp_path, broker_url="redis://h:6379/0").to_env()
     assert Settings.from_env(env).broker_url == "redis://h:6379/0"
+
+
+def test_worker_metrics_listen_on_loopback_unless_told() -> None:
+    """The worker's metrics endpoint has no authentication: by default it listens on
+    127.0.0.1, like ``serve``; containers pass ``--metrics-host 0.0.0.0`` (compose does)."""
+    import inspect
+
+    from hopindex.api.cli_processes import worker
+    from hopindex.workers.launch import run_worker
+
+    option = next(p for p in worker.params if p.name == "metrics_host")
+    assert option.default == "127.0.0.1"
+    assert inspect.signature(run_worker).parameters["metrics_host"].default == "127.0.0.1"

@@ -24,6 +24,7 @@ from hopindex.core.errors import (
     PermanentStageError,
     RetryableStageError,
 )
+from hopindex.core.redact import redact_text
 
 JSON_TYPE = "application/json"
 RETRY_AFTER_S = 5
@@ -97,7 +98,7 @@ def from_hopindex_error(exc: HopindexError) -> ApiError | None:
     status, code = found
     # The provider's message may echo the key's prefix: say what happened, not more.
     message = ("the LLM provider refused this server's API key"
-               if isinstance(exc, LlmAuthenticationError) else str(exc))
+               if isinstance(exc, LlmAuthenticationError) else redact_text(str(exc)))
     # InvalidInputError's message starts with "where: "; ``field`` repeats it for programs.
     field = (exc.where or None) if isinstance(exc, InvalidInputError) else None
     headers = {}

@@ -25,6 +25,7 @@ from hopindex.core.errors import (
     LlmAuthenticationError,
 )
 from hopindex.core.logging import get_logger
+from hopindex.core.redact import redact_url
 
 if TYPE_CHECKING:
     import openai
@@ -63,7 +64,8 @@ class OpenAiEmbedder:
         import openai
 
         self._model = model
-        self._base_url = base_url
+        # Only ever quoted in messages: shown without the credentials it may carry.
+        self._base_url = redact_url(base_url)
         self._dimension = dimension
         self._batch_size = batch_size
         self._max_attempts = max_attempts
@@ -72,7 +74,7 @@ class OpenAiEmbedder:
             self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,
                                          timeout=timeout_s)
         except openai.OpenAIError as exc:  # no key given and none in OPENAI_API_KEY
-            raise ConfigError(f"embedder at {base_url}: {exc}") from exc
+            raise ConfigError(f"embedder at {redact_url(base_url)}: {exc}") from exc
 
     @property
     def model_name(self) -> str:

@@ -50,6 +50,7 @@ from hopindex.core.errors import (
     PermanentStageError,
 )
 from hopindex.core.logging import get_logger
+from hopindex.core.redact import redact_url
 
 log = get_logger(__name__)
 
@@ -244,7 +245,7 @@ class LlmClient:
                 refused = ("refused the API key" if self.settings.api_key else
                            "asks for an API key and none is set")
                 raise LlmAuthenticationError(
-                    f"the LLM provider at {self.settings.base_url} {refused} "
+                    f"the LLM provider at {redact_url(self.settings.base_url)} {refused} "
                     "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
             except openai.RateLimitError as exc:
                 self._observe_failure(request, LlmOutcome.RATE_LIMITED, started)

@@ -1,10 +1,17 @@
-"""A bounded schemathesis run against a real server: generated requests, valid and
-invalid, for every operation in the spec. No answer may be a 5xx or disagree with the
-spec (status, content type, headers, body schema); invalid input must be refused and
-valid input accepted. A valid request may still be a 422 when it needs an LLM this
-server has none of (the spec documents it), and a valid upload may hold documents the
-readers refuse (a 400 naming the line). The event stream is fuzzed in its ``backlog``
-mode, since a following stream never ends."""
+"""A bounded schemathesis run against a real server, in schemathesis's own phases:
+the spec's examples, coverage (boundary values and every kind of invalid input for
+each parameter and body field, which is what finds a validation the spec does not
+state) and fuzzing (generated requests, valid and invalid), for every operation.
+
+Every check runs: no 5xx, the status code, content type, headers and body as the
+spec says, schema-invalid requests refused (``negative_data_rejection``, ST201) and
+schema-valid ones accepted (``positive_data_acceptance``, ST202). What counts as
+accepting or refusing is set below, each with its reason: a valid request may still
+be a 422 when it needs an LLM this server has none of (the spec documents it), a
+valid upload may hold documents the readers refuse (a 400 naming the line), and a
+body over a count or size limit is refused with 413. The event stream is fuzzed in
+its ``backlog`` mode, since a following stream never ends.
+"""
 
 from __future__ import annotations
 
@@ -15,25 +22,21 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase
 
-from hopindex.api.http.openapi.spec import build_spec
-from hopindex.core.settings import Settings
 from tests.api.http.conftest import KEYS, ApiFactory, sample_documents
 
 pytestmark = pytest.mark.integration
 
-MAX_EXAMPLES = 8
+# Generated requests per operation and mode in the fuzzing phase; the coverage phase
+# adds its own, a number the spec decides (about 900 in all).
+MAX_EXAMPLES = 10
 AUTH = {"Authorization": f"Bearer {KEYS['write']}"}
-SPEC = build_spec(Settings())
-OPERATIONS = sorted((method.upper(), path) for path, item in SPEC["paths"].items()
-                    for method in item if method != "parameters")
-# Negative cases need something to make invalid: parameters or a body.
-WITH_INPUT = {(m, p) for m, p in OPERATIONS
-              if "{" in p or "parameters" in SPEC["paths"][p][m.lower()]
-              or "requestBody" in SPEC["paths"][p][m.lower()]}
-FIXED_QUERY = {("GET", "/v1/events"): {"mode": "backlog"}}
 # Valid queries go to an index that exists, so they run the real query path.
 FUZZ_INDEX = "fuzz"
-FIXED_PATH = {("POST", "/v1/indexes/{name}/query"): {"name": FUZZ_INDEX}}
+QUERY = ("POST", "/v1/indexes/{name}/query")
+ACCEPTED = ["2xx", "401", "403", "404", "409", "422", "429"]
+# The default refusals, and 413: a body over a count or size limit (maxItems,
+# HOPINDEX_API_MAX_DOCUMENTS) is refused as the spec says, with 413, not 400.
+REFUSED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
 
 
 @pytest.fixture(scope="module")
@@ -43,46 +46,42 @@ def fuzz_schema(make_api: ApiFactory) -> Any:
     _, docs = sample_documents(limit=3, question=2)
     job = api.call("POST", f"/v1/indexes/{FUZZ_INDEX}/documents", json=docs).json()
     assert api.wait_job(job["job_id"])["state"] == "succeeded"
-    accepted = ["2xx", "401", "403", "404", "409", "422", "429"]
     config = schemathesis.Config.from_dict({
-        "checks": {"positive_data_acceptance": {"expected-statuses": accepted}},
-        # A schema-valid upload can still hold invalid documents (a file type no reader
-        # takes, a line that is not JSON, an unpaired surrogate): the 400 names its line.
-        "operations": [{"include-path": "/v1/indexes/{name}/documents", "include-method": "POST",
-                        "checks": {"positive_data_acceptance": {
-                            "expected-statuses": [*accepted, "400"]}}},
-                       # A schema-valid webhook URL may point at an address webhooks may
-                       # not reach (http://0, http://10.1): the 400 names url.
-                       {"include-path": "/v1/webhooks", "include-method": "POST",
-                        "checks": {"positive_data_acceptance": {
-                            "expected-statuses": [*accepted, "400"]}}}]})
+        "headers": AUTH,
+        "phases": {"stateful": {"enabled": False}},
+        "generation": {"max-examples": MAX_EXAMPLES},
+        "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED},
+                   "negative_data_rejection": {"expected-statuses": REFUSED}},
+        "operations": [
+            # A schema-valid upload can still hold invalid documents (a file type no reader
+            # takes, a line that is not JSON, an empty file): the 400 names its line.
+            {"include-path": "/v1/indexes/{name}/documents", "include-method": "POST",
+             "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}}},
+            # A schema-valid webhook URL may point at an address webhooks may not reach
+            # (http://0, http://10.1): the 400 names url.
+            {"include-path": "/v1/webhooks", "include-method": "POST",
+             "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}}},
+            {"include-path": "/v1/events", "include-method": "GET",
+             "parameters": {"query.mode": "backlog"}},
+        ]})
     return schemathesis.openapi.from_url(f"{api.url}/v1/openapi.json", config=config)
 
 
-CASES = [(schemathesis.GenerationMode.POSITIVE, op) for op in OPERATIONS] + \
-        [(schemathesis.GenerationMode.NEGATIVE, op) for op in OPERATIONS if op in WITH_INPUT]
+schema = schemathesis.pytest.from_fixture("fuzz_schema")
 
 
-@pytest.mark.parametrize(("mode", "operation"), CASES,
-                         ids=[f"{mode.value}-{m} {p}" for mode, (m, p) in CASES])
-def test_every_operation_answers_as_its_spec_says(fuzz_schema: Any,
-                                                  mode: schemathesis.GenerationMode,
-                                                  operation: tuple[str, str]) -> None:
-    """Generated requests for this operation get answers the spec allows, never a 5xx."""
-    found = fuzz_schema.find_operation_by_label(" ".join(operation))
-    assert found is not None
-    fixed_path = FIXED_PATH.get(operation) if mode.is_positive else None
-    strategy = found.as_strategy(generation_mode=mode, query=FIXED_QUERY.get(operation),
-                                 path_parameters=fixed_path)
-
-    @hypothesis.given(case=strategy)
-    @hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
-                         derandomize=True, phases=[Phase.explicit, Phase.generate],
-                         suppress_health_check=list(HealthCheck))
-    def run(case: schemathesis.Case) -> None:
-        # A query parameter with an empty list of values is never sent, so the server
-        # cannot refuse it (schemathesis would still count it as invalid input).
-        hypothesis.assume(all(value != [] for value in (case.query or {}).values()))
-        case.call_and_validate(headers=AUTH)
-
-    run()
+@schema.parametrize()
+@hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
+                     phases=[Phase.explicit, Phase.generate],
+                     suppress_health_check=list(HealthCheck))
+def test_every_operation_answers_as_its_spec_says(case: schemathesis.Case) -> None:
+    """Examples, coverage and generated requests for each operation get answers the
+    spec allows, are refused when invalid and accepted when valid; never a 5xx."""
+    # A query parameter with an empty list of values is never sent, so the server
+    # cannot refuse it (schemathesis would still count it as invalid input).
+    if any(value == [] for value in (case.query or {}).values()):
+        return
+    if (case.method, case.path) == QUERY and case.meta is not None \
+            and case.meta.generation.mode.is_positive:
+        case.path_parameters = {**(case.path_parameters or {}), "name": FUZZ_INDEX}
+    case.call_and_validate(headers=AUTH)
