@@ -18,7 +18,7 @@ from tests.monitoring.prometheus_server import PrometheusTools
 PROMETHEUS_DIR = monitoring_dir() / "prometheus"
 GRAFANA_DIR = monitoring_dir() / "grafana" / "provisioning"
 WORKER_SERVICES = {"worker-stage1", "worker-stage2", "worker-embed", "worker-judge",
-                   "worker-control"}
+                   "worker-control", "worker-webhooks"}
 DATASOURCE_UID = "hopindex-prometheus"
 # Grafana 9.0 wrote schema 36; 11.x writes 39-41.
 SCHEMA_VERSIONS = range(36, 42)

@@ -80,7 +80,6 @@ INGEST_STEPS = [
     Step("job creation", "state", "create_job"),
     Step("put_documents", "state", "put_documents"),
     Step("job_started", "submit", "job_started"),
-    Step("event publish", "events", "append_event"),
     Step("fan-out", "submit", "fan_out"),
     Step("after_stage1", "task", CONTROL + "after_stage1"),
     Step("start_linking", "task", CONTROL + "start_linking"),
@@ -97,7 +96,6 @@ DELETE_STEPS = [
     Step("delete mentions", "state", "delete_mentions"),
     Step("delete documents", "state", "delete_documents"),
     Step("job_started", "submit", "job_started"),
-    Step("event publish", "events", "append_event"),
     Step("fan-out", "submit", "fan_out"),
     Step("purge", "task", "hopindex.purge"),
     Step("start_linking", "task", CONTROL + "start_linking"),
@@ -267,3 +265,20 @@ def test_an_unstorable_record_fails_alone_naming_its_field(
     assert field in error.reason and "surrogate" in error.reason
     assert sorted(service.backends.state.document_hashes(INDEX)) == sorted(
         doc_id_from_title(d.title) for d in CURIE_CORPUS[:2])
+
+
+@pytest.mark.parametrize("kind", [JobKind.INGEST, JobKind.DELETE])
+def test_an_event_log_fault_never_fails_the_job(
+        kind: JobKind, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events report a job; they do not make it. An event log that raises (any error,
+    not only a HopindexError) loses that event, is logged, and the job goes on to the
+    clean build's unit set."""
+    service = make_service()
+    if kind is JobKind.DELETE:
+        assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
+    inject(monkeypatch, service, Step("event publish", "events", "append_event"))
+    job = (service.ingest_documents(INDEX, CURIE_CORPUS) if kind is JobKind.INGEST
+           else service.delete_documents(INDEX, [WARSAW]))
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert_clean(service, clean["all" if kind is JobKind.INGEST else "without"])

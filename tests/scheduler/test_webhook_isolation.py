@@ -90,9 +90,11 @@ def test_a_silent_receiver_stalls_no_writer_and_gets_its_events_later(
     for index in (HOOKED, OTHER):
         before, after = statistics.median(quiet[index]), statistics.median(loud[index])
         print(f"{index}: median ingest {before:.3f} s without the webhook, {after:.3f} s with")
-        # Inline delivery would add at least one read timeout per event; noise on a
-        # shared machine is well under half a second for these one-document jobs.
-        assert after <= before * 1.5 + 0.5, (index, quiet[index], loud[index])
+        # Inline delivery would add at least one read timeout (2 s) per event, and a job
+        # publishes three or more; a loaded 2-core machine (a parallel test run) has
+        # been seen to add up to 0.7 s to these one-document jobs, so the bound sits
+        # between the two.
+        assert after <= before * 2 + 1.5, (index, quiet[index], loud[index])
     delivered = [standardwebhooks.Webhook(hook.secret).verify(body, headers)["id"]
                  for body, headers in got]
     assert sorted(delivered) == sorted(expected) and expected

@@ -189,6 +189,9 @@ def test_delivery_logs_never_show_url_credentials(log: SqliteEventLog) -> None:
     """Every log line of a delivery's life (retrying, delivered, given up, dropped)
     names the URL redacted: userinfo and token never reach the log."""
     planted = ("Pl4ntedUser", "Pl4ntedPass", "Pl4ntedToken")
+    # capture_logs keeps the configured level filter: a service opened by an earlier
+    # test filters out info lines such as webhook_delivered.
+    structlog.reset_defaults()
     s = sender(max_attempts=2, max_pending=1)
     with WebhookReceiver(status=500) as receiver, structlog.testing.capture_logs() as entries:
         url = receiver.url.replace("http://", f"http://{planted[0]}:{planted[1]}@")

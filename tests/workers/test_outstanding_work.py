@@ -88,7 +88,8 @@ def test_cancel_means_it_and_the_index_says_partial(
     server = start_server(latency_s=0.2)
     corpus = hotpot_corpus(tmp_path, limit=40)
     expected = eager_reference(tmp_path, server, corpus)
-    c = cluster(server, **embedder_settings(server), llm_concurrency=2)
+    # Ten batches of four, two at a time: most are still queued when the cancel comes.
+    c = cluster(server, **embedder_settings(server), llm_concurrency=2, stage1_batch_docs=4)
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])

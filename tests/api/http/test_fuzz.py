@@ -1,87 +1,144 @@
-"""A bounded schemathesis run against a real server, in schemathesis's own phases:
-the spec's examples, coverage (boundary values and every kind of invalid input for
-each parameter and body field, which is what finds a validation the spec does not
-state) and fuzzing (generated requests, valid and invalid), for every operation.
+"""A bounded schemathesis run against a real server, one operation at a time, in the
+phases ``schemathesis run`` has: the spec's examples, coverage (boundary values and
+each kind of invalid value for every parameter and body field, which is what finds a
+validation the spec does not state) and fuzzing (generated requests, valid and
+invalid).
 
 Every check runs: no 5xx, the status code, content type, headers and body as the
 spec says, schema-invalid requests refused (``negative_data_rejection``, ST201) and
 schema-valid ones accepted (``positive_data_acceptance``, ST202). What counts as
-accepting or refusing is set below, each with its reason: a valid request may still
-be a 422 when it needs an LLM this server has none of (the spec documents it), a
-valid upload may hold documents the readers refuse (a 400 naming the line), and a
-body over a count or size limit is refused with 413. The event stream is fuzzed in
-its ``backlog`` mode, since a following stream never ends.
+accepting or refusing is set below, each with its reason. The event stream is fuzzed
+in its ``backlog`` mode, since a following stream never ends; queries go to an index
+that exists, so valid ones run the real query path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import hypothesis
 import pytest
+import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase
+from schemathesis import engine
+from schemathesis.engine import events
 
+from hopindex.api.http.openapi.spec import build_spec
+from hopindex.core.settings import Settings
 from tests.api.http.conftest import KEYS, ApiFactory, sample_documents
 
 pytestmark = pytest.mark.integration
 
-# Generated requests per operation and mode in the fuzzing phase; the coverage phase
-# adds its own, a number the spec decides (about 900 in all).
-MAX_EXAMPLES = 10
+# Generated requests per operation in the fuzzing phase (the coverage phase adds as
+# many as the spec calls for): about 3,000 requests in all, 30-60 s on two cores.
+MAX_EXAMPLES = 300
+SEED = 20_241_124
 AUTH = {"Authorization": f"Bearer {KEYS['write']}"}
-# Valid queries go to an index that exists, so they run the real query path.
+SPEC = build_spec(Settings())
+OPERATIONS = sorted((method.upper(), path) for path, item in SPEC["paths"].items()
+                    for method in item if method != "parameters")
 FUZZ_INDEX = "fuzz"
-QUERY = ("POST", "/v1/indexes/{name}/query")
+# What a valid request may get besides a 2xx: a 422 when it needs an LLM this server
+# has none of (the spec documents it), 404 for an id or index that does not exist.
 ACCEPTED = ["2xx", "401", "403", "404", "409", "422", "429"]
 # The default refusals, and 413: a body over a count or size limit (maxItems,
-# HOPINDEX_API_MAX_DOCUMENTS) is refused as the spec says, with 413, not 400.
+# HOPINDEX_API_MAX_DOCUMENTS) is refused with 413, as the spec says.
 REFUSED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
 
 
+def _for(operation: str, **settings: Any) -> dict[str, Any]:
+    # By its name ("METHOD /path"): include-path and include-method would each match on
+    # their own, the method alone taking in every POST.
+    return {"include-name": operation, **settings}
+
+
+def _accepting_400(operation: str) -> dict[str, Any]:
+    return _for(operation, checks={"positive_data_acceptance": {
+        "expected-statuses": [*ACCEPTED, "400"]}})
+
+
+CONFIG = {
+    "headers": AUTH,
+    "seed": SEED,
+    "workers": 1,
+    "continue-on-failure": True,
+    "phases": {"stateful": {"enabled": False}},
+    "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True},
+    "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED},
+               "negative_data_rejection": {"expected-statuses": REFUSED}},
+    "operations": [
+        # A schema-valid upload can still hold documents the readers refuse (a file type
+        # no reader takes, a line that is not JSON, an empty file): the 400 names its line.
+        _accepting_400("POST /v1/indexes/{name}/documents"),
+        # A schema-valid webhook URL may point at an address webhooks may not reach
+        # (http://0, http://10.1): the 400 names url.
+        _accepting_400("POST /v1/webhooks"),
+        _for("GET /v1/events", parameters={"query.mode": "backlog"}),
+        _for("POST /v1/indexes/{name}/query", parameters={"path.name": FUZZ_INDEX}),
+    ],
+}
+
+
 @pytest.fixture(scope="module")
-def fuzz_schema(make_api: ApiFactory) -> Any:
+def fuzz_failures(make_api: ApiFactory) -> dict[str, list[str]]:
+    """One schemathesis run over every operation; each one's failures by its label."""
     # Its auth probes send hundreds of requests without a valid key from one address.
     api = make_api(api_auth_failures_per_minute=0)
     _, docs = sample_documents(limit=3, question=2)
     job = api.call("POST", f"/v1/indexes/{FUZZ_INDEX}/documents", json=docs).json()
     assert api.wait_job(job["job_id"])["state"] == "succeeded"
-    config = schemathesis.Config.from_dict({
-        "headers": AUTH,
-        "phases": {"stateful": {"enabled": False}},
-        "generation": {"max-examples": MAX_EXAMPLES},
-        "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED},
-                   "negative_data_rejection": {"expected-statuses": REFUSED}},
-        "operations": [
-            # A schema-valid upload can still hold invalid documents (a file type no reader
-            # takes, a line that is not JSON, an empty file): the 400 names its line.
-            {"include-path": "/v1/indexes/{name}/documents", "include-method": "POST",
-             "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}}},
-            # A schema-valid webhook URL may point at an address webhooks may not reach
-            # (http://0, http://10.1): the 400 names url.
-            {"include-path": "/v1/webhooks", "include-method": "POST",
-             "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}}},
-            {"include-path": "/v1/events", "include-method": "GET",
-             "parameters": {"query.mode": "backlog"}},
-        ]})
-    return schemathesis.openapi.from_url(f"{api.url}/v1/openapi.json", config=config)
+    # Loaded as a document, not from its URL: schemathesis leaves out the operation a
+    # schema was fetched from, and GET /v1/openapi.json is one to test.
+    served = requests.get(f"{api.url}/v1/openapi.json", timeout=30).json()
+    schema = schemathesis.openapi.from_dict(
+        served, config=schemathesis.Config.from_dict({**CONFIG, "base-url": api.url}))
+    found: dict[str, list[str]] = {}
+    sent: dict[str, int] = {}
+    for event in engine.from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished) and event.label is not None:
+            recorder = event.recorder
+            sent[event.label] = sent.get(event.label, 0) + len(recorder.interactions)
+            found.setdefault(event.label, []).extend(
+                _described(node.name, node.failure_info, recorder.interactions.get(case_id))
+                for case_id, checks in recorder.checks.items() for node in checks
+                if node.failure_info is not None)
+        elif isinstance(event, events.NonFatalError):
+            found.setdefault(event.label, []).append(f"schemathesis error: {event.info.format()}")
+        elif isinstance(event, events.FatalError):
+            raise AssertionError(f"schemathesis failed: {event.exception!r}")
+    assert set(sent) == {" ".join(o) for o in OPERATIONS}
+    assert all(sent.values()), sent
+    return {label: sorted(set(failed)) for label, failed in found.items()}
 
 
-schema = schemathesis.pytest.from_fixture("fuzz_schema")
+def _described(check: str, info: Any, interaction: Any) -> str:
+    failure = info.failure
+    response = interaction.response if interaction is not None else None
+    answer = ("" if response is None else
+              f"\n  answer {response.status_code}: {response.content[:300].decode(errors='replace')}")
+    return f"{check} {failure.code} {failure.title}: {failure.message}\n  {info.code_sample}{answer}"
 
 
-@schema.parametrize()
-@hypothesis.settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-                     phases=[Phase.explicit, Phase.generate],
-                     suppress_health_check=list(HealthCheck))
-def test_every_operation_answers_as_its_spec_says(case: schemathesis.Case) -> None:
-    """Examples, coverage and generated requests for each operation get answers the
-    spec allows, are refused when invalid and accepted when valid; never a 5xx."""
-    # A query parameter with an empty list of values is never sent, so the server
-    # cannot refuse it (schemathesis would still count it as invalid input).
-    if any(value == [] for value in (case.query or {}).values()):
-        return
-    if (case.method, case.path) == QUERY and case.meta is not None \
-            and case.meta.generation.mode.is_positive:
-        case.path_parameters = {**(case.path_parameters or {}), "name": FUZZ_INDEX}
-    case.call_and_validate(headers=AUTH)
+# Failures that need a change outside this test's reach, each matched narrowly so that
+# any other failure of the same operation still fails the test.
+KNOWN: dict[str, tuple[str, Callable[[str], bool]]] = {
+    "POST /v1/indexes/{name}/query": (
+        "the spec lets `options` hold any name (additionalProperties), while the server "
+        "refuses a name the method does not take (400 naming options.NAME): the spec "
+        "must say which names are taken (per method), or tie options to an explicit "
+        "`method` that takes them",
+        lambda failure: "ST202" in failure and '"field": "options.' in failure),
+}
+
+
+@pytest.mark.parametrize("operation", [" ".join(o) for o in OPERATIONS])
+def test_every_operation_answers_as_its_spec_says(fuzz_failures: dict[str, list[str]],
+                                                  operation: str) -> None:
+    """Examples, coverage and generated requests for this operation get answers the spec
+    allows, are refused when invalid and accepted when valid; never a 5xx."""
+    failures = fuzz_failures.get(operation, [])
+    reason, known = KNOWN.get(operation, ("", lambda _: False))
+    unknown = [failure for failure in failures if not known(failure)]
+    assert not unknown, "\n".join(unknown)
+    if len(unknown) < len(failures):
+        pytest.xfail(reason)
