@@ -17,6 +17,7 @@ from hopindex.api.cli_support import (
     print_outstanding,
     print_result,
     report_job,
+    run_and_report,
 )
 from hopindex.core.models import IndexMethod
 from hopindex.core.settings import Settings
@@ -93,24 +94,16 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
     Unchanged documents are skipped; changed ones recompute only what they touch.
     Exits 3 when some documents failed (the rest are ingested; the job says why).
     """
-    from hopindex.api.progress import follow_job, follow_newest_job
 
     if (remote := _remote()) is not None:
         remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
                       no_wait=no_wait)
         return
-    show = not (quiet or as_json)
     with _service() as service:
-        if not service.runs_on_workers:
-            with follow_newest_job(service.backends.state, index, err_console, enabled=show):
-                job = service.ingest_paths(index, list(paths), method=method)
-        else:
-            job = service.ingest_paths(index, list(paths), method=method)
-            if no_wait:
-                click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
-                return
-            job = follow_job(service.backends.state, job.job_id, err_console, enabled=show)
-        report_job(job, as_json=as_json)
+        run_and_report(service.backends.state, index,
+                       lambda: service.ingest_paths(index, list(paths), method=method),
+                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
+                       no_wait=no_wait)
 
 
 @main.command()
@@ -184,26 +177,17 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
 
     Exits 3 when some items fail again (they stay outstanding; the job says why).
     """
-    from hopindex.api.progress import follow_job, follow_newest_job
 
     if (remote := _remote()) is not None:
         remote.repair(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
         return
-    show = not (quiet or as_json)
     with _service() as service:
         if check:
             print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
             return
-        if not service.runs_on_workers:
-            with follow_newest_job(service.backends.state, index, err_console, enabled=show):
-                job = service.repair_index(index)
-        else:
-            job = service.repair_index(index)
-            if no_wait:
-                click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
-                return
-            job = follow_job(service.backends.state, job.job_id, err_console, enabled=show)
-        report_job(job, as_json=as_json)
+        run_and_report(service.backends.state, index, lambda: service.repair_index(index),
+                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
+                       no_wait=no_wait)
 
 
 @main.command()

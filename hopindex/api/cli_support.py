@@ -17,6 +17,7 @@ from hopindex.core.models import Job, JobKind, Stage
 from hopindex.core.redact import redact_text
 
 if TYPE_CHECKING:
+    from hopindex.backends.protocols import JobStore
     from hopindex.methods.base import QueryResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,28 @@ def input_refused(job: Job) -> bool:
     """An ingest none of whose records passed validation: the input is at fault."""
     validate = job.counts[Stage.VALIDATE]
     return job.kind is JobKind.INGEST and validate.total > 0 and validate.failed == validate.total
+
+
+def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
+                   in_process: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
+    """Submit a job, follow it with progress bars, print it (exit 3 when items failed).
+
+    ``in_process``: the job runs inside ``submit`` (no broker), so its progress is
+    followed from a side thread; otherwise ``no_wait`` prints its id and returns.
+    """
+    from hopindex.api.progress import follow_job, follow_newest_job
+
+    show = not (quiet or as_json)
+    if in_process:
+        with follow_newest_job(jobs, index, err_console, enabled=show):
+            job = submit()
+    else:
+        job = submit()
+        if no_wait:
+            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+            return
+        job = follow_job(jobs, job.job_id, err_console, enabled=show)
+    report_job(job, as_json=as_json)
 
 
 def print_jobs(found: list[Job], *, as_json: bool) -> None:

@@ -27,16 +27,11 @@ class RemoteCommands:
 
     def ingest(self, index: str, paths: Sequence[Path], *, method: str | None, quiet: bool,
                as_json: bool, no_wait: bool) -> None:
-        from hopindex.api.cli_support import err_console, report_job
-        from hopindex.api.progress import follow_job
+        from hopindex.api.cli_support import run_and_report
 
-        job = self.client.ingest_paths(index, paths, method=method)
-        if no_wait:
-            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
-            return
-        job = follow_job(self._jobs(), job.job_id, err_console,
-                         enabled=not (quiet or as_json))
-        report_job(job, as_json=as_json)
+        run_and_report(self._jobs(), index,
+                       lambda: self.client.ingest_paths(index, paths, method=method),
+                       in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
     def query(self, index: str, question: str, *, method: str | None, options: QueryOptions,
               as_json: bool, trace: bool) -> None:
@@ -53,19 +48,13 @@ class RemoteCommands:
 
     def repair(self, index: str, *, check: bool, quiet: bool, as_json: bool,
                no_wait: bool) -> None:
-        from hopindex.api.cli_support import err_console, print_outstanding, report_job
-        from hopindex.api.progress import follow_job
+        from hopindex.api.cli_support import print_outstanding, run_and_report
 
         if check:
             print_outstanding(index, self.client.describe_index(index), as_json=as_json)
             return
-        job = self.client.repair_index(index)
-        if no_wait:
-            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
-            return
-        job = follow_job(self._jobs(), job.job_id, err_console,
-                         enabled=not (quiet or as_json))
-        report_job(job, as_json=as_json)
+        run_and_report(self._jobs(), index, lambda: self.client.repair_index(index),
+                       in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
     def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
              follow: bool) -> None:

@@ -131,3 +131,30 @@ def test_indexrag_without_an_llm_names_the_setting(cli: CliRunner, tmp_path: Pat
                                 str(corpus_file(tmp_path))])
     assert refused.exit_code == 2
     assert "HOPINDEX_LLM_MODEL" in refused.output
+
+
+def test_repair_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
+    """`repair --check` shows the status and what is outstanding; `repair` runs a repair
+    job that redoes a document left unfinished, and the index reads ready after."""
+    from dataclasses import replace
+
+    from hopindex.api.service import Hopindex
+    from hopindex.core.settings import Settings
+
+    assert cli.invoke(main, ["ingest", "--index", "curie", "--quiet",
+                             str(corpus_file(tmp_path))]).exit_code == 0
+    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
+        # As a job that died before its finalize step leaves a document.
+        [doc] = service.get_documents("curie", ["d1"])
+        service.backends.state.put_documents([replace(doc, content_hash="")])
+    checked = cli.invoke(main, ["repair", "--index", "curie", "--check", "--json"])
+    assert checked.exit_code == 0, checked.output
+    shown = json.loads(checked.output)
+    assert shown["status"] == "partial" and shown["outstanding"]["documents"] == 1
+    repaired = cli.invoke(main, ["repair", "--index", "curie", "--json"])
+    assert repaired.exit_code == 0, repaired.output
+    job = json.loads(repaired.output)
+    assert (job["kind"], job["state"]) == ("repair", "succeeded")
+    assert job["counts"]["stage1"] == {"total": 1, "done": 1, "failed": 0, "skipped": 0}
+    again = cli.invoke(main, ["repair", "--index", "curie", "--check"])
+    assert "index curie: ready" in again.output

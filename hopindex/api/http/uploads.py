@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError, bad_request
@@ -125,9 +126,17 @@ async def _save_part(part: BodyPartReader, target: Path, budget: _Budget) -> Non
 async def _save_multipart(request: web.Request, folder: Path, budget: _Budget) -> None:
     try:
         await _save_parts(request, folder, budget)
-    except (AssertionError, ValueError) as exc:
-        # aiohttp's multipart reader says what is wrong with the framing this way.
-        raise bad_request(f"malformed multipart body: {exc}", field="body") from None
+    except (AssertionError, ValueError, HttpProcessingError) as exc:
+        # aiohttp's multipart reader says what is wrong with the framing this way; a
+        # part's headers that are not headers are an HttpProcessingError (InvalidHeader).
+        raise bad_request(f"malformed multipart body: {_framing_fault(exc)}",
+                          field="body") from None
+
+
+def _framing_fault(exc: Exception) -> str:
+    if isinstance(exc, HttpProcessingError):
+        return "a part's headers cannot be read"
+    return str(exc)
 
 
 async def _save_parts(request: web.Request, folder: Path, budget: _Budget) -> None:

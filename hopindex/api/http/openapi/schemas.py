@@ -128,12 +128,13 @@ JOB = obj({
     "finished_at": OPTIONAL_TIMESTAMP,
 }, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
 
-# A reader record (README "Using it"): keys other than these are kept as metadata.
+# A reader record (README "Using it"): keys other than these are kept as metadata; an
+# id, title or metadata given as null is left out (corpora often write their gaps so).
 _DOC_ID: Schema = {"anyOf": [{"type": "string", "pattern": NOT_BLANK},
-                             {"type": "integer"}]}
-DOCUMENT = obj({"id": _DOC_ID, "title": {"type": "string"},
+                             {"type": "integer"}, {"type": "null"}]}
+DOCUMENT = obj({"id": _DOC_ID, "title": {"type": ["string", "null"]},
                 "text": {"type": "string", "pattern": NOT_BLANK},
-                "metadata": {"type": "object"}}, ("text",))
+                "metadata": {"type": ["object", "null"]}}, ("text",))
 
 DELETE_DOCUMENTS = obj({"ids": {
     "type": "array", "minItems": 1,
@@ -256,7 +257,8 @@ def components(settings: Settings) -> dict[str, Any]:
                            f"{Access.WRITE.value} keys may also ingest, delete and cancel"}},
         "schemas": {
             "Error": ERROR, "Index": INDEX, "IndexDetail": INDEX_DETAIL,
-            "CreateIndex": obj({"name": INDEX_NAME, "method": index_methods(settings)},
+            # A method of null is the default one, as if left out.
+            "CreateIndex": obj({"name": INDEX_NAME, "method": or_null(index_methods(settings))},
                                ("name",), closed=True),
             "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
             "Job": JOB, "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,

@@ -28,14 +28,15 @@ LAST_EVENT_ID = "Last-Event-ID"
 
 def _cursor(request: web.Request) -> tuple[str | None, str]:
     """The cursor and where it came from: ``Last-Event-ID`` (a reconnecting client's)
-    wins over ``from`` (the first request's)."""
+    wins over ``from`` (the first request's). Both are checked when both are sent:
+    a malformed one is refused even when the other wins."""
     header = request.headers.get(LAST_EVENT_ID)
-    cursor = header if header is not None else query_string(request, "from")
-    field = LAST_EVENT_ID if header is not None else "from"
-    if cursor is not None and not _EVENT_ID.fullmatch(cursor):
-        raise bad_request(f"malformed event id {cursor[:MAX_EVENT_ID_CHARS]!r}: ids look like "
-                          "42 or 1732186800000-0", field=field)
-    return cursor, field
+    given = query_string(request, "from")
+    for field, cursor in ((LAST_EVENT_ID, header), ("from", given)):
+        if cursor is not None and not _EVENT_ID.fullmatch(cursor):
+            raise bad_request(f"malformed event id {cursor[:MAX_EVENT_ID_CHARS]!r}: ids look "
+                              "like 42 or 1732186800000-0", field=field)
+    return (header, LAST_EVENT_ID) if header is not None else (given, "from")
 
 
 async def stream_events(request: web.Request) -> web.StreamResponse:
