@@ -10,11 +10,12 @@ from types import TracebackType
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends
-from hopindex.core.errors import IndexBusyError, NotFoundError
+from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
 from hopindex.core.models import Document, Job
 from hopindex.core.settings import Settings
+from hopindex.core.text import unstorable_field
 from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
 from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
@@ -98,6 +99,10 @@ class Hopindex:
         """``method`` defaults to the one the index was built with. Every query, answered
         or failed, goes into the query metrics with the numbers its response carries."""
         try:
+            if (bad := unstorable_field([("question", question)])) is not None:
+                # The CLI passes undecodable argument bytes as lone surrogates; the HTTP
+                # API refuses them while parsing.
+                raise InvalidInputError(bad.reason, where=bad.field)
             info = self._require_index(index)
             method = method or info.method
             started = time.perf_counter()

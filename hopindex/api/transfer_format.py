@@ -24,6 +24,7 @@ import numpy as np
 from hopindex.backends.protocols import IndexInfo, Vector
 from hopindex.backends.state.documents import decode_analysis, encode_analysis
 from hopindex.core.errors import InvalidInputError
+from hopindex.core.json_input import JsonInputError, JsonLimits, parse_json
 from hopindex.core.models import (
     Document,
     EntityMention,
@@ -127,9 +128,10 @@ def read_records(handle: IO[str], path: Path) -> Iterator[tuple[str, dict[str, A
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"not JSON: {exc.msg}", where=where) from None
+            # Bounded like every input read (no string limit but the line's own length).
+            record = parse_json(line, JsonLimits(max_string_chars=len(line)))
+        except JsonInputError as exc:
+            raise InvalidInputError(exc.described, where=where) from None
         if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
             raise InvalidInputError(f"expected a record with a type among {RECORD_TYPES}",
                                     where=where)

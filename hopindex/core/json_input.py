@@ -48,6 +48,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _TOKEN = re.compile(rf'{_STRING.pattern}|[\[\]{{}},:]')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_RUN = re.compile(r"\[+|\]+")
 # A surrogate written as an escape; escaped pairs (emoji) are harmless but rare.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
@@ -175,8 +176,8 @@ def find_violation(value: Any, limits: JsonLimits = DEFAULT_LIMITS,
 
 def _string_violation(path: str, text: str, limits: JsonLimits) -> JsonInputError | None:
     if len(text) > limits.max_string_chars:
-        return JsonInputError(f"is a string of {len(text):,} characters, over the limit of "
-                              f"{_string_limit(limits)}", path=path)
+        return JsonInputError(f"is a string of {len(text):,} characters, "
+                              f"{_over_string_limit(limits)}", path=path)
     at = _surrogate_at(text)
     if at is not None:
         return JsonInputError(f"holds an unpaired surrogate (U+{ord(text[at]):04X}) at "
@@ -188,17 +189,18 @@ def _keys_violation(path: str, item: dict[str, Any], limits: JsonLimits
                     ) -> JsonInputError | None:
     for key in item:
         if len(key) > limits.max_string_chars:
-            return JsonInputError(f"has a key of {len(key):,} characters, over the limit of "
-                                  f"{_string_limit(limits)}", path=path)
+            return JsonInputError(f"has a key of {len(key):,} characters, "
+                                  f"{_over_string_limit(limits)}", path=path)
         if _surrogate_at(key) is not None:
             return JsonInputError("is a key holding an unpaired surrogate, which is not valid "
                                   "Unicode text", path=key_path(path, key))
     return None
 
 
-def _string_limit(limits: JsonLimits) -> str:
-    named = f" ({limits.string_limit_name})" if limits.string_limit_name else ""
-    return f"{limits.max_string_chars:,}{named}"
+def _over_string_limit(limits: JsonLimits) -> str:
+    if limits.string_limit_name:
+        return f"over {limits.string_limit_name}={limits.max_string_chars:,}"
+    return f"over the limit of {limits.max_string_chars:,}"
 
 
 def _may_hold_surrogate(text: str) -> bool:
@@ -250,24 +252,23 @@ def _too_deep(text: str, max_depth: int) -> JsonInputError | None:
 
 
 def _may_nest_past(text: str, max_depth: int) -> bool:
-    """False when ``text`` surely nests no deeper than ``max_depth``, at C speed: fewer
-    brackets than that cannot; otherwise, with strings and all but brackets removed,
-    each round of deleting empty pairs takes one level off, so a text still holding
-    brackets after ``max_depth`` rounds nests deeper, or is not JSON (the token scan
-    tells them apart)."""
+    """Whether ``text`` nests deeper than ``max_depth``, found at C speed for the most
+    part: fewer brackets than that cannot; otherwise strings and all but brackets are
+    removed and the depth followed run by run (``[[[`` adds three), so the cost grows
+    with the runs of brackets, not with the text."""
     if text.count("[") + text.count("{") <= max_depth:
         return False
-    # Braces as brackets: depth counts containers of either kind, and one pass of
-    # replace must take exactly one level off ("{[]}" would lose two).
+    # Braces as brackets: depth counts containers of either kind.
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).replace("{", "[").replace("}", "]")
-    for _ in range(max_depth):
-        shorter = brackets.replace("[]", "")
-        if not shorter:
-            return False
-        if len(shorter) == len(brackets):
-            return True  # unbalanced: not JSON; the scan finds any depth fault in it
-        brackets = shorter
-    return True
+    depth = 0
+    for run in _BRACKET_RUN.finditer(brackets):
+        if run.group()[0] == "[":
+            depth += len(run.group())
+            if depth > max_depth:
+                return True
+        else:
+            depth = max(0, depth - len(run.group()))
+    return False
 
 
 def _key_text(token: str) -> str:

@@ -11,13 +11,13 @@ not (joined with " ").
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hopindex.core.errors import InvalidInputError
+from hopindex.core.json_input import JsonInputError, JsonLimits, parse_json
 from hopindex.readers import RawDocument
 
 
@@ -81,11 +81,11 @@ def _load_records(path: Path) -> list[dict[str, Any]]:
 
 
 def _parse_json(text: str, where: str) -> Any:
+    # Bounded like every input read (no string limit but the text's own length).
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _fail(where, f"invalid JSON: {exc.msg} (line {exc.lineno}, "
-                           f"column {exc.colno})") from None
+        return parse_json(text, JsonLimits(max_string_chars=len(text)))
+    except JsonInputError as exc:
+        raise _fail(where, exc.described) from None
 
 
 def _family(record: dict[str, Any]) -> DatasetFormat | None:

@@ -49,13 +49,15 @@ def test_json_array_records_name_their_position_and_field(tmp_path: Path) -> Non
 @pytest.mark.parametrize("suffix", [".jsonl", ".json"])
 def test_json_nested_too_deeply_is_one_error(tmp_path: Path, suffix: str) -> None:
     """A line nesting arrays past the parser's recursion limit is an error for that line
-    (or file), not a RecursionError that stops the read."""
+    (or file) naming where, not a RecursionError that stops the read."""
     deep = '{"id": "deep", "text": "x", "metadata": ' + "[" * 200_000 + "]" * 200_000 + "}"
     path = tmp_path / f"c{suffix}"
     path.write_text(f"{deep}\n" + (f"{GOOD}\n" if suffix == ".jsonl" else ""),
                     encoding="utf-8")
     result = read_paths([path])
-    assert [e.reason for e in result.errors] == ["JSON nested too deeply to parse"]
+    field = "metadata" + "[0]" * 11
+    assert [(e.origin, e.reason) for e in result.errors] == [
+        (f"{path}:1:{field}", f"field '{field}' nests JSON deeper than 64 levels")]
     assert [d.doc_id for d in result.documents] == (["good"] if suffix == ".jsonl" else [])
 
 

@@ -33,10 +33,10 @@ E = TypeVar("E", bound=enum.Enum)
 # JSON bodies other than documents (queries, index and webhook creation) are small.
 MAX_JSON_BODY_BYTES = 1_000_000
 JSON_MEDIA_TYPES = ("application/json",)
-# No string or key in such a body is longer (a question may be, when
-# HOPINDEX_API_MAX_QUERY_CHARS says so): the fields have their own, smaller limits,
-# and a string no field reads must not be echoed back in an error at any length.
-MAX_BODY_STRING_CHARS = 65_536
+# No string or key in such a body is longer, but for a question (up to
+# HOPINDEX_API_MAX_QUERY_CHARS): no other field takes more (a webhook URL 2,048, a
+# document id 1,000), and a string no field reads must not be kept or echoed at any length.
+MAX_BODY_STRING_CHARS = 2_048
 
 
 def too_large(limit_bytes: int, what: str = "request body") -> ApiError:
@@ -73,7 +73,7 @@ async def read_json_object(request: web.Request,
                                             f"{exc.line}, column {exc.column})",
                        line=exc.line, details={"column": exc.column}) from None
     except JsonInputError as exc:
-        if not exc.path:  # not UTF-8
+        if not exc.path:  # the body as a whole: not UTF-8, or a key at the top level
             raise ApiError(400, "invalid_json", f"body {exc.reason}", field="body") from None
         raise ApiError(400, "invalid_input", exc.described, field=exc.path,
                        line=exc.line) from None

@@ -57,15 +57,31 @@ class BridgeRagParams:
     record: DecisionRecords | None = None
 
     def __post_init__(self) -> None:
-        _require(1 <= self.bridges <= 2, "bridges", f"must be 1 or 2, got {self.bridges}")
-        _require(0.0 <= self.alpha <= 1.0, "alpha", f"must be between 0 and 1, got {self.alpha}")
-        _require(50 <= self.passage_chars <= 20_000, "passage_chars",
-                 f"must be between 50 and 20000, got {self.passage_chars}")
-        for name in ("hop1_k", "svo_k", "svo_keep", "entity_k", "pool_size"):
+        for name, (low, high) in _BOUNDS.items():
             value = getattr(self, name)
-            _require(1 <= value <= 100, name, f"must be between 1 and 100, got {value}")
+            _require(low <= value <= high, name, f"must be between {low:g} and {high:g}, "
+                                                 f"got {value}")
         _require(self.bridges <= self.hop1_k, "bridges",
                  f"cannot exceed hop1_k ({self.hop1_k}), got {self.bridges}")
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The parameters as a JSON Schema object (the HTTP API's ``options``): each
+        number with its bounds, each choice with its values (either case)."""
+        properties: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in _ENUMS:
+                values = [m.value for m in _ENUMS[f.name]]
+                properties[f.name] = {"type": "string", "enum": sorted(
+                    {*values, *(v.lower() for v in values), *(v.upper() for v in values)})}
+            else:
+                low, high = _BOUNDS[f.name]
+                kind = "integer" if isinstance(f.default, int) else "number"
+                properties[f.name] = {"type": kind, "minimum": low, "maximum": high}
+        return {"type": "object", "properties": properties, "additionalProperties": False,
+                # bridges may not exceed hop1_k (default 5)
+                "if": {"required": ["bridges"], "properties": {"bridges": {"const": 2}}},
+                "then": {"properties": {"hop1_k": {"minimum": 2}}}}
 
     @classmethod
     def from_params(cls, params: Mapping[str, ParamValue]) -> BridgeRagParams:
@@ -94,6 +110,12 @@ EVAL_VARIANTS: dict[str, dict[str, str]] = {
     "C": {},
     "merged": {"extraction": Extraction.MERGED.value},
     "bridges2": {"bridges": "2"},
+}
+
+# The numeric parameters' bounds, inclusive.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "bridges": (1, 2), "alpha": (0.0, 1.0), "passage_chars": (50, 20_000),
+    **dict.fromkeys(("hop1_k", "svo_k", "svo_keep", "entity_k", "pool_size"), (1, 100)),
 }
 
 _ENUMS: dict[str, type[enum.StrEnum]] = {

@@ -61,9 +61,11 @@ def test_published_limits_are_the_servers() -> None:
     assert schemas["QueryRequest"]["properties"]["question"]["maxLength"] == 77
     body = spec["paths"]["/v1/indexes/{name}/documents"]["post"]["requestBody"]["content"]
     assert body["application/json"]["schema"]["anyOf"][0]["maxItems"] == 9
-    assert schemas["CreateIndex"]["properties"]["method"]["enum"] == ["extractive"]
+    # null: the default method, as if left out.
+    assert schemas["CreateIndex"]["properties"]["method"]["enum"] == ["extractive", None]
     with_llm = build_spec(replace(SETTINGS, llm_model="m"))["components"]["schemas"]
-    assert with_llm["CreateIndex"]["properties"]["method"]["enum"] == ["extractive", "indexrag"]
+    assert with_llm["CreateIndex"]["properties"]["method"]["enum"] == [
+        "extractive", "indexrag", None]
 
 
 def test_operation_ids_are_unique() -> None:

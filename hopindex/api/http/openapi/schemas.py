@@ -14,6 +14,7 @@ from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
 from hopindex.api.http.routes.query import (
     MAX_METHOD_CHARS,
     MAX_QUERY_BODY_BYTES,
+    METHOD_OPTION_SCHEMAS,
     METHOD_OPTIONS,
 )
 from hopindex.api.http.routes.webhooks import MAX_SECRET_CHARS, MAX_URL_CHARS
@@ -29,8 +30,11 @@ from hopindex.scheduler.outstanding import IndexStatus
 Schema = dict[str, Any]
 
 INDEX_NAME: Schema = {"type": "string", "pattern": INDEX_NAME_PATTERN.pattern}
-# At least one character that is not white space: blank strings are refused.
-NOT_BLANK = r"\S"
+# At least one character that is not white space: blank strings are refused. White
+# space as the handlers see it (str.strip, str.isspace), which is not the \s of a
+# JSON Schema pattern: that one lacks \x1c-\x1f and \x85, and has \ufeff.
+NOT_BLANK = (r"[^\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f"
+             r"\u205f\u3000]")
 NUMBER: Schema = {"type": "number"}
 TIMESTAMP: Schema = {"type": "number", "description": "seconds since the epoch (UTC)"}
 OPTIONAL_TIMESTAMP: Schema = {"type": ["number", "null"]}
@@ -180,7 +184,7 @@ WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "s
 # that form) any text that is not blank, whose UTF-8 bytes are the key.
 WEBHOOK_SECRET_PATTERN = (r"^(?:whsec_(?:[A-Za-z0-9+/]{4}){8,21}(?:[A-Za-z0-9+/]{2}==)?"
                           r"|whsec_(?:[A-Za-z0-9+/]{4}){8,20}[A-Za-z0-9+/]{3}="
-                          r"|(?!whsec_)[\s\S]*\S[\s\S]*)$")
+                          r"|(?!whsec_)[\s\S]*" + NOT_BLANK + r"[\s\S]*)$")
 
 NEW_WEBHOOK = obj({
     "index": INDEX_NAME,
@@ -209,6 +213,9 @@ WEIGHT: Schema = {"type": "number", "minimum": 0, "default": 1,
 def or_null(schema: Schema) -> Schema:
     """``schema``, or JSON null: an optional field sent as null means its default."""
     nullable = dict(schema)
+    if "anyOf" in schema:
+        nullable["anyOf"] = [*schema["anyOf"], {"type": "null"}]
+        return nullable
     kind = schema["type"]
     nullable["type"] = [*kind, "null"] if isinstance(kind, list) else [kind, "null"]
     if "enum" in schema:
@@ -228,8 +235,7 @@ def query_request(settings: Settings) -> Schema:
                        "description": "hits fetched per engine before fusion (raised to k "
                                       "when smaller)"},
         "dense_weight": WEIGHT, "keyword_weight": WEIGHT,
-        "options": {"type": "object",
-                    "additionalProperties": {"type": ["string", "number", "boolean"]},
+        "options": {"anyOf": list(METHOD_OPTION_SCHEMAS.values()),
                     "description": "the method's own options (QueryOptions.params): "
                                    + "; ".join(f"{method}: {', '.join(names)}"
                                                for method, names in METHOD_OPTIONS.items())
@@ -246,6 +252,12 @@ def query_request(settings: Settings) -> Schema:
     # One engine may be silenced, not both.
     schema["not"] = {"required": ["dense_weight", "keyword_weight"],
                      "properties": {"dense_weight": {"const": 0}, "keyword_weight": {"const": 0}}}
+    # Options belong to a query method that takes them, named explicitly: an index's own
+    # method (extractive, indexrag) takes none.
+    schema["if"] = {"required": ["options"],
+                    "properties": {"options": {"type": "object", "minProperties": 1}}}
+    schema["then"] = {"required": ["method"],
+                      "properties": {"method": {"enum": sorted(METHOD_OPTION_SCHEMAS)}}}
     return schema
 
 

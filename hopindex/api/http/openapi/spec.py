@@ -9,13 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
+from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
 from hopindex.api.http.routes.events import EVENT_ID_PATTERN
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
 from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
 from hopindex.core.ids import INDEX_NAME_PATTERN
+from hopindex.core.json_input import MAX_JSON_DEPTH, MAX_JSON_NUMBER_CHARS
 from hopindex.core.settings import MetricsAccess, Settings
+from hopindex.core.text import MAX_METADATA_DEPTH
 
 Operation = dict[str, Any]
 
@@ -30,6 +33,15 @@ _DESCRIPTIONS = {
     504: "took longer than the request timeout",
 }
 _SERVER = (500, 502, 503, 504)
+# What the bounded JSON parser refuses (hopindex.core.json_input), with a 400 naming
+# the field, or in an ingest body the record's line and field.
+_JSON_LIMITS = (f"JSON is read within limits: nesting of at most {MAX_JSON_DEPTH} levels "
+                f"({MAX_METADATA_DEPTH} in a document), numbers of at most "
+                f"{MAX_JSON_NUMBER_CHARS} characters and within a 64-bit float's range (no "
+                "NaN or Infinity), no unpaired surrogates (\\ud800), strings of at most "
+                f"{MAX_BODY_STRING_CHARS:,} characters (a question: "
+                "HOPINDEX_API_MAX_QUERY_CHARS; in a document: HOPINDEX_MAX_DOCUMENT_BYTES); "
+                "past one, a 400 names the field.")
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +241,8 @@ def build_spec(settings: Settings) -> dict[str, Any]:
                                 "line at fault, including requests the server cannot read "
                                 "(an unknown method: 501; a request line over "
                                 f"{MAX_REQUEST_LINE_BYTES:,} bytes: 414; a header over "
-                                f"{MAX_HEADER_BYTES:,} bytes: 431; malformed: 400)."},
+                                f"{MAX_HEADER_BYTES:,} bytes: 431; malformed: 400). "
+                                + _JSON_LIMITS},
         "security": [{"bearerAuth": []}],
         "paths": {**_index_paths(settings), **_other_paths(), **_metrics_path(settings)},
         "components": components(settings),

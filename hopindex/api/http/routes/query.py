@@ -8,7 +8,6 @@ not take is refused, listing the ones it does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 from aiohttp import web
@@ -46,10 +45,13 @@ DEFAULT_K = 5
 # A fixed bound, not HOPINDEX_API_MAX_BODY_BYTES (that one is for documents): a query
 # is a question of at most HOPINDEX_API_MAX_QUERY_CHARS and a few small fields.
 MAX_QUERY_BODY_BYTES = MAX_JSON_BODY_BYTES
-# The options each method reads (QueryOptions.params); a method not listed takes none.
-METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
-    "bridgerag": tuple(f.name for f in fields(BridgeRagParams)),
+# The options each method reads (QueryOptions.params) as a JSON Schema object; a method
+# not listed takes none.
+METHOD_OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
+    "bridgerag": BridgeRagParams.json_schema(),
 }
+METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    method: tuple(schema["properties"]) for method, schema in METHOD_OPTION_SCHEMAS.items()}
 # Where the methods name a bad parameter; the API calls them options.
 _PARAMS_WHERE = "params."
 
@@ -62,6 +64,8 @@ def query_options(body: dict[str, Any]) -> QueryOptions:
         raise bad_request("field 'options' must be an object of method-specific options",
                           field="options")
     for name, value in (options or {}).items():
+        if not name:
+            raise bad_request("option names must be non-empty", field="options")
         if value is None or not isinstance(value, str | int | float | bool):
             raise bad_request(f"option {name!r} must be a string, number or boolean",
                               field=f"options.{name}")
@@ -79,10 +83,18 @@ def query_options(body: dict[str, Any]) -> QueryOptions:
 def check_options(params: Mapping[str, ParamValue], method: str) -> None:
     """400 naming ``options.NAME`` for an option ``method`` does not take."""
     known = METHOD_OPTIONS.get(method, ())
-    for name in params:
+    properties = METHOD_OPTION_SCHEMAS.get(method, {}).get("properties", {})
+    for name, value in params.items():
         if name not in known:
             listed = f"known: {', '.join(known)}" if known else "it takes none"
             raise bad_request(f"unknown option {name!r} for method {method!r}; {listed}",
+                              field=f"options.{name}")
+        # JSON carries types: a number option is a JSON number, a choice a string (the
+        # CLI's --param KEY=VALUE strings are converted by the method, not here).
+        wants_text = properties[name]["type"] == "string"
+        if isinstance(value, str) != wants_text or isinstance(value, bool):
+            raise bad_request(f"option {name!r} must be "
+                              f"{'a string' if wants_text else 'a number'}, got {value!r}",
                               field=f"options.{name}")
 
 
