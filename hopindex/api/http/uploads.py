@@ -161,12 +161,14 @@ async def _save_parts(request: web.Request, folder: Path, budget: _Budget) -> No
 
 
 def _relabelled(result: ReadResult, prefix: str) -> ReadResult:
-    """Origins relative to the upload folder: ``body.jsonl:3``, not a temporary path."""
+    """Origins relative to the upload folder: ``body.jsonl:3``, not a temporary path, in
+    origins and in reasons that quote another record's origin (a duplicate id's)."""
     def strip(origin: str) -> str:
         return origin.removeprefix(prefix)
 
     return ReadResult(documents=[replace(d, origin=strip(d.origin)) for d in result.documents],
-                      errors=[ReadError(strip(e.origin), e.reason) for e in result.errors])
+                      errors=[ReadError(strip(e.origin), e.reason.replace(prefix, ""))
+                              for e in result.errors])
 
 
 async def receive_documents(request: web.Request, blocking: BlockingRunner, *,
