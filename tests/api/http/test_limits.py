@@ -188,14 +188,16 @@ def test_server_faults_are_500s_with_a_request_id_and_no_secrets(make_api: ApiFa
     assert KEYS["write"] not in repr(entries)
 
 
-def test_a_duplicate_id_error_names_the_upload_not_a_server_path(small: Api) -> None:
+def test_a_duplicate_id_error_names_the_upload_not_a_server_path(make_api: ApiFactory) -> None:
     """Two uploaded records with one id: the job names the second by its line in the
     uploaded file and points at the first the same way; no temporary path of the server
     is shown to the client."""
     files = [("file", ("dup.jsonl", b'{"id": "x", "text": "one"}\n{"id": "x", "text": "two"}\n'))]
-    accepted = small.call("POST", "/v1/indexes/uploads/documents?on_error=skip", files=files)
+    api = make_api()  # its own service: earlier tests here open others in this process
+    accepted = api.call("POST", "/v1/indexes/uploads/documents?on_error=skip", files=files)
     assert accepted.status_code == 202, accepted.text
-    job = small.wait_job(accepted.json()["job_id"])
+    job = api.wait_job(accepted.json()["job_id"])
     [failure] = job["errors"]
     assert "duplicate id 'x': first seen at dup.jsonl:1" in failure["reason"]
-    assert "hopindex-upload-" not in json.dumps(job) and "/tmp" not in json.dumps(job)
+    shown = json.dumps(job)
+    assert "hopindex-upload-" not in shown and "/tmp" not in shown, shown
