@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from hopindex.core.errors import InvalidInputError
+from hopindex.core.text import key_path, surrogate_at
 
 # Deeper than any document or request needs; far below the interpreter's recursion
 # limit, so neither the parser nor the encoders that later write the value recurse out.
@@ -43,7 +44,6 @@ MAX_JSON_STRING_CHARS = 1_000_000
 # A path deeper than this is shown cut here: the field it names holds the fault.
 MAX_PATH_PARTS = 12
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A string, escapes included; the tokens that shape a value (strings, punctuation).
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _TOKEN = re.compile(rf'{_STRING.pattern}|[\[\]{{}},:]')
@@ -99,14 +99,6 @@ class JsonSyntaxError(JsonInputError):
     @property
     def described(self) -> str:
         return f"invalid JSON: {self.message} (line {self.line}, column {self.column})"
-
-
-def key_path(parent: str, key: object) -> str:
-    """``parent.key``; a key that is not a plain name is written as JSON with ASCII
-    escapes, ``parent["a b"]``, so the path itself is always printable and storable."""
-    if isinstance(key, str) and _NAME.fullmatch(key):
-        return f"{parent}.{key}" if parent else key
-    return f"{parent}[{json.dumps(key if isinstance(key, str) else str(key))}]"
 
 
 def decode_json_bytes(data: bytes) -> str:
@@ -178,7 +170,7 @@ def _string_violation(path: str, text: str, limits: JsonLimits) -> JsonInputErro
     if len(text) > limits.max_string_chars:
         return JsonInputError(f"is a string of {len(text):,} characters, "
                               f"{_over_string_limit(limits)}", path=path)
-    at = _surrogate_at(text)
+    at = surrogate_at(text)
     if at is not None:
         return JsonInputError(f"holds an unpaired surrogate (U+{ord(text[at]):04X}) at "
                               f"character {at}, which is not valid Unicode text", path=path)
@@ -191,7 +183,7 @@ def _keys_violation(path: str, item: dict[str, Any], limits: JsonLimits
         if len(key) > limits.max_string_chars:
             return JsonInputError(f"has a key of {len(key):,} characters, "
                                   f"{_over_string_limit(limits)}", path=path)
-        if _surrogate_at(key) is not None:
+        if surrogate_at(key) is not None:
             return JsonInputError("is a key holding an unpaired surrogate, which is not valid "
                                   "Unicode text", path=key_path(path, key))
     return None
@@ -208,15 +200,7 @@ def _may_hold_surrogate(text: str) -> bool:
     both scans run at C speed, which a character class over non-ASCII text does not."""
     if _SURROGATE_ESCAPE.search(text) is not None:
         return True
-    return not text.isascii() and _surrogate_at(text) is not None
-
-
-def _surrogate_at(text: str) -> int | None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
+    return not text.isascii() and surrogate_at(text) is not None
 
 
 # --- nesting, checked on the text ------------------------------------------------------

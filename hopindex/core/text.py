@@ -66,7 +66,8 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _surrogate_at(text: str) -> int | None:
+def surrogate_at(text: str) -> int | None:
+    """Where ``text`` holds an unpaired surrogate (which UTF-8 cannot encode), if it does."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -74,7 +75,7 @@ def _surrogate_at(text: str) -> int | None:
     return None
 
 
-def _key_path(parent: str, key: object) -> str:
+def key_path(parent: str, key: object) -> str:
     """``parent.key``; a key that is not a plain name is written as JSON (ASCII escapes),
     ``parent["a b"]``, so the path itself is always storable."""
     if isinstance(key, str) and _NAME.fullmatch(key):
@@ -100,7 +101,7 @@ def unstorable_field(fields: Iterable[tuple[str, object]]) -> UnstorableField | 
             if found is not None:
                 return found
             if isinstance(item, dict):
-                children = [(_key_path(path, k), v) for k, v in item.items()]
+                children = [(key_path(path, k), v) for k, v in item.items()]
             elif isinstance(item, list | tuple):
                 children = [(f"{path}[{i}]", v) for i, v in enumerate(item)]
             else:
@@ -121,7 +122,7 @@ def _unstorable_value(path: str, value: object, depth: int) -> UnstorableField |
 
 
 def _unstorable_string(path: str, value: str) -> UnstorableField | None:
-    at = _surrogate_at(value)
+    at = surrogate_at(value)
     if at is None:
         return None
     return UnstorableField(path, f"holds an unpaired surrogate (U+{ord(value[at]):04X}) at "
@@ -138,8 +139,8 @@ def _unstorable_container(path: str, value: dict[Any, Any] | list[Any] | tuple[A
         if not isinstance(key, _JSON_SCALARS):
             return UnstorableField(path, f"has a key of type {type(key).__name__}; keys must "
                                          "be strings")
-        if isinstance(key, str) and _surrogate_at(key) is not None:
-            return UnstorableField(_key_path(path, key), "is a key holding an unpaired "
+        if isinstance(key, str) and surrogate_at(key) is not None:
+            return UnstorableField(key_path(path, key), "is a key holding an unpaired "
                                                          "surrogate, which is not valid "
                                                          "Unicode text")
     return None
