@@ -30,6 +30,7 @@ from typing import Any
 
 from hopindex.core.errors import BackendUnavailableError
 from hopindex.core.logging import get_logger
+from hopindex.core.processes import pid_exists
 
 log = get_logger(__name__)
 
@@ -79,15 +80,7 @@ class EngineOwner:
     @property
     def is_alive(self) -> bool:
         """False only when the pid is known dead (on this host; elsewhere we cannot tell)."""
-        if self.host != socket.gethostname():
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # alive, another user's process
-            return True
-        return True
+        return self.host != socket.gethostname() or pid_exists(self.pid)
 
 
 class EnginesOwnedError(BackendUnavailableError):

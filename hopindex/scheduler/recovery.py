@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind, JobState
+from hopindex.core.processes import pid_exists
 from hopindex.core.settings import Settings, url_path
 from hopindex.scheduler.lifecycle import fail_job, finish_cancel
 from hopindex.workers.runtime import Runtime
@@ -97,22 +98,12 @@ def process_start_time(pid: int) -> str | None:
     except FileNotFoundError:
         if Path("/proc/self").exists():
             return None
-        return "" if _pid_exists(pid) else None
+        return "" if pid_exists(pid) else None
     except OSError:
         return ""
     # The command name is in parentheses and may hold spaces or parentheses itself.
     fields = stat[stat.rfind(")") + 2:].split()
     return fields[_START_TIME_FIELD] if len(fields) > _START_TIME_FIELD else ""
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read(path: Path) -> str:
