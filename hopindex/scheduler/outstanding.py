@@ -56,9 +56,7 @@ def outstanding_work(state: StateStore, index: str) -> Outstanding:
     """The index's unfinished documents and failed items, and its status."""
     hashes = state.document_hashes(index)
     documents = sorted(doc_id for doc_id, digest in hashes.items() if not digest)
-    # A failed document deleted since is no longer outstanding.
-    failed = [i for i in state.list_failed_items(index)
-              if i.phase != "stage1" or i.item in hashes]
+    failed = state.list_failed_items(index)
     running = [j.job_id for j in state.list_jobs(index, limit=50) if not j.state.is_final]
     if running:
         status = IndexStatus.BUILDING

@@ -272,6 +272,8 @@ def _forget_documents(state: StateStore, index: str, plan: DeletePlan
     dropped = {e for e in plan.own_titles
                if not any(m.source is MentionSource.TITLE for m in remaining.get(e, []))}
     state.delete_documents(index, plan.present)
+    # A deleted document is no longer outstanding work of the index.
+    state.clear_failed_items(index, Stage.STAGE1.value, plan.present)
     return purged, sorted(touched), sorted(dropped)
 
 

@@ -114,3 +114,19 @@ def test_bridges_replaced_by_a_job_that_died_are_purged_later(
     assert job.state is JobState.SUCCEEDED, job.reason
     assert service.outstanding(INDEX_CURIE).status is IndexStatus.READY
     assert (unit_snapshot(service, INDEX_CURIE), engine_counts(service, INDEX_CURIE)) == expected
+
+
+def test_deleting_a_failed_document_clears_its_failed_item(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """A document whose stage 1 failed for good is outstanding until it is deleted; then
+    the index is ready, with nothing left to repair."""
+    marker = "zz-never-valid-zz"
+    server = start_server(invalid_json_marker=marker)
+    with Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server))) as s:
+        bad = raw("Broken", f"The model answers {marker} badly every time.", doc_id="broken")
+        job = s.ingest_documents(INDEX_CURIE, [*CURIE_CORPUS[:2], bad])
+        assert job.missing() == {"stage1": 1}
+        assert [f.item for f in s.outstanding(INDEX_CURIE).failed] == ["broken"]
+        assert s.delete_documents(INDEX_CURIE, ["broken"]).state is JobState.SUCCEEDED
+        assert s.backends.state.list_failed_items(INDEX_CURIE) == []
+        assert s.outstanding(INDEX_CURIE).status is IndexStatus.READY
