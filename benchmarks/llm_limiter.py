@@ -1,4 +1,4 @@
-"""Shared LLM rate limiter: throughput and 429s against the test server (issue 3).
+"""Shared LLM rate limiter: throughput and 429s against the test server.
 
 Target: with the test server at 200 ms latency and a 600 requests/min limit, 1, 2
 and 4 worker processes sharing one Redis-backed limiter each sustain >= 90 % of

@@ -1,1 +1,1 @@
-"""Backend protocols and their adapters, each chosen by a URL (DESIGN.md §4)."""
+"""Backend protocols and their adapters, each chosen by a URL (docs/architecture.md)."""

@@ -159,7 +159,7 @@ def open_state_store(url: str) -> StateStore:
 
 
 def open_event_log(state_url: str) -> EventLog:
-    """The event log lives where the state does (DESIGN.md §4): a Redis stream beside
+    """The event log lives where the state does (docs/architecture.md): a Redis stream beside
     Redis state, else an SQLite file beside the state file."""
     scheme = _scheme(state_url)
     if scheme == "sqlite":
@@ -243,7 +243,7 @@ def build_llm_client(settings: Settings) -> LlmClient:
 
 
 def open_llm_observer(settings: Settings) -> LlmObserver | None:
-    """Prometheus metrics of every LLM call when HOPINDEX_METRICS is on (issue 6)."""
+    """Prometheus metrics of every LLM call when HOPINDEX_METRICS is on."""
     if settings.metrics is MetricsMode.OFF:
         return None
     from hopindex.monitoring.llm import PrometheusLlmObserver

@@ -1,4 +1,4 @@
-"""What the durable event log holds (DESIGN.md §7): job and index events, and the
+"""What the durable event log holds (docs/architecture.md): job and index events, and the
 webhooks that receive an index's events."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def doc_id_from_title(title: str) -> str:
 
 
 def unit_id(index: str, kind: str, source_key: str, text: str) -> str:
-    """uuid5 over index, kind, source key and text hash (DESIGN.md §3)."""
+    """uuid5 over index, kind, source key and text hash (docs/architecture.md)."""
     return str(uuid.uuid5(_NAMESPACE, f"{index}\x1f{kind}\x1f{source_key}\x1f{sha256_hex(text)}"))
 
 

@@ -1,4 +1,4 @@
-"""The data model of DESIGN.md §3: documents, units, jobs."""
+"""The data model of docs/architecture.md: documents, units, jobs."""
 
 from __future__ import annotations
 

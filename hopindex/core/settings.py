@@ -26,7 +26,7 @@ class CacheMode(enum.StrEnum):
 
 
 class MetricsMode(enum.StrEnum):
-    """Prometheus metrics (issue 6): ``off`` records nothing, for measuring their cost."""
+    """Prometheus metrics: ``off`` records nothing, for measuring their cost."""
 
     ON = "on"
     OFF = "off"
@@ -69,7 +69,7 @@ class MetricsIndexLabels(enum.StrEnum):
 
 
 class DecisionRecords(enum.StrEnum):
-    """Where bridgerag keeps each query's decision record besides its trace (issue 8)."""
+    """Where bridgerag keeps each query's decision record besides its trace."""
 
     OFF = "off"
     JSONL = "jsonl"  # one line per query in $DATA_DIR/decisions/INDEX.jsonl
@@ -79,7 +79,7 @@ class DecisionRecords(enum.StrEnum):
 class Settings:
     """Every knob hopindex reads, with its environment variable ``HOPINDEX_<NAME>``.
 
-    Backend roles are URLs whose scheme picks the adapter (DESIGN.md §4); an
+    Backend roles are URLs whose scheme picks the adapter (docs/architecture.md); an
     empty URL means the embedded default under ``data_dir``.
     """
 
@@ -100,7 +100,7 @@ class Settings:
     max_document_bytes: int = 2_000_000
     log_level: LogLevel = LogLevel.WARNING
     log_format: LogFormat = LogFormat.CONSOLE
-    # The LLM (DESIGN.md §8). No model means no LLM: the extractive pipeline runs.
+    # The LLM (docs/architecture.md). No model means no LLM: the extractive pipeline runs.
     llm_model: str = ""
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: str = field(default="", repr=False)
@@ -119,7 +119,7 @@ class Settings:
     llm_cache_url: str = ""
     llm_limiter_url: str = ""
 
-    # Workers (DESIGN.md §5). A message not acknowledged within the visibility timeout
+    # Workers (docs/architecture.md). A message not acknowledged within the visibility timeout
     # is redelivered (the recovery delay after a worker dies), so every task must
     # finish well inside it: the hard time limit sits below it.
     visibility_timeout_s: int = 3600
@@ -135,7 +135,7 @@ class Settings:
     # job.progress events are emitted at most this often per job (plus one per phase).
     progress_event_interval_s: float = 5.0
 
-    # HTTP API (issue 7). Keys: comma-separated ``KEY[:read|write[:IDX+IDX|*]]``, or a
+    # HTTP API. Keys: comma-separated ``KEY[:read|write[:IDX+IDX|*]]``, or a
     # keys file (JSON/TOML, hashed); api_url/api_key are the CLI's remote mode.
     api_keys: str = field(default="", repr=False)
     api_keys_file: str = ""
@@ -157,7 +157,7 @@ class Settings:
     api_metrics_access: MetricsAccess = MetricsAccess.PUBLIC
     api_metrics_index_labels: MetricsIndexLabels = MetricsIndexLabels.AUTO
 
-    # Server backends (issue 5): Elasticsearch (elasticsearch://host:9200) and a Qdrant
+    # Server backends: Elasticsearch (elasticsearch://host:9200) and a Qdrant
     # server (qdrant://host:6333). Shard and replica counts apply when an index or a
     # collection is created; 0 for Qdrant means the server's own default.
     es_index_prefix: str = "hopindex-"
@@ -179,12 +179,12 @@ class Settings:
     qdrant_replication_factor: int = 0
     qdrant_timeout_s: int = 30
 
-    # Monitoring (issue 6): Prometheus metrics on or off; metrics_dir is where a worker's
+    # Monitoring: Prometheus metrics on or off; metrics_dir is where a worker's
     # processes keep their metric files (empty: a fresh temporary directory per worker).
     metrics: MetricsMode = MetricsMode.ON
     metrics_dir: str = ""
 
-    # BridgeRAG (issue 8): with a broker, a query waits this long for its judge task on
+    # BridgeRAG: with a broker, a query waits this long for its judge task on
     # the judge queue, then ranks by SVO similarity (condition A) and says so.
     bridgerag_judge_timeout_s: float = 30.0
     bridgerag_records: DecisionRecords = DecisionRecords.OFF

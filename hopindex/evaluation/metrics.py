@@ -1,6 +1,6 @@
 """Answer metrics (SQuAD-style EM, token F1, accuracy) and retrieval metrics (Recall@k).
 
-These follow the shared conventions of METHODS.md so that figures are comparable
+These follow the shared conventions of docs/methods.md so that figures are comparable
 with the papers: SQuAD normalisation, a multiset token overlap for F1, and the
 maximum over the gold answer and its aliases.
 """

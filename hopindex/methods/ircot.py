@@ -1,4 +1,4 @@
-"""``ircot``: retrieval interleaved with chain-of-thought (METHODS.md, "IRCoT").
+"""``ircot``: retrieval interleaved with chain-of-thought (docs/methods.md, "IRCoT").
 
 Each step shows the model what has been gathered and its reasoning so far, keeps
 the first sentence of its reply, and searches with that sentence. The loop stops
@@ -36,7 +36,7 @@ from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
 MAX_STEPS = 3
-STEP_K = 8  # units retrieved per step (METHODS.md: 6-20)
+STEP_K = 8  # units retrieved per step (docs/methods.md: 6-20)
 MAX_GATHERED = 24  # units shown to the reasoning prompt, best first
 REASON_STAGE = "reason"
 REASON_MAX_TOKENS = 100

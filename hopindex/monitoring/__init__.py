@@ -1,6 +1,6 @@
-"""Monitoring (issue 6): Prometheus metrics, Celery signal hooks, dashboards and alerts.
+"""Monitoring: Prometheus metrics, Celery signal hooks, dashboards and alerts.
 
-- ``metrics``: every in-process metric (names and labels of DESIGN.md §10), with the
+- ``metrics``: every in-process metric (names and labels of docs/architecture.md), with the
   label values of ``labels``;
 - ``llm``: the LLM client's observer; ``queries``: per-query histograms;
 - ``tasks``: Celery signal hooks (duration, outcome, structlog job context);

@@ -1,4 +1,4 @@
-"""Every Prometheus metric hopindex records in-process (DESIGN.md §10, prefix ``hopindex_``).
+"""Every Prometheus metric hopindex records in-process (docs/architecture.md, prefix ``hopindex_``).
 
 Labels are bounded sets: stages are task and request-stage names fixed in code,
 methods the registered query methods, models the configured model, indexes the

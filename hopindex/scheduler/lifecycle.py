@@ -1,4 +1,4 @@
-"""Job state changes and the events each one publishes (DESIGN.md §7).
+"""Job state changes and the events each one publishes (docs/architecture.md).
 
 Every change of a job's state goes through here, so the event log and the job
 record never disagree: ``job.started``, ``job.progress`` (per phase, at most

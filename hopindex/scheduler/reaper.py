@@ -1,5 +1,5 @@
 """The periodic reaper (``hopindex beat``): running jobs that stopped progressing
-are re-driven, and failed with a reason when re-driving cannot help (DESIGN.md §5).
+are re-driven, and failed with a reason when re-driving cannot help (docs/architecture.md).
 
 A job stalls when its messages are lost (a broker flushed, a worker killed in the
 instant between popping a message and recording it as unacknowledged), not when a

@@ -1,4 +1,4 @@
-"""The Celery app and its five queues (DESIGN.md §5).
+"""The Celery app and its five queues (docs/architecture.md).
 
 The app object exists at import so tasks can register; it reads no settings
 until ``configure_app`` is called by the process that owns it (CLI, worker,
@@ -38,7 +38,7 @@ TASK_ROUTES = {
     # queue of their own so they do not wait in line behind the embed backlog.
     ENGINE_TASK: {"queue": ENGINE_QUEUE},
     "hopindex.deliver_webhook": {"queue": Queue.WEBHOOKS.value},
-    # BridgeRAG's batched judge: query-time LLM work, scaled on its own (issue 8).
+    # BridgeRAG's batched judge: query-time LLM work, scaled on its own.
     "hopindex.judge": {"queue": Queue.JUDGE.value},
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
 }
@@ -89,7 +89,7 @@ def configure_app(settings: Settings) -> Celery:
         hopindex_max_retries=settings.task_max_retries,
     )
     drop_connections()
-    # Every task run is timed, counted and logged with its job's context (issue 6).
+    # Every task run is timed, counted and logged with its job's context.
     install_task_hooks(settings)
     return app
 

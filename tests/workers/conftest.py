@@ -59,7 +59,7 @@ def distributed_settings(data_dir: Path, server: LlmTestServer, redis_url: str,
     """State, events, LLM cache and limiter on Redis; engines embedded in ``data_dir``.
 
     The visibility timeout is seconds, not an hour, so a killed worker's messages
-    come back within the test (DESIGN.md §5)."""
+    come back within the test (docs/architecture.md)."""
     values: dict[str, object] = {
         "broker_url": redis_url, "state_url": redis_url, "visibility_timeout_s": 20,
         "task_time_limit_s": 15, "job_stall_timeout_s": 120, "stage1_batch_docs": 16,

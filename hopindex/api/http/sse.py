@@ -1,4 +1,4 @@
-"""Server-sent events from the durable event log (DESIGN.md §7).
+"""Server-sent events from the durable event log (docs/architecture.md).
 
 Each event goes out as ``id:``/``event:``/``data:`` lines, so a client that
 reconnects with ``Last-Event-ID`` (browsers' EventSource does it by itself)

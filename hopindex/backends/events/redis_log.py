@@ -1,4 +1,4 @@
-"""The distributed event log: a Redis Stream every worker appends to (DESIGN.md §7).
+"""The distributed event log: a Redis Stream every worker appends to (docs/architecture.md).
 
 Keys: ``{prefix}:events``, a stream of entries with ``type``, ``index``, ``job_id``,
 ``data`` (JSON) and ``created_at``, trimmed to about ``MAX_EVENTS``; and

@@ -1,4 +1,4 @@
-"""Response cache: a re-run of the same prompt costs no call (DESIGN.md §8).
+"""Response cache: a re-run of the same prompt costs no call (docs/architecture.md).
 
 The key is a sha256 over model, messages, temperature, response format and
 seed, so any change to what the model would see is a miss.

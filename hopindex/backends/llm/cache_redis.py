@@ -1,4 +1,4 @@
-"""The distributed response cache: one Redis shared by every worker (DESIGN.md §8).
+"""The distributed response cache: one Redis shared by every worker (docs/architecture.md).
 
 The embedded ``SqliteResponseCache`` serves one machine; with several workers a
 prompt answered by one must be a hit for all the others, or a re-run pays again

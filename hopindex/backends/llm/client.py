@@ -1,6 +1,6 @@
 """One async client over the OpenAI protocol, used by every LLM-driven method.
 
-Around each call, in this order (DESIGN.md §8): response cache → rate limiter
+Around each call, in this order (docs/architecture.md): response cache → rate limiter
 (reserve an estimate) → the call with a timeout → retries with jittered
 exponential backoff on 429/5xx/timeouts/connection errors (a 429 holds back
 every process sharing the limiter for its Retry-After) → reconcile the

@@ -1,6 +1,6 @@
 """Rate limiting for LLM calls: requests/min and tokens/min, one budget per model.
 
-Every LLM call goes through a :class:`RateLimiter` (DESIGN.md §8)::
+Every LLM call goes through a :class:`RateLimiter` (docs/architecture.md)::
 
     limiter = rate_limiter_for(settings_url, RateLimits(requests_per_minute=600,
                                                         tokens_per_minute=200_000))

@@ -1,7 +1,7 @@
 """spaCy sentences and named entities, loaded once per process and trimmed to what we use.
 
 Pipeline choice, measured on the 994 HotpotQA paragraphs of
-``/work/shared/data/hotpotqa-100`` (2-core machine, batch 64, one process):
+HotpotQA-100 (2-core machine, batch 64, one process):
 
     full en_core_web_sm pipeline (tok2vec, tagger, parser,
       attribute_ruler, lemmatizer, ner)                     20.8-25.4 s

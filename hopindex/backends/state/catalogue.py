@@ -1,4 +1,4 @@
-"""Entity mentions and bridge units: what incremental planning reads (DESIGN.md §6)."""
+"""Entity mentions and bridge units: what incremental planning reads (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Entity mentions and bridge units in Redis (DESIGN.md §6).
+"""Entity mentions and bridge units in Redis (docs/architecture.md).
 
 Per index: ``mdoc:<doc id>`` (hash ``source:entity`` → count, a document's
 mentions), ``ment:<entity>`` (hash ``source:doc id`` → count, the same mentions

@@ -1,5 +1,5 @@
-"""``bridgerag``: a bridge-conditioned tripartite judge at query time (METHODS.md,
-"BridgeRAG"; papers/bridgerag-judge.txt).
+"""``bridgerag``: a bridge-conditioned tripartite judge at query time (docs/methods.md,
+"BridgeRAG").
 
 Hop-1 retrieval gives the bridge; SVO queries and two entities widen the hop-2
 pool; one batched LLM call scores every candidate given the question and the

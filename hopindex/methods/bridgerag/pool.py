@@ -4,7 +4,7 @@ score (Eq. 4).
 Every score here is a cosine from the same index, so "max score" compares like with
 like. A candidate's SVO score is its max cosine to any SVO query: known from the SVO
 searches when one of them returned it (even below the SVO-15 cut), else computed
-directly from its stored vector (METHODS.md: "candidates found only by entity
+directly from its stored vector (docs/methods.md: "candidates found only by entity
 search get their SVO score by direct cosine").
 """
 

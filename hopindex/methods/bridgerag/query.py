@@ -1,4 +1,4 @@
-"""``bridgerag``: the query pipeline (METHODS.md "BridgeRAG", papers/bridgerag-judge.txt).
+"""``bridgerag``: the query pipeline (docs/methods.md, "BridgeRAG").
 
 hop 1 (dense top-5, or hybrid/keyword when asked; the top unit is the bridge) →
 SVO queries and two entities (2 calls, or 1 with ``extraction=merged``) → one

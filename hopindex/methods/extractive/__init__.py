@@ -1,4 +1,4 @@
-"""``extractive``: hopindex's LLM-free bridges (METHODS.md, "Extractive bridges").
+"""``extractive``: hopindex's LLM-free bridges (docs/methods.md, "Extractive bridges").
 
 Stage 1 keeps passages and their entities; stage 2 writes one cross-document
 bridge unit per entity shared by 2..tau documents; a query fuses dense and

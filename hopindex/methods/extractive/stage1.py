@@ -19,7 +19,7 @@ from hopindex.core.models import (
 from hopindex.core.text import keep_entity, normalize_entity, title_entity
 
 # Numeric and temporal labels name values, not things two documents can share
-# as a bridge (METHODS.md, "Extractive bridges").
+# as a bridge (docs/methods.md, "Extractive bridges").
 DROPPED_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT",
                             "MONEY"})
 METHOD = IndexMethod.EXTRACTIVE.value

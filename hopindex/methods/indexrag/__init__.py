@@ -1,4 +1,4 @@
-"""``indexrag``: index-time bridging facts (METHODS.md, "IndexRAG"), the pure parts.
+"""``indexrag``: index-time bridging facts (docs/methods.md, "IndexRAG"), the pure parts.
 
 Stage 1 turns each document chunk into atomic question-answer pairs and an entity
 list; the chunk's answers form one AKU unit. Stage 2 asks, per bridge entity, for

@@ -1,4 +1,4 @@
-"""The BridgeRAG judge as a task on the ``judge`` queue (DESIGN.md §5, issue 8).
+"""The BridgeRAG judge as a task on the ``judge`` queue (docs/architecture.md).
 
 Unlike ingest tasks it takes its inputs, not ids: they exist nowhere else (the
 question, the entities the model named a moment ago), they are bounded (at most
