@@ -46,9 +46,14 @@ test: setup redis-server prometheus docker-compose
 test-unit: setup
 	$(PY) -m pytest -q -m "not integration"
 
+# lint-imports checks the [tool.importlinter] contracts in pyproject.toml (no cache: the
+# graph takes well under a second); check_cycles.py the module-level cycles they cannot.
 lint: setup
-	$(VENV)/bin/ruff check hopindex tests benchmarks
+	$(VENV)/bin/ruff check hopindex tests benchmarks tools
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tools
+	$(VENV)/bin/lint-imports --no-cache --no-logo
+	$(PY) tools/check_cycles.py
 
 bench: setup
 	$(PY) benchmarks/ingest_2wiki.py

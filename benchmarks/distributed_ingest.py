@@ -26,12 +26,12 @@ from common import ROOT, write_result
 from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
-from hopindex.scheduler.control import ping
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from hopindex.testing.redis_server import running_redis
 from hopindex.testing.workers import WorkerProcess
 from hopindex.workers.app import configure_app
+from hopindex.workers.tasks.control import ping
 
 SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
 INDEX = "hotpot"

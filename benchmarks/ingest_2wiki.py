@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import OUT, SHARED_DATA, peak_rss_mb, require, write_result
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Stage
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument
 
@@ -78,8 +77,8 @@ def main() -> None:
         reingest_s = time.perf_counter() - t0
         print(f"re-ingest unchanged: {reingest_s:.2f}s = {reingest_s / ingest_s:.1%} of the "
               f"first (target < 10%); embedded {again.units_embedded}, "
-              f"stage1 skipped {again.counts[Stage.STAGE1].skipped}, "
-              f"done {again.counts[Stage.STAGE1].done}")
+              f"stage1 skipped {again.count("extractive.stage1").skipped}, "
+              f"done {again.count("extractive.stage1").done}")
 
         extra = RawDocument(
             doc_id=None, title="Teutberga's chronicle",
@@ -89,7 +88,7 @@ def main() -> None:
         added = service.ingest_documents(INDEX, [extra])
         add_s = time.perf_counter() - t0
         print(f"add one document: {add_s:.2f}s, bridge entities recomputed "
-              f"{added.bridge_entities_recomputed}, units embedded {added.units_embedded}")
+              f"{added.groups_rebuilt}, units embedded {added.units_embedded}")
 
     path = write_result("ingest_2wiki", {
         "documents": len(records), "ingest_s": ingest_s,
@@ -99,7 +98,7 @@ def main() -> None:
         "parts": {"spacy_s": nlp_s, "embed_s": embed_s, "embedded_units": len(unit_texts)},
         "ratio_to_parts": ratio, "reingest_s": reingest_s,
         "reingest_fraction": reingest_s / ingest_s, "add_one_s": add_s,
-        "add_one_bridge_entities_recomputed": added.bridge_entities_recomputed,
+        "add_one_groups_rebuilt": added.groups_rebuilt,
         "add_one_units_embedded": added.units_embedded,
     })
     print(f"wrote {path}")

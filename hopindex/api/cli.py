@@ -22,7 +22,7 @@ from hopindex.api.cli_support import (
 from hopindex.core.models import IndexMethod
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
-from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.methods.base import FusionMode
 
 if TYPE_CHECKING:
     from hopindex.api.remote_cli import RemoteCommands

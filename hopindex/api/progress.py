@@ -8,29 +8,42 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from hopindex.backends.protocols import JobStore
 from hopindex.core.errors import NotFoundError
 from hopindex.core.models import Job, Stage
 
-_SHOWN = (Stage.STAGE1, Stage.EMBED, Stage.LINK, Stage.STAGE2)
+# Validation is done before the job starts; finalize is one step. The rest (each
+# phase of the index's method, and embedding) get a bar as the job meets them.
+_HIDDEN = (Stage.VALIDATE.value, Stage.FINALIZE.value)
 POLL_S = 0.2
 
 
 def _bars(console: Console) -> Progress:
-    return Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+    return Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True)
 
 
 def _stage_updater(progress: Progress) -> Callable[[Job], None]:
-    """One bar per shown stage; the returned function moves them to a job's counts."""
-    bars = {stage: progress.add_task(stage.value, total=None) for stage in _SHOWN}
+    """One bar per step the job has met; the returned function moves them to a job's
+    counts."""
+    bars: dict[str, TaskID] = {}
 
     def update(job: Job) -> None:
-        for stage, bar in bars.items():
-            counts = job.counts[stage]
-            progress.update(bar, total=counts.total or None,
+        for stage, counts in job.counts.items():
+            if stage in _HIDDEN:
+                continue
+            if stage not in bars:
+                bars[stage] = progress.add_task(stage, total=None)
+            progress.update(bars[stage], total=counts.total or None,
                             completed=counts.done + counts.failed + counts.skipped)
 
     return update

@@ -13,10 +13,17 @@ from hopindex.backends.registry import Backends
 from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
-from hopindex.core.models import Document, Job
+from hopindex.core.models import Document, Job, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.core.text import unstorable_field
-from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
+from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
+from hopindex.methods.registry import (
+    check_fit,
+    default_query,
+    get_index_method,
+    load_settings,
+    method_settings,
+)
 from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.lifecycle import cancel_job
@@ -25,7 +32,7 @@ from hopindex.scheduler.recovery import recover_orphaned_jobs
 from hopindex.scheduler.repair import submit_repair
 from hopindex.scheduler.submit import submit_delete, submit_ingest
 from hopindex.scheduler.webhook_sender import close_embedded_senders
-from hopindex.workers.app import configure_app, drop_connections
+from hopindex.workers.app import app, configure_app, drop_connections
 from hopindex.workers.engine_route import open_process_backends
 from hopindex.workers.query_tasks import CeleryQueryTasks
 from hopindex.workers.runtime import Runtime, bind_runtime
@@ -37,13 +44,13 @@ class Hopindex:
 
     def __init__(self, settings: Settings | None = None,
                  backends: Backends | None = None) -> None:
-        self.settings = settings or Settings.from_env()
+        self.settings = settings or load_settings()
         configure_logging(self.settings)
         configure_app(self.settings)
         # With a broker and embedded engines, the engines here are the owner's,
         # reached on the engine queue (workers/engine_route.py).
         self.backends = backends or open_process_backends(self.settings)
-        self.runtime = Runtime(settings=self.settings, backends=self.backends)
+        self.runtime = Runtime(settings=self.settings, backends=self.backends, app=app)
         bind_runtime(self.runtime)
         recover_orphaned_jobs(self.runtime)
         self._search: SearchContext | None = None
@@ -96,17 +103,20 @@ class Hopindex:
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
               options: QueryOptions | None = None) -> QueryResult:
-        """``method`` defaults to the one the index was built with. Every query, answered
-        or failed, goes into the query metrics with the numbers its response carries."""
+        """``method`` defaults to the first default query method of the index's method; one
+        that cannot read the index is refused, naming those that can. Every query,
+        answered or failed, goes into the query metrics with the numbers its response
+        carries."""
         try:
             if (bad := unstorable_field([("question", question)])) is not None:
                 # The CLI passes undecodable argument bytes as lone surrogates; the HTTP
                 # API refuses them while parsing.
                 raise InvalidInputError(bad.reason, where=bad.field)
             info = self._require_index(index)
-            method = method or info.method
+            method = method or default_query(info.method)
+            spec = check_fit(method, index, info.method)
             started = time.perf_counter()
-            result = create_method(method, self._search_context()).run_query(
+            result = spec.factory(self._search_context()).run_query(
                 index, question, options or QueryOptions())
             result.latency_s = time.perf_counter() - started
         except Exception:
@@ -125,8 +135,15 @@ class Hopindex:
             self._search = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                          documents=b.state, indexes=b.state,
                                          embedder=b.embedder, open_llm=lambda: b.llm,
-                                         settings=self.settings, tasks=tasks)
+                                         settings=self.settings, tasks=tasks,
+                                         read_settings=lambda name: method_settings(
+                                             self.settings, name),
+                                         index_kinds=self._index_kinds)
         return self._search
+
+    def _index_kinds(self, index: str) -> frozenset[UnitKind]:
+        info = self.backends.state.get_index(index)
+        return get_index_method(info.method).writes if info is not None else frozenset()
 
     # -- inspection -------------------------------------------------------------------
     def get_job(self, job_id: str) -> Job:

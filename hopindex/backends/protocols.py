@@ -6,7 +6,7 @@ Every adapter of a protocol passes the same contract suite under
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,6 +19,7 @@ from hopindex.core.models import (
     Document,
     EntityMention,
     FailedItem,
+    Group,
     Hit,
     Job,
     MentionSource,
@@ -199,8 +200,44 @@ class FailedItemStore(Protocol):
     def clear_failed_items(self, index: str, phase: str, items: Sequence[str]) -> None: ...
 
 
+class GroupStore(Protocol):
+    """(namespace, group key) → the member documents and the unit ids it produced.
+
+    A method's per-group or per-level phase writes one group per key: bridge entities
+    (``"bridge"``), tree nodes, SAME_AS links, QA-pair groups. Replacing a group with no
+    unit ids removes it. Members are kept sorted and unique; ``groups_of_documents`` is
+    what finds the groups a changed or deleted document invalidates.
+    """
+
+    def replace_group(self, index: str, namespace: str, key: str, unit_ids: Sequence[str],
+                      members: Sequence[str]) -> list[str]: ...
+    def get_groups(self, index: str, namespace: str,
+                   keys: Sequence[str]) -> dict[str, Group]: ...
+    def list_group_keys(self, index: str, namespace: str) -> list[str]: ...
+    def groups_of_documents(self, index: str, namespace: str,
+                            doc_ids: Sequence[str]) -> set[str]: ...
+    def namespaces_of_groups(self, index: str) -> list[str]: ...
+
+
+class RecordStore(Protocol):
+    """Method-owned JSON records keyed by (namespace, key): per-document analyses (the
+    extractive method's spaCy output lives in namespace ``"extractive.analysis"``),
+    anything a method must keep between phases. Values are JSON objects.
+
+    Deleting documents does not touch records: the caller deletes a document's records
+    with ``delete_records(index, doc_ids)`` (no namespace: in every namespace).
+    """
+
+    def put_records(self, index: str, namespace: str,
+                    records: Mapping[str, dict[str, Any]]) -> None: ...
+    def get_records(self, index: str, namespace: str,
+                    keys: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    def delete_records(self, index: str, keys: Sequence[str],
+                       namespace: str | None = None) -> None: ...
+
+
 class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore,
-                 FailedItemStore, Protocol):
+                 FailedItemStore, GroupStore, RecordStore, Protocol):
     """Everything the ``state`` URL holds (SQLite embedded, Redis distributed)."""
 
     def close(self) -> None: ...

@@ -243,12 +243,14 @@ def build_llm_client(settings: Settings) -> LlmClient:
 
 
 def open_llm_observer(settings: Settings) -> LlmObserver | None:
-    """Prometheus metrics of every LLM call when HOPINDEX_METRICS is on."""
+    """The installed observer (Prometheus metrics of every LLM call, see
+    ``hopindex.monitoring.tasks``) when HOPINDEX_METRICS is on."""
     if settings.metrics is MetricsMode.OFF:
         return None
-    from hopindex.monitoring.llm import PrometheusLlmObserver
+    # The observer module is light (no SDK), unlike the client this file defers.
+    from hopindex.backends.llm.observer import installed_observer
 
-    return PrometheusLlmObserver()
+    return installed_observer()
 
 
 def open_llm(settings: Settings) -> LlmRunner | None:

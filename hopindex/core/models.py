@@ -1,4 +1,4 @@
-"""The data model of docs/architecture.md: documents, units, jobs."""
+"""The data model: documents, units, jobs (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,6 @@ class UnitKind(enum.StrEnum):
     ENTITY_SUMMARY = "entity_summary"
     DOC_SUMMARY = "doc_summary"
     QA_PAIR = "qa_pair"
-
-
-class IndexMethod(enum.StrEnum):
-    """How an index is built; its query methods follow from it."""
-
-    EXTRACTIVE = "extractive"  # no LLM: passages and extractive bridges
-    INDEXRAG = "indexrag"  # LLM: AKUs and bridging facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +97,16 @@ class JobKind(enum.StrEnum):
 
 
 class Stage(enum.StrEnum):
-    """Pipeline stages whose counts the job record keeps, in pipeline order."""
+    """The runtime's own steps of every job. A job record also counts each phase of
+    its index method under the phase's qualified name (``indexrag.stage1``)."""
 
     VALIDATE = "validate"
-    STAGE1 = "stage1"
     EMBED = "embed"
-    LINK = "link"
-    STAGE2 = "stage2"
     FINALIZE = "finalize"
+
+
+def initial_counts() -> dict[str, StageCounts]:
+    return {Stage.VALIDATE.value: StageCounts()}
 
 
 @dataclass(slots=True)
@@ -133,30 +128,34 @@ class StageCounts:
 
 @dataclass(frozen=True, slots=True)
 class ItemError:
-    """Why one document (or entity) failed; the rest of the job went on."""
+    """Why one work item (a document, a group key) failed; the rest of the job went on.
+
+    ``stage`` is ``validate`` or the qualified name of the phase that failed it.
+    """
 
     item: str
-    stage: Stage
+    stage: str
     reason: str
     where: str = ""
 
     def as_dict(self) -> dict[str, str]:
         # Reasons quote error messages, which may quote a URL with its credentials.
-        return {"item": self.item, "stage": self.stage.value,
+        return {"item": self.item, "stage": str(self.stage),
                 "reason": redact_text(self.reason), "where": self.where}
 
 
-# Stages whose failed items the index keeps as outstanding work: the items a repair
-# re-plans. Validation failures are not among them: they need new input, not a retry.
-REPAIRABLE_STAGES = (Stage.STAGE1, Stage.STAGE2)
+def is_repairable(stage: str) -> bool:
+    """Whether failed items of ``stage`` are outstanding work a repair re-plans: every
+    phase's are; validation failures need new input, not a retry."""
+    return stage != Stage.VALIDATE.value
 
 
 @dataclass(frozen=True, slots=True)
 class FailedItem:
     """A work item that failed for good, kept on its index until a later job redoes it.
 
-    ``phase`` names the phase that plans the item again (``stage1``: a document id;
-    ``stage2``: a bridge entity).
+    ``phase`` names the phase that plans the item again (``indexrag.stage1``: a
+    document id; ``indexrag.stage2``: a bridge entity; ``purge``: a replaced unit).
     """
 
     phase: str
@@ -173,6 +172,18 @@ class FailedItem:
     def from_dict(cls, data: dict[str, Any]) -> FailedItem:
         return cls(phase=str(data["phase"]), item=str(data["item"]), reason=str(data["reason"]),
                    job_id=str(data["job_id"]), failed_at=float(data["failed_at"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """What one group of a method's per-group phase produced (``GroupStore``): the units
+    it wrote and the documents those units cite (sorted, each once), so a change to any
+    member document finds the group to redo."""
+
+    namespace: str
+    key: str
+    unit_ids: tuple[str, ...]
+    members: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -222,13 +233,17 @@ class Job:
     index: str
     kind: JobKind
     state: JobState = JobState.QUEUED
-    counts: dict[Stage, StageCounts] = field(
-        default_factory=lambda: {stage: StageCounts() for stage in Stage})
+    # Work items per step, in the order the job met them: ``validate``, each phase of
+    # the index method by its qualified name, ``embed``, ``finalize``.
+    counts: dict[str, StageCounts] = field(default_factory=initial_counts)
     errors: list[ItemError] = field(default_factory=list)
-    # LLM usage per stage name ("stage1", "stage2", ...), as the workers reported it.
+    # LLM usage per phase name ("indexrag.stage1", ...), as the workers reported it.
     llm: dict[str, LlmUsage] = field(default_factory=dict)
-    bridge_entities_recomputed: int = 0
-    bridge_entities_removed: int = 0
+    # Groups (bridges, tree nodes, ...) a groups or levels phase rebuilt or removed.
+    groups_rebuilt: int = 0
+    groups_removed: int = 0
+    # The kind of each phase the job ran (documents, groups, levels), by qualified name.
+    phases: dict[str, str] = field(default_factory=dict)
     units_embedded: int = 0
     reason: str = ""
     created_at: float = field(default_factory=time.time)
@@ -239,7 +254,7 @@ class Job:
     # Keys of the task runs and phases already counted, so a redelivered task or a
     # chord callback that fires twice changes the record once (see workers/progress.py).
     settled: list[str] = field(default_factory=list)
-    # Bridge units replaced by stage 2, purged from every store by the embed phase.
+    # Group units replaced by a groups or levels phase, purged by the next embed step.
     stale_units: list[str] = field(default_factory=list)
     # When the last job.progress event went out (throttling, see scheduler/lifecycle.py).
     events_at: float = 0.0
@@ -255,14 +270,15 @@ class Job:
             "index": self.index,
             "kind": self.kind.value,
             "state": self.state.value,
-            "counts": {stage.value: c.as_dict() for stage, c in self.counts.items()},
+            "counts": {stage: c.as_dict() for stage, c in self.counts.items()},
             "progress": self.progress(),
             "errors": [e.as_dict() for e in self.errors],
             "missing": self.missing(),
             "llm": {**self.llm_total.as_dict(),
                     "stages": {stage: u.as_dict() for stage, u in sorted(self.llm.items())}},
-            "bridge_entities_recomputed": self.bridge_entities_recomputed,
-            "bridge_entities_removed": self.bridge_entities_removed,
+            "groups_rebuilt": self.groups_rebuilt,
+            "groups_removed": self.groups_removed,
+            "phases": dict(self.phases),
             "units_embedded": self.units_embedded,
             "reason": redact_text(self.reason),
             "created_at": self.created_at,
@@ -286,7 +302,7 @@ class Job:
         for stage, counts in self.counts.items():
             finished = min(counts.finished, counts.total)
             percent = 100.0 if counts.total == 0 else 100.0 * finished / counts.total
-            stages[stage.value] = {"finished": finished, "total": counts.total,
+            stages[stage] = {"finished": finished, "total": counts.total,
                                    "percent": round(percent, 1)}
         total = sum(c.total for c in self.counts.values())
         finished = sum(min(c.finished, c.total) for c in self.counts.values())
@@ -299,12 +315,21 @@ class Job:
         return {"percent": round(percent, 1), "stages": stages}
 
     def missing(self) -> dict[str, int]:
-        """Work items this job failed for good, per stage: what a repair would redo."""
+        """Work items this job failed for good, per phase: what a repair would redo."""
         found: dict[str, set[str]] = {}
         for error in self.errors:
-            if error.stage in REPAIRABLE_STAGES:
-                found.setdefault(error.stage.value, set()).add(error.item)
+            if is_repairable(error.stage):
+                found.setdefault(error.stage, set()).add(error.item)
         return {stage: len(items) for stage, items in sorted(found.items())}
+
+    def count(self, stage: str) -> StageCounts:
+        """The counts of ``stage`` (a step or a qualified phase name), started at zero."""
+        return self.counts.setdefault(str(stage), StageCounts())
+
+    def documents_phase(self) -> str | None:
+        """The first documents phase the job ran: whose counts say how many documents
+        were indexed, found unchanged or failed."""
+        return next((name for name, kind in self.phases.items() if kind == "documents"), None)
 
     @property
     def llm_total(self) -> LlmUsage:
@@ -316,18 +341,17 @@ class Job:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
-        counts = {Stage(k): StageCounts(**v) for k, v in data["counts"].items()}
-        for stage in Stage:
-            counts.setdefault(stage, StageCounts())
+        counts = {str(k): StageCounts(**v) for k, v in data["counts"].items()}
         return cls(
             job_id=data["job_id"], index=data["index"], kind=JobKind(data["kind"]),
             state=JobState(data["state"]), counts=counts,
-            errors=[ItemError(item=e["item"], stage=Stage(e["stage"]), reason=e["reason"],
+            errors=[ItemError(item=e["item"], stage=str(e["stage"]), reason=e["reason"],
                               where=e.get("where", "")) for e in data["errors"]],
             llm={stage: LlmUsage.from_dict(u)
                  for stage, u in data["llm"].get("stages", {}).items()},
-            bridge_entities_recomputed=data["bridge_entities_recomputed"],
-            bridge_entities_removed=data["bridge_entities_removed"],
+            groups_rebuilt=int(data.get("groups_rebuilt", 0)),
+            groups_removed=int(data.get("groups_removed", 0)),
+            phases={str(k): str(v) for k, v in data.get("phases", {}).items()},
             units_embedded=data["units_embedded"], reason=data["reason"],
             created_at=data["created_at"], started_at=data["started_at"],
             finished_at=data["finished_at"],

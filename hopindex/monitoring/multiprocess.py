@@ -26,13 +26,12 @@ from celery import signals
 from hopindex.core.errors import ConfigError
 from hopindex.core.logging import get_logger
 from hopindex.core.settings import MetricsMode, Settings
+from hopindex.monitoring.multiprocess_mode import MULTIPROC_ENV, in_multiprocess_mode
 
 if TYPE_CHECKING:
     from hopindex.monitoring.exposition import MetricsServer
 
 log = get_logger(__name__)
-
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def prepare_multiprocess(settings: Settings) -> Path:
@@ -41,7 +40,7 @@ def prepare_multiprocess(settings: Settings) -> Path:
     ``HOPINDEX_METRICS_DIR`` names it (one per worker: it is emptied here), else a
     fresh temporary directory is made and removed when the worker exits.
     """
-    if "prometheus_client" in sys.modules and not os.environ.get(MULTIPROC_ENV):
+    if "prometheus_client" in sys.modules and not in_multiprocess_mode():
         # Too late: metrics made from here on would stay in this process's memory, and
         # the prefork children's values would never reach the endpoint.
         raise ConfigError("prometheus_client was imported before the worker's multiprocess "

@@ -12,8 +12,8 @@ import threading
 from typing import TYPE_CHECKING, Protocol
 
 from hopindex.core.settings import MetricsMode, Settings
-from hopindex.methods.base import method_names
 from hopindex.methods.phases import PHASES
+from hopindex.methods.registry import query_method_names
 from hopindex.monitoring.labels import QueryOutcome, TokenKind
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class PrometheusQueryRecorder:
             return UNKNOWN_METHOD
         if method not in self._known:
             # A method registered since the last look (a plugin) is known from now on.
-            self._known = frozenset(method_names())
+            self._known = frozenset(query_method_names())
         return method if method in self._known else UNKNOWN_METHOD
 
 

@@ -9,25 +9,32 @@ worker, or the submitting process in eager mode), so tasks carry no metric code:
   after a job's ``finalize``, its documents by outcome, once per job;
 - ``task_failure`` / ``task_retry``: the error type that failed or retried a run.
 
-The stage label is the task's name without the ``hopindex.`` prefix (``stage1``,
-``embed``, ``control.finalize``): a set fixed by the code.
+The stage label is a phase task's phase (``indexrag.stage1``: a set fixed by the
+installed methods) and any other task's name without the ``hopindex.`` prefix
+(``embed``, ``control.finalize``): a set fixed by the code.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextvars import Token
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from celery import signals
 
+from hopindex.backends.llm.observer import LlmObserver, use_observer
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts
 from hopindex.core.settings import MetricsMode, Settings
 from hopindex.monitoring.labels import DocumentOutcome, TaskOutcome
+from hopindex.scheduler.progress import settle
+
+if TYPE_CHECKING:
+    from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
 
@@ -40,7 +47,14 @@ _CELERY_STATES = {"SUCCESS": TaskOutcome.SUCCEEDED, "FAILURE": TaskOutcome.FAILE
                   "RETRY": TaskOutcome.RETRIED}
 
 
-def stage_of(task_name: str) -> str:
+PHASE_TASK_PREFIX = "hopindex.phase."
+
+
+def stage_of(task_name: str, args: tuple[Any, ...] = ()) -> str:
+    """A phase task's label is its phase's qualified name (its third argument,
+    ``indexrag.stage1``); any other task's, its name without the prefix."""
+    if task_name.startswith(PHASE_TASK_PREFIX) and len(args) > 2 and isinstance(args[2], str):
+        return args[2]
     return task_name.removeprefix(TASK_PREFIX)
 
 
@@ -59,15 +73,27 @@ class _Hooks:
         self.connected = False
         self.runs: dict[str, _Run] = {}
         self.lock = threading.Lock()
+        self.runtime_source: Callable[[], Runtime] | None = None
 
 
 _hooks = _Hooks()
 
 
-def install_task_hooks(settings: Settings) -> None:
+def _prometheus_observer() -> LlmObserver:
+    # Imported when the first LLM client opens: prometheus_client is not free.
+    from hopindex.monitoring.llm import PrometheusLlmObserver
+
+    return PrometheusLlmObserver()
+
+
+def install_task_hooks(settings: Settings, runtime_source: Callable[[], Runtime]) -> None:
     """Connect the hooks once per process; ``settings`` decides whether they record
-    metrics (the structlog context is bound either way)."""
+    metrics (the structlog context is bound either way). ``runtime_source`` gives the
+    process's runtime, read when a finished job's documents are counted."""
+    _hooks.runtime_source = runtime_source
     _hooks.metrics = settings.metrics is MetricsMode.ON
+    # Every LLM client this process opens reports to Prometheus (when metrics are on).
+    use_observer(_prometheus_observer)
     with _hooks.lock:
         if _hooks.connected:
             return
@@ -100,7 +126,7 @@ def _on_prerun(*, sender: Any = None, task_id: str | None = None, task: Any = No
                 **_: Any) -> None:
     if task is None or task_id is None:
         return
-    stage = stage_of(task.name)
+    stage = stage_of(task.name, tuple(args or ()))
     tokens = structlog.contextvars.bind_contextvars(
         stage=stage, **job_context(task, tuple(args or ()), dict(kwargs or {})))
     _hooks.runs[task_id] = _Run(stage=stage, started=time.perf_counter(), tokens=dict(tokens))
@@ -135,27 +161,31 @@ def _on_postrun(*, sender: Any = None, task_id: str | None = None, task: Any = N
 
 
 def _on_failure(*, sender: Any = None, exception: BaseException | None = None,
-                 **_: Any) -> None:
+                args: tuple[Any, ...] = (), **_: Any) -> None:
     if not _hooks.metrics or sender is None:
         return
     from hopindex.monitoring import metrics as m
 
-    m.STAGE_TASK_FAILURES.labels(stage=stage_of(sender.name),
+    m.STAGE_TASK_FAILURES.labels(stage=stage_of(sender.name, tuple(args or ())),
                                  error=type(exception).__name__).inc()
 
 
-def _on_retry(*, sender: Any = None, reason: object = None, **_: Any) -> None:
+def _on_retry(*, sender: Any = None, reason: object = None, request: Any = None,
+              **_: Any) -> None:
     if not _hooks.metrics or sender is None:
         return
     from hopindex.monitoring import metrics as m
 
     error = type(reason).__name__ if isinstance(reason, BaseException) else "Retry"
-    m.STAGE_TASK_RETRIES.labels(stage=stage_of(sender.name), error=error).inc()
+    args = tuple(getattr(request, "args", None) or ())
+    m.STAGE_TASK_RETRIES.labels(stage=stage_of(sender.name, args), error=error).inc()
 
 
 def document_outcomes(job: Job) -> dict[DocumentOutcome, int]:
     """A finished job's documents by outcome (``hopindex_documents_ingested_total``)."""
-    validate, stage1 = job.counts[Stage.VALIDATE], job.counts[Stage.STAGE1]
+    validate = job.count(Stage.VALIDATE)
+    first = job.documents_phase()
+    stage1 = job.count(first) if first is not None else StageCounts()
     if job.kind is JobKind.DELETE:
         return {DocumentOutcome.DELETED: validate.done, DocumentOutcome.FAILED: validate.failed}
     return {DocumentOutcome.INDEXED: stage1.done, DocumentOutcome.UNCHANGED: stage1.skipped,
@@ -164,13 +194,12 @@ def document_outcomes(job: Job) -> dict[DocumentOutcome, int]:
 
 def _count_documents(job_id: str) -> None:
     """Count a succeeded job's documents once, whichever worker ran its finalize."""
-    # Imported here: the workers package imports this module through workers/app.py.
     from hopindex.monitoring import metrics as m
-    from hopindex.workers.progress import settle
-    from hopindex.workers.runtime import current_runtime
 
+    if _hooks.runtime_source is None:
+        return
     try:
-        state = current_runtime().backends.state
+        state = _hooks.runtime_source().backends.state
         job = state.get_job(job_id)
         if job is None or job.state not in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS):
             return

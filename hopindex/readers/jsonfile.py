@@ -37,7 +37,7 @@ from hopindex.readers.base import (
     json_limits,
     json_type,
 )
-from hopindex.readers.jsonl import parse_line
+from hopindex.readers.json_line import parse_line
 
 
 def read_json(source: Source, options: ReadOptions) -> Iterator[Item]:

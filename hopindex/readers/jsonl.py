@@ -10,18 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from hopindex.core.json_input import JsonInputError, JsonSyntaxError, parse_json
-from hopindex.readers.base import (
-    UTF8_BOM,
-    Item,
-    ReadError,
-    ReadOptions,
-    Source,
-    decode_json_utf8,
-    document_from_record,
-    json_error,
-    json_limits,
-)
+from hopindex.readers.base import UTF8_BOM, Item, ReadError, ReadOptions, Source, decode_json_utf8
+from hopindex.readers.json_line import parse_line
+from hopindex.readers.jsonfile import read_json_text
 
 # A JSON line holds escapes (up to 6 bytes per text byte for control characters)
 # and metadata besides the text, so the per-line ceiling is generous; it exists
@@ -58,21 +49,6 @@ def _physical_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[int, int, bytes 
             continue
         offset += size
         yield lineno, start, chunk, size
-
-
-def parse_line(line: str, origin: str, options: ReadOptions) -> Item | None:
-    """One decoded line: a document, an error, or None for a blank line."""
-    if not line.strip():
-        return None
-    # Too deep, a runaway number, an over-long string, an unpaired surrogate: that line
-    # fails, named with its field (hopindex.core.json_input); the others are read.
-    try:
-        record = parse_json(line, json_limits(options))
-    except JsonSyntaxError as exc:
-        return ReadError(origin, f"invalid JSON: {exc.message} (column {exc.column})")
-    except JsonInputError as exc:
-        return json_error(origin, exc)
-    return document_from_record(record, origin, options)
 
 
 def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
@@ -115,9 +91,6 @@ def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
 
 def _read_as_json_array(source: Source, options: ReadOptions, data: bytes,
                         base_offset: int) -> Iterator[Item]:
-    # Imported here: jsonfile imports this module for the opposite fallback.
-    from hopindex.readers.jsonfile import read_json_text
-
     text = decode_json_utf8(data, source.origin, base_offset=base_offset)
     if isinstance(text, ReadError):
         yield text

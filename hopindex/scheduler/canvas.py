@@ -18,7 +18,7 @@ from celery import chord
 from celery.canvas import Signature
 
 from hopindex.core.models import Dispatch
-from hopindex.workers.runtime import Runtime
+from hopindex.scheduler.runtime import Runtime
 
 
 def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],

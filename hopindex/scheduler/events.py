@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import HopindexError
 from hopindex.core.events import Event, EventType
 from hopindex.core.logging import get_logger
-from hopindex.workers.tasks.webhooks import deliver_webhook
+from hopindex.scheduler.runtime import Runtime
+from hopindex.scheduler.task_names import DELIVER_WEBHOOK
 
 log = get_logger(__name__)
 
 
-def emit_event(events: EventLog, event_type: EventType, index: str, job_id: str,
+def emit_event(runtime: Runtime, event_type: EventType, index: str, job_id: str,
                data: dict[str, Any]) -> Event:
     """Append the event and queue one delivery per webhook of ``index``.
 
     Raises only if the append fails; the webhooks are best effort from here on.
     """
+    events = runtime.backends.events
     event = events.append_event(event_type, index, job_id, data)
     try:
         webhooks = events.list_webhooks(index)
@@ -34,8 +35,8 @@ def emit_event(events: EventLog, event_type: EventType, index: str, job_id: str,
         return event
     for webhook in webhooks:
         try:
-            deliver_webhook.apply_async((webhook.webhook_id, event.event_id),
-                                        ignore_result=True)
+            runtime.signature(DELIVER_WEBHOOK, webhook.webhook_id,
+                              event.event_id).apply_async(ignore_result=True)
         # Any error: the broker client raises kombu's, redis's and socket errors alike,
         # and none of them may fail the job whose event this is.
         except Exception as exc:

@@ -17,9 +17,9 @@ from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.core.redact import redact_values
 from hopindex.scheduler.events import emit_event
-from hopindex.workers.failed_items import keep_stale_units
-from hopindex.workers.progress import claim_phase, settle
-from hopindex.workers.runtime import Runtime
+from hopindex.scheduler.failed_items import keep_stale_units
+from hopindex.scheduler.progress import claim_phase, settle
+from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
 
@@ -27,7 +27,7 @@ log = get_logger(__name__)
 def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, Any]) -> None:
     """Append an event; an event log outage is logged, never allowed to fail the job."""
     try:
-        emit_event(runtime.backends.events, event_type, job.index, job.job_id,
+        emit_event(runtime, event_type, job.index, job.job_id,
                    cast("dict[str, Any]", redact_values(data)))
     except Exception as exc:  # whatever the log raises, the job's own change stands
         log.error("event_not_published", event_type=event_type.value, job_id=job.job_id,
@@ -36,7 +36,7 @@ def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, A
 
 def progress_data(job: Job) -> dict[str, Any]:
     return {"state": job.state.value, "kind": job.kind.value,
-            "counts": {stage.value: c.as_dict() for stage, c in job.counts.items()},
+            "counts": {stage: c.as_dict() for stage, c in job.counts.items()},
             "progress": job.progress(), "errors": len(job.errors), "missing": job.missing()}
 
 
@@ -44,9 +44,11 @@ def job_started(runtime: Runtime, job: Job) -> None:
     publish(runtime, EventType.JOB_STARTED, job, progress_data(job))
 
 
-def start_phase(runtime: Runtime, job_id: str, phase: str, stage: Stage, total: int) -> bool:
-    """Claim ``phase`` (False: a duplicate callback, or the job stopped), set the
-    stage's total and publish a progress event."""
+def start_phase(runtime: Runtime, job_id: str, phase: str, stage: str, total: int, *,
+                kind: str = "") -> bool:
+    """Claim ``phase`` (False: a duplicate callback, or the job stopped), add ``total``
+    to the counts of ``stage`` (a step, or a method phase of ``kind``) and publish a
+    progress event."""
     state = runtime.backends.state
     if not claim_phase(state, job_id, phase):
         log.info("phase_skipped", job_id=job_id, phase=phase)
@@ -57,7 +59,9 @@ def start_phase(runtime: Runtime, job_id: str, phase: str, stage: Stage, total: 
         return False
 
     def change(job: Job) -> None:
-        job.counts[stage].total += total
+        job.count(stage).total += total
+        if kind:
+            job.phases[stage] = kind
         job.events_at = time.time()
 
     job, _ = settle(state, job_id, change, key=f"total:{phase}")
@@ -184,8 +188,8 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
         nonlocal succeeded
         if job.state is not JobState.RUNNING:
             return
-        job.counts[Stage.FINALIZE].total = 1
-        job.counts[Stage.FINALIZE].done = 1
+        job.count(Stage.FINALIZE).total = 1
+        job.count(Stage.FINALIZE).done = 1
         job.state = (JobState.SUCCEEDED_WITH_ERRORS if job.missing()
                      else JobState.SUCCEEDED)
         job.finished_at = job.updated_at = time.time()

@@ -18,11 +18,10 @@ import time
 from hopindex.backends.protocols import JobStore
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.models import Job, JobState
 from hopindex.scheduler.lifecycle import fail_job, finish_cancel, progress_data, publish
 from hopindex.scheduler.redrive import plan_redrive
-from hopindex.workers.app import REAP_TASK, app
-from hopindex.workers.runtime import Runtime, current_runtime
+from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
 
@@ -38,10 +37,8 @@ def stalled_jobs(jobs: JobStore, now: float, stall_timeout_s: float,
 
 
 def stall_reason(job: Job, now: float) -> str:
-    pending = [stage.value for stage in Stage
-               if job.counts[stage].total > sum((job.counts[stage].done,
-                                                 job.counts[stage].failed,
-                                                 job.counts[stage].skipped))]
+    pending = [stage for stage, counts in job.counts.items()
+               if counts.total > counts.finished]
     where = f" with {', '.join(pending)} unfinished" if pending else ""
     redriven = f" after {len(job.redrives)} re-drive(s)" if job.redrives else ""
     return (f"stalled: no task reported for {now - job.updated_at:.0f} s "
@@ -58,7 +55,9 @@ def redrive_job(runtime: Runtime, job: Job, now: float) -> bool:
     dispatch = state.last_dispatch(job.job_id)
     if dispatch is None:
         return False
-    plan = plan_redrive(job, dispatch)
+    if runtime.app is None:
+        return False
+    plan = plan_redrive(runtime.app, job, dispatch)
     note = f"{plan.describe()} after {now - job.updated_at:.0f} s without progress"
     claimed = False
 
@@ -81,11 +80,9 @@ def redrive_job(runtime: Runtime, job: Job, now: float) -> bool:
     return True
 
 
-@app.task(name=REAP_TASK, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
-def reap() -> list[str]:
+def reap(runtime: Runtime) -> list[str]:
     """Re-drive or fail every stalled job, and end every quiet cancelling one; returns
     the ids of the jobs failed or cancelled."""
-    runtime = current_runtime()
     now = time.time()
     reaped = []
     redriven = 0

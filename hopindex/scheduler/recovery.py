@@ -45,7 +45,7 @@ from hopindex.core.models import Job, JobKind, JobState
 from hopindex.core.processes import pid_exists
 from hopindex.core.settings import Settings, url_path
 from hopindex.scheduler.lifecycle import fail_job, finish_cancel
-from hopindex.workers.runtime import Runtime
+from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from celery import states
+from celery import Celery, states
 
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Dispatch, Job
-from hopindex.workers.app import app
-from hopindex.workers.progress import task_key
+from hopindex.scheduler.progress import task_key
 
 log = get_logger(__name__)
 
@@ -34,6 +33,7 @@ log = get_logger(__name__)
 class Redrive:
     """What re-driving a job sends: lost tasks, or the callback with its results."""
 
+    app: Celery
     dispatch: Dispatch
     tasks: list[dict[str, Any]]
     results: list[Any] | None = None
@@ -46,26 +46,27 @@ class Redrive:
 
     def send(self) -> None:
         for task in self.tasks:
-            app.signature(task).apply_async()
+            self.app.signature(task).apply_async()
         if not self.tasks:
-            callback = app.signature(self.dispatch.callback)
+            callback = self.app.signature(self.dispatch.callback)
             callback.clone(args=(self.results or [],)).apply_async()
 
 
-def plan_redrive(job: Job, dispatch: Dispatch) -> Redrive:
-    """What to re-send for ``job`` from its newest fan-out ``dispatch``."""
+def plan_redrive(app: Celery, job: Job, dispatch: Dispatch) -> Redrive:
+    """What to re-send for ``job`` from its newest fan-out ``dispatch`` (through ``app``,
+    whose result backend holds the tasks' results)."""
     settled = set(job.settled)
     lost = [t for t in dispatch.tasks if task_key(_task_id(t)) not in settled]
     if lost:
-        return Redrive(dispatch, lost)
+        return Redrive(app, dispatch, lost)
     metas = [app.backend.get_task_meta(_task_id(t)) for t in dispatch.tasks]
     # Settled but no result stored: killed between its writes and its reply, and
     # its message lost too. Running it again settles nothing twice.
     unfinished = [t for t, meta in zip(dispatch.tasks, metas, strict=True)
                   if meta.get("status") != states.SUCCESS]
     if unfinished:
-        return Redrive(dispatch, unfinished)
-    return Redrive(dispatch, [], [meta.get("result") for meta in metas])
+        return Redrive(app, dispatch, unfinished)
+    return Redrive(app, dispatch, [], [meta.get("result") for meta in metas])
 
 
 def _task_id(task: dict[str, Any]) -> str:

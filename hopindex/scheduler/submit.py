@@ -21,32 +21,31 @@ from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
     Document,
-    IndexMethod,
     ItemError,
     Job,
     JobKind,
     JobState,
-    MentionSource,
     Stage,
     Unit,
-    UnitKind,
 )
 from hopindex.core.text import printable, unstorable_field
+from hopindex.methods.plugin import IndexMethod, PhaseKind, Scope, phase_name
+from hopindex.methods.registry import default_index_method, get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
-from hopindex.scheduler.control import after_stage1, start_linking
 from hopindex.scheduler.lifecycle import fail_job, job_started
+from hopindex.scheduler.pipeline import start_step
+from hopindex.scheduler.progress import batched
 from hopindex.scheduler.recovery import owning, redo_hint
-from hopindex.workers.progress import batched
-from hopindex.workers.runtime import Runtime
-from hopindex.workers.tasks.embed import purge
-from hopindex.workers.tasks.stage1 import stage1
+from hopindex.scheduler.runtime import Runtime
+from hopindex.scheduler.task_names import FINALIZE, PURGE, START_STEP
 
 log = get_logger(__name__)
 
-def default_method(runtime: Runtime) -> IndexMethod:
-    """LLM mode when an LLM is configured; the extractive pipeline otherwise."""
-    return IndexMethod.INDEXRAG if runtime.settings.llm_enabled else IndexMethod.EXTRACTIVE
+
+def default_method(runtime: Runtime) -> str:
+    """The method an index gets when its first ingest names none."""
+    return default_index_method(runtime.settings.llm_enabled)
 
 
 def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> IndexInfo:
@@ -63,19 +62,13 @@ def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> Ind
             raise InvalidInputError(f"index {index!r} is built with {existing.method!r}, not "
                                     f"{method!r}: ingest without --method or into a new index",
                                     where="method")
-        chosen = existing.method
+        chosen = get_index_method(existing.method)
     else:
-        try:
-            chosen = IndexMethod(method) if method is not None else default_method(runtime)
-        except ValueError:
-            raise InvalidInputError(f"unknown index method {method!r}; known: "
-                                    f"{', '.join(m.value for m in IndexMethod)}",
-                                    where="method") from None
-    if chosen == IndexMethod.INDEXRAG:
-        runtime.require_llm(index)
+        chosen = get_index_method(method if method is not None else default_method(runtime))
+    runtime.require_llm(index, chosen)
     if existing is not None:
         return existing
-    return state.create_index(IndexInfo(name=index, method=str(chosen), created_at=time.time()))
+    return state.create_index(IndexInfo(name=index, method=chosen.name, created_at=time.time()))
 
 
 def validate_documents(index: str, raw: Sequence[RawDocument], max_document_bytes: int
@@ -185,14 +178,13 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         known = state.document_hashes(index)
         todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
         job = _new_job(job_id, index, JobKind.INGEST, owner)
-        validate = job.counts[Stage.VALIDATE]
+        validate = job.count(Stage.VALIDATE)
         validate.total = len(raw) + len(read_errors)
         validate.done = len(documents)
         validate.failed = len(errors)
-        # Unchanged documents count as skipped items of the stage's total: a finished job
-        # is then 100 % through every stage.
-        job.counts[Stage.STAGE1].total = len(documents)
-        job.counts[Stage.STAGE1].skipped = len(documents) - len(todo)
+        # Unchanged documents count as skipped items of the first documents phase: a
+        # finished job is then 100 % through every step.
+        count_unchanged(job, runtime.index_method(index), len(documents) - len(todo))
         job.errors.extend(errors)
         state.create_job(job)
         # Stored with an empty hash until the job's finalize step: a job that dies at
@@ -203,11 +195,21 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                  to_process=len(todo), unchanged=len(documents) - len(todo),
                  invalid=len(errors))
         job_started(runtime, job)
-        doc_ids = [d.doc_id for d in todo]
-        header = [stage1.s(job_id, index, b)
-                  for b in batched(doc_ids, runtime.settings.stage1_batch_docs)]
-        fan_out(runtime, job_id, "stage1", header, after_stage1.s(job_id, index, doc_ids, []))
+        start_step(runtime, job_id, index, position=0, level=0,
+                   scope=Scope(doc_ids=[d.doc_id for d in todo]))
     return _reload(runtime, job)
+
+
+def count_unchanged(job: Job, method: IndexMethod, unchanged: int) -> None:
+    """Count ``unchanged`` documents as skipped by the method's first documents phase."""
+    first = next((p for p in method.phases if p.kind is PhaseKind.DOCUMENTS), None)
+    if first is None:
+        return
+    qualified = phase_name(method.name, first)
+    job.phases[qualified] = PhaseKind.DOCUMENTS.value
+    counts = job.count(qualified)
+    counts.total += unchanged
+    counts.skipped += unchanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +220,6 @@ class DeletePlan:
     gone: set[str]  # of those, ids whose document an interrupted delete removed already
     errors: list[ItemError]  # ids that name no document, or that cannot be stored
     units: list[Unit]  # units citing the ids
-    own_titles: set[str]  # title entities only these documents hold (the title lexicon)
 
 
 def delete_plan(state: StateStore, index: str, doc_ids: Sequence[str]) -> DeletePlan:
@@ -226,7 +227,7 @@ def delete_plan(state: StateStore, index: str, doc_ids: Sequence[str]) -> Delete
 
     An id some unit still cites is deleted even when its document is gone: a delete
     that died half-way removed the document first, so running it again finishes it
-    (purges its units, rebuilds the bridges they fed) instead of calling it unknown.
+    (purges its units, rebuilds the groups they fed) instead of calling it unknown.
     """
     errors: list[ItemError] = []
     storable: set[str] = set()
@@ -245,36 +246,37 @@ def delete_plan(state: StateStore, index: str, doc_ids: Sequence[str]) -> Delete
                                                              f"{index!r}")
                for d in sorted(storable - set(present))]
     errors.sort(key=lambda e: e.item)
-    held = set(present)
-    lexicon = state.title_lexicon(index) if present else {}
-    own_titles = {e for e, owners in lexicon.items() if set(owners) <= held}
-    # A bridge entity no document holds as its title may be a title whose holder an
-    # interrupted delete removed; its lexicon mentions elsewhere must go too.
-    own_titles |= {e for u in units if u.kind is UnitKind.BRIDGE for e in u.entities
-                   if e not in lexicon}
-    return DeletePlan(present=present, gone=held - set(known), errors=errors, units=units,
-                      own_titles=own_titles)
+    return DeletePlan(present=present, gone=set(present) - set(known), errors=errors,
+                      units=units)
 
 
-def _forget_documents(state: StateStore, index: str, plan: DeletePlan
-                      ) -> tuple[list[str], list[str], list[str]]:
-    """Remove the plan's documents and their mentions; returns the units to purge, the
-    entities whose bridges to rebuild and the titles that now name no document."""
-    # A bridge is rebuilt by stage 2, which purges the one it replaces; one that cites a
-    # document already gone (an interrupted delete) is stale now and purged with it.
+def _forget_documents(runtime: Runtime, index: str, plan: DeletePlan) -> tuple[list[str], Scope]:
+    """Remove the plan's documents and the method's records of them; returns the units
+    to purge and the scope of the phases that rebuild what they fed."""
+    state = runtime.backends.state
+    method = runtime.index_method(index)
+    context = runtime.phase_context(index, method.phases[0].name)
+    forgotten = method.forget_documents(context, plan.present)
+    # A group's units are rebuilt by its phase, which purges the ones it replaces; one
+    # that cites a document already gone (an interrupted delete) is stale now and is
+    # purged with it.
+    group_kinds = {k for p in method.phases if p.kind is not PhaseKind.DOCUMENTS
+                   for k in p.writes}
     purged = [u.unit_id for u in plan.units
-              if u.kind is not UnitKind.BRIDGE or plan.gone & set(u.source_doc_ids)]
-    touched = {e for u in plan.units if u.kind is UnitKind.BRIDGE for e in u.entities}
-    touched |= state.delete_mentions(index, plan.present)
-    # A title whose only holders left now names no document: its lexicon mentions
-    # elsewhere must go too.
-    remaining = state.mentions_of_entities(index, sorted(plan.own_titles))
-    dropped = {e for e in plan.own_titles
-               if not any(m.source is MentionSource.TITLE for m in remaining.get(e, []))}
+              if u.kind not in group_kinds or plan.gone & set(u.source_doc_ids)]
+    scope = Scope(deleted=list(plan.present), notes=dict(forgotten.notes))
+    scope.touch(forgotten.touched)
+    for phase in method.phases:
+        namespace = getattr(phase, "namespace", None)
+        if namespace is not None:
+            scope.touch({namespace: state.groups_of_documents(index, namespace, plan.present)})
+    state.delete_records(index, plan.present)
     state.delete_documents(index, plan.present)
     # A deleted document is no longer outstanding work of the index.
-    state.clear_failed_items(index, Stage.STAGE1.value, plan.present)
-    return purged, sorted(touched), sorted(dropped)
+    for phase in method.phases:
+        if phase.kind is PhaseKind.DOCUMENTS:
+            state.clear_failed_items(index, phase_name(method.name, phase), plan.present)
+    return purged, scope
 
 
 def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str],
@@ -290,20 +292,27 @@ def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str],
         validate_index_name(index)
         plan = delete_plan(state, index, doc_ids)
         job = _new_job(job_id, index, JobKind.DELETE, owner)
-        validate = job.counts[Stage.VALIDATE]
+        validate = job.count(Stage.VALIDATE)
         validate.total = len(doc_ids)
         validate.done = len(plan.present)
         validate.failed = len(plan.errors)
         job.errors.extend(plan.errors)
         state.create_job(job)
         job_started(runtime, job)
-        purged, touched, dropped = _forget_documents(state, index, plan)
-        # The passages' engine deletes run on the embed queue, whose worker owns the
-        # engines; the bridges they fed are rebuilt after.
-        relink = start_linking.si(job_id, index, touched, [], dropped)
-        purges = [purge.si(job_id, index, b)
+        if state.get_index(index) is None:
+            # Nothing was ever indexed here: every id is an error, nothing to rebuild.
+            fan_out(runtime, job_id, "purge", [],
+                    runtime.signature(FINALIZE, job_id, index, Scope().as_dict(),
+                                      immutable=True))
+            return _reload(runtime, job)
+        purged, scope = _forget_documents(runtime, index, plan)
+        # The units' engine deletes run on the embed queue, whose worker owns the
+        # engines; the method's phases then rebuild what the documents fed.
+        purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
                   for b in batched(purged, runtime.settings.embed_batch_units)]
-        fan_out(runtime, job_id, "purge", purges, relink)
+        fan_out(runtime, job_id, "purge", purges,
+                runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
+                                  immutable=True))
     return _reload(runtime, job)
 
 

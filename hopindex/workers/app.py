@@ -1,4 +1,4 @@
-"""The Celery app and its five queues (docs/architecture.md).
+"""The Celery app and its queues (docs/architecture.md).
 
 The app object exists at import so tasks can register; it reads no settings
 until ``configure_app`` is called by the process that owns it (CLI, worker,
@@ -7,29 +7,32 @@ tests). With no broker URL it runs tasks eagerly in the calling process.
 
 from __future__ import annotations
 
+import importlib
+
 from celery import Celery
 
 from hopindex.core.settings import Settings
+from hopindex.methods.plugin import PhaseKind
 from hopindex.monitoring.tasks import install_task_hooks
-from hopindex.workers.base import HopindexTask
+from hopindex.scheduler.task_names import PHASE_TASKS, REAP
+from hopindex.workers.base import HopindexTask, process_runtime
 from hopindex.workers.queues import ENGINE_QUEUE, ENGINE_TASK, Queue
 
 TASK_MODULES = (
-    "hopindex.workers.tasks.stage1",
+    "hopindex.workers.tasks.phases",
     "hopindex.workers.tasks.embed",
-    "hopindex.workers.tasks.link",
-    "hopindex.workers.tasks.stage2",
     "hopindex.workers.tasks.webhooks",
     "hopindex.workers.tasks.judge",
     "hopindex.workers.tasks.engine",
-    "hopindex.scheduler.control",
-    "hopindex.scheduler.reaper",
+    "hopindex.workers.tasks.control",
+    "hopindex.workers.tasks.reaper",
 )
 
 TASK_ROUTES = {
-    "hopindex.stage1": {"queue": Queue.STAGE1.value},
-    "hopindex.link": {"queue": Queue.STAGE1.value},
-    "hopindex.stage2": {"queue": Queue.STAGE2.value},
+    # A method's phases, by kind: documents on stage1, groups and levels on stage2.
+    PHASE_TASKS[PhaseKind.DOCUMENTS]: {"queue": Queue.STAGE1.value},
+    PHASE_TASKS[PhaseKind.GROUPS]: {"queue": Queue.STAGE2.value},
+    PHASE_TASKS[PhaseKind.LEVELS]: {"queue": Queue.STAGE2.value},
     # Every write to the vector and keyword engines runs here: the embedded engines
     # allow one process, so the embed queue's worker is the one that owns them.
     "hopindex.embed": {"queue": Queue.EMBED.value},
@@ -43,9 +46,14 @@ TASK_ROUTES = {
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
 }
 
-REAP_TASK = "hopindex.control.reap"
-
 app = Celery("hopindex", include=list(TASK_MODULES), task_cls=HopindexTask)
+
+
+def load_tasks() -> None:
+    """Register every task in this process: a worker imports ``include`` itself, but an
+    eager run (no broker) sends by name and needs the tasks loaded first."""
+    for module in TASK_MODULES:
+        importlib.import_module(module)
 
 
 def configure_app(settings: Settings) -> Celery:
@@ -84,13 +92,13 @@ def configure_app(settings: Settings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         beat_schedule={
-            "reap-stalled-jobs": {"task": REAP_TASK, "schedule": float(settings.reaper_interval_s)},
+            "reap-stalled-jobs": {"task": REAP, "schedule": float(settings.reaper_interval_s)},
         },
         hopindex_max_retries=settings.task_max_retries,
     )
     drop_connections()
     # Every task run is timed, counted and logged with its job's context.
-    install_task_hooks(settings)
+    install_task_hooks(settings, process_runtime)
     return app
 
 

@@ -3,6 +3,7 @@ task that fails for good fails its job visibly instead of hanging its chord."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from celery import Task
@@ -10,8 +11,26 @@ from celery.exceptions import Reject
 
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
+from hopindex.scheduler.lifecycle import fail_job
+from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
+
+# Where a failing task finds the process's runtime: set by hopindex/workers/runtime.py,
+# which imports the app (and so this module) and cannot be imported from here.
+_runtime_source: Callable[[], Runtime] | None = None
+
+
+def set_runtime_source(source: Callable[[], Runtime]) -> None:
+    global _runtime_source  # noqa: PLW0603  # one runtime per process
+    _runtime_source = source
+
+
+def process_runtime() -> Runtime:
+    """This process's runtime (``hopindex.workers.runtime.current_runtime``)."""
+    if _runtime_source is None:
+        raise RuntimeError("no runtime source installed: import hopindex.workers.runtime")
+    return _runtime_source()
 
 BACKOFF_BASE_S = 2.0
 BACKOFF_MAX_S = 300.0
@@ -54,14 +73,10 @@ class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
         job_id = self._job_id(args, kwargs)
         log.error("task_failed", task=self.name, task_id=task_id, job_id=job_id,
                   error=f"{type(exc).__name__}: {exc}")
-        if job_id is None:
+        if job_id is None or _runtime_source is None:
             return
-        # Imported here: the lifecycle module imports tasks, which import this module.
-        from hopindex.scheduler.lifecycle import fail_job
-        from hopindex.workers.runtime import current_runtime
-
         try:
-            fail_job(current_runtime(), job_id,
+            fail_job(_runtime_source(), job_id,
                      f"task {self.name} failed: {type(exc).__name__}: {exc}")
         except Exception as failure:  # reporting must not mask the task's own error
             log.error("job_fail_not_recorded", job_id=job_id, error=str(failure))

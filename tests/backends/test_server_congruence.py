@@ -35,8 +35,7 @@ from hopindex.backends.vector import qdrant_server_requests as qs_req
 from hopindex.backends.vector.qdrant_server import QdrantServerConfig, QdrantServerVectorStore
 from hopindex.core.models import Unit, UnitKind
 from hopindex.core.settings import Settings
-from hopindex.methods.base import QueryOptions, Retrieval, SearchContext
-from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.retrieval.search import retrieve_candidates
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.backends.contracts.keyword_contract import CORPUS, NASTY_QUERIES

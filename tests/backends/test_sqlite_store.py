@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sqlite3
 import time
@@ -13,16 +14,19 @@ import pytest
 
 from hopindex.backends.protocols import StateStore
 from hopindex.backends.state import SqliteStateStore
+from hopindex.backends.state.connection import dumps
+from hopindex.backends.state.documents import decode_analysis, encode_analysis
 from hopindex.backends.state.schema import MIGRATIONS
 from hopindex.core.errors import BackendError
-from hopindex.core.models import Job, UnitKind
+from hopindex.core.models import Group, Job, UnitKind
+from tests.backends.contracts.groups_contract import GroupsContract
 from tests.backends.contracts.state_contract import StateStoreContract
-from tests.backends.contracts.state_records import new_job, unit
+from tests.backends.contracts.state_records import analysis, new_job, unit
 
 ROUNDS = 40
 
 
-class TestSqliteStateStore(StateStoreContract):
+class TestSqliteStateStore(StateStoreContract, GroupsContract):
     persistent: ClassVar[bool] = True
 
     @pytest.fixture
@@ -161,3 +165,107 @@ def test_forked_child_reopens_its_connection(store: SqliteStateStore) -> None:
     final = store.get_job(job.job_id)
     assert final is not None
     assert final.units_embedded == 2 * ROUNDS
+
+
+# -- the groups-and-records migration (schema version 4) -------------------------------------
+
+GROUPS_VERSION = 4
+
+
+def _file_at_version(path: Path, version: int) -> sqlite3.Connection:
+    """A state file as an older hopindex left it: the first ``version`` migrations only."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+    for script in MIGRATIONS[:version]:
+        conn.executescript(script)
+    return conn
+
+
+def _put_legacy_unit(conn: sqlite3.Connection, index: str, unit_id: str,
+                     docs: tuple[str, ...]) -> None:
+    """A bridge unit row and its provenance rows, as ``put_units`` wrote them at version 3."""
+    conn.execute("INSERT INTO units (idx, unit_id, kind, text, source_doc_ids, method,"
+                 " source_key, entities, level, metadata) VALUES (?, ?, 'bridge', 't', ?,"
+                 " 'extractive', ?, '[]', 1, '{}')", (index, unit_id, dumps(docs), unit_id))
+    conn.executemany("INSERT INTO unit_sources (idx, unit_id, doc_id) VALUES (?, ?, ?)",
+                     [(index, unit_id, d) for d in docs])
+
+
+def test_migration_copies_bridges_and_analyses(tmp_path: Path) -> None:
+    """Opening a version-3 file moves each bridge into a "bridge" group whose members are
+    the sorted union of its units' documents, and each analysis, unchanged, into an
+    "extractive.analysis" record that still decodes to the same TextAnalysis."""
+    path = tmp_path / "state.sqlite3"
+    conn = _file_at_version(path, GROUPS_VERSION - 1)
+    with conn:
+        _put_legacy_unit(conn, "wiki", "b1", ("d2", "é1"))
+        _put_legacy_unit(conn, "wiki", "b2", ("z9", "d2", "d1"))
+        _put_legacy_unit(conn, "other", "b1", ("d7",))
+        conn.executemany("INSERT INTO bridges (idx, entity, unit_ids) VALUES (?, ?, ?)",
+                         [("wiki", "paris", dumps(["b2", "b1"])),
+                          ("wiki", "ghost", dumps(["gone"])),
+                          ("other", "paris", dumps(["b1"]))])
+        conn.executemany("INSERT INTO analyses (idx, doc_id, data) VALUES (?, ?, ?)",
+                         [("wiki", "d1", encode_analysis(analysis(1))),
+                          ("other", "d1", encode_analysis(analysis(2)))])
+    conn.close()
+    store = SqliteStateStore(path)
+    try:
+        assert store.get_groups("wiki", "bridge", ["paris", "ghost"]) == {
+            "paris": Group(namespace="bridge", key="paris", unit_ids=("b2", "b1"),
+                           members=("d1", "d2", "z9", "é1")),
+            "ghost": Group(namespace="bridge", key="ghost", unit_ids=("gone",), members=())}
+        assert store.groups_of_documents("wiki", "bridge", ["é1"]) == {"paris"}
+        assert store.groups_of_documents("wiki", "bridge", ["d7"]) == set()
+        assert store.get_groups("other", "bridge", ["paris"])["paris"].members == ("d7",)
+        assert store.namespaces_of_groups("wiki") == ["bridge"]
+        copied = store.get_records("wiki", "extractive.analysis", ["d1"])
+        assert copied == {"d1": json.loads(encode_analysis(analysis(1)))}
+        assert decode_analysis(dumps(copied["d1"])) == analysis(1)
+        assert store.get_records("other", "extractive.analysis", ["d1"]) == {
+            "d1": json.loads(encode_analysis(analysis(2)))}
+        # The old tables are left as they were for the callers not yet moved over.
+        assert store.bridge_units_of_entities("wiki", ["paris"]) == {"paris": ["b2", "b1"]}
+        assert store.get_analyses("wiki", ["d1"]) == {"d1": analysis(1)}
+        # A later replacement finds the copied members in the reverse index.
+        assert store.replace_group("wiki", "bridge", "paris", ["b3"], ["d1"]) == ["b2", "b1"]
+        assert store.groups_of_documents("wiki", "bridge", ["d2", "z9", "é1"]) == set()
+    finally:
+        store.close()
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT version FROM schema_version").fetchall() == [
+            (len(MIGRATIONS),)]
+    check.close()
+
+
+def test_migration_of_a_file_without_bridges_or_analyses(tmp_path: Path) -> None:
+    """A version-3 file with nothing to copy opens with empty groups and records."""
+    path = tmp_path / "state.sqlite3"
+    _file_at_version(path, GROUPS_VERSION - 1).close()
+    store = SqliteStateStore(path)
+    try:
+        assert store.namespaces_of_groups("wiki") == []
+        assert store.get_records("wiki", "extractive.analysis", ["d1"]) == {}
+    finally:
+        store.close()
+
+
+def test_group_queries_use_indexes(store: SqliteStateStore) -> None:
+    """Finding groups from documents, deleting a document's records in every namespace
+    and stepping to the next namespace seek an index instead of scanning a table."""
+    queries = [
+        ("SELECT group_key FROM group_members WHERE idx = ? AND namespace = ? AND doc_id IN"
+         " (SELECT value FROM json_each(?))", ("i", "bridge", '["d1"]'),
+         "SEARCH group_members USING PRIMARY KEY (idx=? AND namespace=? AND doc_id=?)"),
+        ("DELETE FROM records WHERE idx = ? AND record_key IN"
+         " (SELECT value FROM json_each(?))", ("i", '["d1"]'),
+         "SEARCH records USING INDEX records_by_key (idx=? AND record_key=?)"),
+        ("SELECT min(namespace) FROM unit_groups WHERE idx = ? AND namespace > ?", ("i", "a"),
+         "SEARCH unit_groups USING PRIMARY KEY (idx=? AND namespace>?)"),
+    ]
+    with store._transaction("explain", write=False) as conn:
+        for sql, params, expected in queries:
+            plan = [str(row[-1]) for row in
+                    conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()]
+            assert expected in plan, plan

@@ -11,6 +11,7 @@ from hopindex.core.models import (
     TextAnalysis,
     UnitKind,
 )
+from hopindex.methods.bridges import is_bridge
 from hopindex.methods.extractive.linking import TitleLexicon
 from hopindex.methods.extractive.stage1 import (
     ChunkPolicy,
@@ -108,10 +109,9 @@ def test_bridge_needs_two_documents_and_respects_limits() -> None:
     assert unit.text.count("Zeus") == 3
 
 
-def test_bridge_policy_window() -> None:
+def test_bridge_window() -> None:
     """Bridge entities have 2 <= df <= tau."""
-    policy = BridgePolicy(tau=3)
-    assert [policy.is_bridge(n) for n in range(5)] == [False, False, True, True, False]
+    assert [is_bridge(n, 3) for n in range(5)] == [False, False, True, True, False]
 
 
 def test_same_bridge_text_gives_same_unit_id() -> None:

@@ -17,6 +17,7 @@ from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.registry import open_llm_observer
 from hopindex.core.settings import MetricsMode, Settings
 from hopindex.monitoring.llm import PrometheusLlmObserver
+from hopindex.monitoring.tasks import install_task_hooks
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
 
@@ -101,6 +102,8 @@ def test_cache_hits_and_misses_are_counted(server: LlmTestServer, tmp_path: Path
 
 
 def test_the_registry_hands_clients_an_observer_only_when_metrics_are_on() -> None:
-    """HOPINDEX_METRICS=off: no observer, so the client records nothing."""
+    """HOPINDEX_METRICS=off: no observer, so the client records nothing; on, the one the
+    task hooks installed."""
+    install_task_hooks(Settings(), lambda: pytest.fail("no runtime needed"))
     assert open_llm_observer(Settings(metrics=MetricsMode.OFF)) is None
     assert isinstance(open_llm_observer(Settings()), PrometheusLlmObserver)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.redis_server import free_port
@@ -99,11 +99,11 @@ def _check_worker_series(prom: PrometheusServer, job: Job) -> None:
             usage.cache_hits)
         assert w("hopindex_ratelimit_wait_seconds_sum", stage=stage) == pytest.approx(
             usage.limiter_wait_s, abs=1e-3)
-    batches = -(-job.counts[Stage.STAGE1].total // 16)  # stage1_batch_docs
+    batches = -(-job.count("indexrag.stage1").total // 16)  # stage1_batch_docs
     assert w("hopindex_stage_tasks_total", stage="stage1", outcome="succeeded") == batches
     assert w("hopindex_stage_task_duration_seconds_count", stage="stage1") == batches
     assert w("hopindex_stage_tasks_total", stage="control.finalize", outcome="succeeded") == 1
-    assert job.counts[Stage.STAGE1].done == DOCUMENTS
+    assert job.count("indexrag.stage1").done == DOCUMENTS
     assert w("hopindex_documents_ingested_total", index=INDEX, outcome="indexed") == DOCUMENTS
     # The Redis gauges: one exporting process, and they agree with the finished job.
     assert prom.value("count(hopindex_state_exporter)") == 1
@@ -178,7 +178,7 @@ def test_prometheus_reports_what_the_job_record_and_the_responses_report(
         prom.wait_for('sum(hopindex_stage_tasks_total{stage="control.finalize"})',
                       lambda v: v == 1)
         prom.wait_for('sum(hopindex_llm_requests_total{stage="stage2",outcome="ok"})',
-                      lambda v: v == job.llm["stage2"].calls)
+                      lambda v: v == job.llm["indexrag.stage2"].calls)
         prom.wait_for("count(hopindex_state_exporter)", lambda v: v == 1)
         _check_worker_series(prom, job)
 

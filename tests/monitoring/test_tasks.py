@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 import structlog
+from hopindex.scheduler.control import after_stage1
+from hopindex.workers.tasks.stage1 import stage1
 from prometheus_client import REGISTRY
 
 from hopindex.backends.registry import Backends
@@ -23,10 +25,8 @@ from hopindex.monitoring.tasks import (
     document_outcomes,
     job_context,
 )
-from hopindex.scheduler.control import after_stage1
 from hopindex.workers.app import app, configure_app
 from hopindex.workers.runtime import Runtime, bind_runtime
-from hopindex.workers.tasks.stage1 import stage1
 from hopindex.workers.tasks.webhooks import deliver_webhook
 
 

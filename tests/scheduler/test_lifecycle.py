@@ -11,7 +11,8 @@ from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import EventType
 from hopindex.core.models import Dispatch, Job, JobState
 from hopindex.scheduler.lifecycle import cancel_job, fail_job
-from hopindex.scheduler.reaper import reap, stalled_jobs
+from hopindex.scheduler.reaper import stalled_jobs
+from hopindex.workers.tasks.reaper import reap_stalled_jobs
 from tests.backends.contracts.state_records import new_job
 from tests.conftest import CURIE_CORPUS, ServiceFactory
 
@@ -29,7 +30,8 @@ def test_an_ingest_publishes_started_progress_and_ready(make_service: ServiceFac
     types = [e.event_type for e in events]
     assert types[0] is EventType.JOB_STARTED and types[-1] is EventType.INDEX_READY
     phases = [e.data["phase"] for e in events if "phase" in e.data]
-    assert phases == ["embed-stage1", "link", "stage2", "embed-stage2", "finalize"]
+    assert phases == ["extractive.stage1", "embed:extractive.stage1", "extractive.link",
+                      "extractive.stage2", "embed:extractive.stage2", "finalize"]
     assert {e.job_id for e in events} == {job.job_id}
     ready = events[-1].data
     units = service.backends.state.count_units(INDEX)
@@ -56,7 +58,7 @@ def test_the_reaper_fails_only_stalled_running_jobs(make_service: ServiceFactory
     for job in (stalled, fresh, finished):
         state.create_job(job)
     assert [j.job_id for j in stalled_jobs(state, time.time(), 3600)] == [stalled.job_id]
-    assert reap.apply().get() == [stalled.job_id]
+    assert reap_stalled_jobs.apply().get() == [stalled.job_id]
     failed = service.get_job(stalled.job_id)
     assert failed.state is JobState.FAILED
     assert "HOPINDEX_JOB_STALL_TIMEOUT_S" in failed.reason
@@ -78,7 +80,7 @@ def test_a_job_out_of_redrives_is_failed_naming_them(make_service: ServiceFactor
     job.redrives.append("re-sent 1 of 4 tasks of stage1 after 7200 s without progress")
     state.create_job(job)
     state.add_dispatch(job.job_id, Dispatch(phase="stage1", tasks=[], callback={}))
-    assert reap.apply().get() == [job.job_id]
+    assert reap_stalled_jobs.apply().get() == [job.job_id]
     failed = service.get_job(job.job_id)
     assert failed.state is JobState.FAILED
     assert "after 1 re-drive(s)" in failed.reason
@@ -97,7 +99,6 @@ def test_final_jobs_are_not_failed_or_cancelled_again(make_service: ServiceFacto
 def test_cancel_is_cancelling_until_a_phase_ends(make_service: ServiceFactory) -> None:
     """Cancel leaves the job ``cancelling`` (asking twice changes nothing); the next
     phase boundary ends it ``cancelled`` with job.cancelled published."""
-    from hopindex.core.models import Stage
     from hopindex.scheduler.lifecycle import start_phase
 
     service = make_service()
@@ -106,10 +107,11 @@ def test_cancel_is_cancelling_until_a_phase_ends(make_service: ServiceFactory) -
     assert cancel_job(service.runtime, job.job_id).state is JobState.CANCELLING
     assert cancel_job(service.runtime, job.job_id).state is JobState.CANCELLING
     assert not service.get_job(job.job_id).state.is_final
-    assert start_phase(service.runtime, job.job_id, "stage2", Stage.STAGE2, 5) is False
+    assert start_phase(service.runtime, job.job_id, "extractive.stage2", "extractive.stage2",
+                       5) is False
     ended = service.get_job(job.job_id)
     assert ended.state is JobState.CANCELLED and ended.finished_at is not None
-    assert ended.counts[Stage.STAGE2].total == 0  # the phase never started
+    assert "extractive.stage2" not in ended.counts  # the phase never started
     published = [e.event_type for e in service.backends.events.read_events(index=INDEX)]
     assert published == [EventType.JOB_PROGRESS, EventType.JOB_CANCELLED]
 
@@ -124,7 +126,7 @@ def test_the_reaper_ends_a_quiet_cancelling_job(make_service: ServiceFactory) ->
     quiet.state = recent.state = JobState.CANCELLING
     for job in (quiet, recent):
         state.create_job(job)
-    assert reap.apply().get() == [quiet.job_id]
+    assert reap_stalled_jobs.apply().get() == [quiet.job_id]
     ended = service.get_job(quiet.job_id)
     assert ended.state is JobState.CANCELLED
     assert "after the cancel" in ended.reason

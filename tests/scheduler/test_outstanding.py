@@ -14,7 +14,7 @@ import pytest
 
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.core.models import Job, JobKind, JobState
 from hopindex.scheduler.outstanding import IndexStatus
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
@@ -47,13 +47,13 @@ def test_next_ingest_of_the_same_input_brings_failed_entities_back(
     with Hopindex(settings) as service:
         first = service.ingest_paths(INDEX, [corpus])
         assert first.state is JobState.SUCCEEDED_WITH_ERRORS
-        failed = first.missing()["stage2"]
+        failed = first.missing()["indexrag.stage2"]
         server.api.outage.wait_over()
-        assert service.outstanding(INDEX).failed_per_phase() == {"stage2": failed}
+        assert service.outstanding(INDEX).failed_per_phase() == {"indexrag.stage2": failed}
         again = service.ingest_paths(INDEX, [corpus])
         assert again.state is JobState.SUCCEEDED, again.errors
-        assert again.counts[Stage.STAGE1].skipped == again.counts[Stage.STAGE1].total == 30
-        assert again.counts[Stage.STAGE2].total == failed
+        assert again.count("indexrag.stage1").skipped == again.count("indexrag.stage1").total == 30
+        assert again.count("indexrag.stage2").total == failed
         assert again.progress()["percent"] == 100.0
         assert kinds_and_texts(service) == expected
         assert service.outstanding(INDEX).status is IndexStatus.READY
@@ -77,12 +77,12 @@ def test_finished_job_with_skipped_work_reads_100_percent() -> None:
     """Progress is done + failed + skipped of total per stage: a job that skipped most of
     its stage-2 entities is 100 % through once finished (it used to read 13 %)."""
     job = Job(job_id="j", index="i", kind=JobKind.INGEST, state=JobState.RUNNING)
-    stage2 = job.counts[Stage.STAGE2]
+    stage2 = job.count("indexrag.stage2")
     stage2.total, stage2.done, stage2.skipped = 6647, 867, 5780
-    assert job.progress()["stages"]["stage2"] == {"finished": 6647, "total": 6647,
+    assert job.progress()["stages"]["indexrag.stage2"] == {"finished": 6647, "total": 6647,
                                                    "percent": 100.0}
     stage2.skipped = 0
-    assert job.progress()["stages"]["stage2"]["percent"] == 13.0
+    assert job.progress()["stages"]["indexrag.stage2"]["percent"] == 13.0
     job.state = JobState.SUCCEEDED
     assert job.progress()["percent"] == 100.0
 
@@ -103,7 +103,9 @@ def test_bridges_replaced_by_a_job_that_died_are_purged_later(
 
     service = make_service("data")
     assert service.ingest_documents(INDEX_CURIE, CURIE_CORPUS).state is JobState.SUCCEEDED
-    inject(monkeypatch, service, Step("after_stage2", "task", CONTROL + "after_stage2"))
+    # after_phase(results, job_id, index, position, ...): position 2 is extractive's stage 2.
+    inject(monkeypatch, service, Step("after_stage2", "task", CONTROL + "after_phase",
+                                      when=lambda *args, **_: args[3] == 2))
     with pytest.raises(HopindexError, match="injected at after_stage2"):
         service.ingest_documents(INDEX_CURIE, changed)
     outstanding = service.outstanding(INDEX_CURIE)
@@ -125,7 +127,7 @@ def test_deleting_a_failed_document_clears_its_failed_item(
     with Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server))) as s:
         bad = raw("Broken", f"The model answers {marker} badly every time.", doc_id="broken")
         job = s.ingest_documents(INDEX_CURIE, [*CURIE_CORPUS[:2], bad])
-        assert job.missing() == {"stage1": 1}
+        assert job.missing() == {"indexrag.stage1": 1}
         assert [f.item for f in s.outstanding(INDEX_CURIE).failed] == ["broken"]
         assert s.delete_documents(INDEX_CURIE, ["broken"]).state is JobState.SUCCEEDED
         assert s.backends.state.list_failed_items(INDEX_CURIE) == []

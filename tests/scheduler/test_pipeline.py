@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import JobState, Stage, UnitKind
+from hopindex.core.models import JobState, UnitKind
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ def test_ingest_writes_passages_and_cross_document_bridges(make_service: Service
     service = make_service()
     job = service.ingest_documents(INDEX, CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED, job.reason
-    assert job.counts[Stage.STAGE1].done == len(CURIE_CORPUS)
+    assert job.count("extractive.stage1").done == len(CURIE_CORPUS)
     units = service.backends.state.count_units(INDEX)
     assert units[UnitKind.PASSAGE] == len(CURIE_CORPUS)
     assert units[UnitKind.BRIDGE] >= 3
@@ -49,10 +49,10 @@ def test_reingest_unchanged_embeds_and_extracts_nothing(make_service: ServiceFac
     before = unit_snapshot(service)
     again = service.ingest_documents(INDEX, CURIE_CORPUS)
     assert again.state is JobState.SUCCEEDED
-    assert again.counts[Stage.STAGE1].skipped == len(CURIE_CORPUS)
-    assert again.counts[Stage.STAGE1].done == 0
+    assert again.count("extractive.stage1").skipped == len(CURIE_CORPUS)
+    assert again.count("extractive.stage1").done == 0
     assert again.units_embedded == 0
-    assert again.bridge_entities_recomputed == 0
+    assert again.groups_rebuilt == 0
     assert unit_snapshot(service) == before
 
 
@@ -68,7 +68,7 @@ def test_incremental_ingest_equals_ingesting_everything_at_once(
     assert engine_counts(split) == engine_counts(whole)
     # Only entities the new documents touch were recomputed, not every bridge.
     whole_job = whole.list_jobs(INDEX)[0]
-    assert 0 < added.bridge_entities_recomputed <= whole_job.bridge_entities_recomputed
+    assert 0 < added.groups_rebuilt <= whole_job.groups_rebuilt
 
 
 def test_adding_one_document_recomputes_only_touched_bridges(make_service: ServiceFactory) -> None:
@@ -77,9 +77,9 @@ def test_adding_one_document_recomputes_only_touched_bridges(make_service: Servi
     first = service.ingest_documents(INDEX, CURIE_CORPUS)
     extra = raw("Vistula", "The Vistula is the longest river in Poland. It flows through Warsaw.")
     job = service.ingest_documents(INDEX, [extra])
-    assert job.counts[Stage.STAGE1].done == 1
-    assert job.counts[Stage.STAGE1].skipped == 0
-    assert 1 <= job.bridge_entities_recomputed < first.bridge_entities_recomputed + 2
+    assert job.count("extractive.stage1").done == 1
+    assert job.count("extractive.stage1").skipped == 0
+    assert 1 <= job.groups_rebuilt < first.groups_rebuilt + 2
     warsaw = [t for _, k, t in unit_snapshot(service) if k == "bridge" and "Vistula:" in t]
     assert warsaw, "the new document joins the bridges of the entities it mentions"
 
@@ -91,7 +91,7 @@ def test_changed_document_replaces_its_units(make_service: ServiceFactory) -> No
     changed = raw("Poland", "Poland is a country in Central Europe whose capital, Warsaw, "
                   "lies on the Vistula.")
     job = service.ingest_documents(INDEX, [changed])
-    assert job.counts[Stage.STAGE1].done == 1
+    assert job.count("extractive.stage1").done == 1
     texts = {t for _, _, t in unit_snapshot(service)}
     assert "Poland\n" + changed.text in texts
     assert not any("Its capital is Warsaw." in t for t in texts)

@@ -42,6 +42,8 @@ class Step:
     name: str
     where: str  # "submit", "state", "events" or "task"
     attribute: str
+    # Fire only on a call these arguments pass (a callback of one phase among several).
+    when: Callable[..., bool] | None = None
 
 
 def _target(service: Hopindex, step: Step) -> Any:
@@ -64,7 +66,7 @@ def inject(monkeypatch: pytest.MonkeyPatch, service: Hopindex, step: Step,
     fired: list[bool] = []
 
     def faulty(*args: Any, **kwargs: Any) -> Any:
-        if not fired:
+        if not fired and (step.when is None or step.when(*args, **kwargs)):
             fired.append(True)
             raise fault or InjectedError(f"injected at {step.name}")
         return original(*args, **kwargs)
@@ -80,11 +82,11 @@ INGEST_STEPS = [
     Step("job creation", "state", "create_job"),
     Step("put_documents", "state", "put_documents"),
     Step("job_started", "submit", "job_started"),
-    Step("fan-out", "submit", "fan_out"),
-    Step("after_stage1", "task", CONTROL + "after_stage1"),
-    Step("start_linking", "task", CONTROL + "start_linking"),
-    Step("plan_stage2", "task", CONTROL + "plan_stage2"),
-    Step("after_stage2", "task", CONTROL + "after_stage2"),
+    Step("first phase", "submit", "start_step"),
+    Step("documents task", "task", "hopindex.phase.documents"),
+    Step("after_phase", "task", CONTROL + "after_phase"),
+    Step("start_step", "task", CONTROL + "start_step"),
+    Step("groups task", "task", "hopindex.phase.groups"),
     Step("finalize", "task", CONTROL + "finalize"),
 ]
 DELETE_STEPS = [
@@ -98,9 +100,9 @@ DELETE_STEPS = [
     Step("job_started", "submit", "job_started"),
     Step("fan-out", "submit", "fan_out"),
     Step("purge", "task", "hopindex.purge"),
-    Step("start_linking", "task", CONTROL + "start_linking"),
-    Step("plan_stage2", "task", CONTROL + "plan_stage2"),
-    Step("after_stage2", "task", CONTROL + "after_stage2"),
+    Step("start_step", "task", CONTROL + "start_step"),
+    Step("after_phase", "task", CONTROL + "after_phase"),
+    Step("groups task", "task", "hopindex.phase.groups"),
     Step("finalize", "task", CONTROL + "finalize"),
 ]
 
@@ -195,7 +197,7 @@ def test_an_interrupted_ingest_is_failed_and_the_interrupt_goes_on(
     """Ctrl-C in the middle of an embedded ingest: the job is failed as interrupted,
     KeyboardInterrupt still stops the program, and the next ingest completes the index."""
     service = make_service()
-    inject(monkeypatch, service, Step("start_linking", "task", CONTROL + "start_linking"),
+    inject(monkeypatch, service, Step("start_step", "task", CONTROL + "start_step"),
            KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         service.ingest_documents(INDEX, CURIE_CORPUS)

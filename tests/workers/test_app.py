@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from hopindex.core.settings import Settings
-from hopindex.scheduler.control import ping
 from hopindex.testing.redis_server import running_redis
 from hopindex.workers.app import (
     configure_app,
@@ -18,6 +17,7 @@ from hopindex.workers.app import (
     restore_sweep,
     soft_time_limit_s,
 )
+from hopindex.workers.tasks.control import ping
 
 
 def test_soft_limit_leaves_a_tenth_of_the_hard_limit_at_most_30_s() -> None:

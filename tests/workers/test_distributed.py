@@ -95,13 +95,13 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
     victim = c.start("llm-1", "stage1,stage2", concurrency=2, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.counts[Stage.STAGE1].done
-                          < j.counts[Stage.STAGE1].total // 2)
+        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage1").done
+                          < j.count("indexrag.stage1").total // 2)
         assert job.state is JobState.RUNNING, "stage 1 ended before the kill"
         _kill_mid_task(victim)
         victim = c.start("llm-2", "stage1,stage2", concurrency=2, pool="threads")
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.counts[Stage.STAGE2].done
-                          < j.counts[Stage.STAGE2].total // 2)
+        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage2").done
+                          < j.count("indexrag.stage2").total // 2)
         assert job.state is JobState.RUNNING, "stage 2 ended before the kill"
         _kill_mid_task(victim)
         c.start("llm-3", "stage1,stage2", concurrency=2, pool="threads")
@@ -109,6 +109,6 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     # Redelivered tasks were counted once: no stage reports more than its total.
-    for stage in (Stage.STAGE1, Stage.EMBED, Stage.STAGE2):
+    for stage in ("indexrag.stage1", Stage.EMBED, "indexrag.stage2"):
         counts = job.counts[stage]
         assert counts.done + counts.failed + counts.skipped == counts.total, stage

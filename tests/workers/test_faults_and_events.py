@@ -17,7 +17,7 @@ import standardwebhooks
 from hopindex.api.events import follow_events, register_webhook
 from hopindex.api.service import Hopindex
 from hopindex.core.events import Event, EventType
-from hopindex.core.models import JobState, Stage
+from hopindex.core.models import JobState
 from hopindex.testing.llm_server import LlmTestServer
 from tests.scheduler.webhook_receiver import WebhookReceiver
 from tests.workers.conftest import INDEX, Cluster, hotpot_corpus
@@ -68,7 +68,7 @@ def test_faults_one_failing_document_late_subscriber_and_webhook(
             h.get("x-hopindex-event") == "index.ready" for _, h in r), timeout_s=60)
 
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS, job.reason
-    assert [(e.item, e.stage) for e in job.errors] == [("poisoned", Stage.STAGE1)]
+    assert [(e.item, e.stage) for e in job.errors] == [("poisoned", "indexrag.stage1")]
     assert "JSON" in job.errors[0].reason or "json" in job.errors[0].reason
     assert job.llm_total.retries > 0  # the faults happened and were absorbed
     ready = _first(seen, EventType.INDEX_READY)
@@ -99,13 +99,13 @@ def test_cancel_stops_scheduling_and_publishes(
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        while client.get_job(job.job_id).counts[Stage.STAGE1].done == 0:
+        while client.get_job(job.job_id).count("indexrag.stage1").done == 0:
             time.sleep(0.05)
         cancelled = client.cancel_job(job.job_id)
         assert cancelled.state is JobState.CANCELLING
         after = client.wait_for_job(job.job_id, timeout_s=120)
         types = [e.event_type for e in client.backends.events.read_events(index=INDEX)]
     assert after.state is JobState.CANCELLED
-    assert after.counts[Stage.STAGE1].done < after.counts[Stage.STAGE1].total
-    assert after.counts[Stage.STAGE2].total == 0  # stage 2 was never planned
+    assert after.count("indexrag.stage1").done < after.count("indexrag.stage1").total
+    assert after.count("indexrag.stage2").total == 0  # stage 2 was never planned
     assert EventType.JOB_CANCELLED in types and EventType.INDEX_READY not in types

@@ -16,7 +16,7 @@ from celery.exceptions import Reject
 
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import BackendUnavailableError
-from hopindex.core.models import Job, Stage
+from hopindex.core.models import Job
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.redis_server import RedisServer, free_port
 from hopindex.workers.base import HopindexTask
@@ -86,7 +86,7 @@ def _wait_for_stage1_calls(client: Hopindex, job_id: str, server: LlmTestServer)
     while time.monotonic() < deadline:
         job = client.get_job(job_id)
         assert not job.state.is_final, "the job ended before the fault"
-        counts = job.counts[Stage.STAGE1]
+        counts = job.count("indexrag.stage1")
         if 0 < counts.done < counts.total:
             seen = _chat_requests(server)
             while _chat_requests(server) == seen:

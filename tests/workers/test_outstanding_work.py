@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.core.models import Job, JobKind, JobState
 from hopindex.scheduler.outstanding import IndexStatus
 from hopindex.testing.llm_server import LlmTestServer
 from tests.workers.conftest import (
@@ -45,21 +45,21 @@ def test_stage2_outage_is_remembered_and_repaired_with_workers(
         job = client.wait_for_job(client.ingest_paths(INDEX, [corpus]).job_id, timeout_s=600)
         assert server.api.outage.started
         assert job.state is JobState.SUCCEEDED_WITH_ERRORS, job.reason
-        failed = job.missing()["stage2"]
-        assert failed > 0 and set(job.missing()) == {"stage2"}
+        failed = job.missing()["indexrag.stage2"]
+        assert failed > 0 and set(job.missing()) == {"indexrag.stage2"}
         assert all("LLM bridging facts failed" in e.reason for e in job.errors)
         assert kinds_and_texts(client) != expected  # bridges are missing now
         outstanding = client.outstanding(INDEX)
         assert outstanding.status is IndexStatus.PARTIAL
-        assert outstanding.failed_per_phase() == {"stage2": failed}
+        assert outstanding.failed_per_phase() == {"indexrag.stage2": failed}
         assert not outstanding.documents
 
         server.api.outage.wait_over()
         calls_before = server.stats.count("chat.completions", "ok")
         repair = client.wait_for_job(client.repair_index(INDEX).job_id, timeout_s=600)
         assert repair.kind is JobKind.REPAIR and repair.state is JobState.SUCCEEDED, repair
-        assert repair.counts[Stage.STAGE1].total == 0
-        assert repair.counts[Stage.STAGE2].total == failed
+        assert repair.count("indexrag.stage1").total == 0
+        assert repair.count("indexrag.stage2").total == failed
         # Each failed entity costs one call again; nothing that succeeded is redone.
         assert server.stats.count("chat.completions", "ok") - calls_before == failed
         assert client.outstanding(INDEX).status is IndexStatus.READY
@@ -93,12 +93,12 @@ def test_cancel_means_it_and_the_index_says_partial(
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        _wait(client, job.job_id, lambda j: j.counts[Stage.STAGE1].done > 0)
+        _wait(client, job.job_id, lambda j: j.count("indexrag.stage1").done > 0)
         asked = client.cancel_job(job.job_id)
         assert asked.state is JobState.CANCELLING
         cancelled = _wait(client, job.job_id, lambda j: j.state is JobState.CANCELLED)
         assert cancelled.state is JobState.CANCELLED, cancelled.state
-        assert cancelled.counts[Stage.STAGE1].done < 40
+        assert cancelled.count("indexrag.stage1").done < 40
         time.sleep(3.0)  # anything still running would move the counts by now
         assert client.get_job(job.job_id).as_dict() == cancelled.as_dict()
         outstanding = client.outstanding(INDEX)

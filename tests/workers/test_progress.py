@@ -10,7 +10,7 @@ import pytest
 
 from hopindex.backends.state.sqlite_store import SqliteStateStore
 from hopindex.core.models import Job, JobState, Stage
-from hopindex.workers.progress import claim_phase, is_cancelled, record_progress, settle
+from hopindex.scheduler.progress import claim_phase, is_cancelled, record_progress, settle
 from tests.backends.contracts.state_records import new_job
 
 
@@ -32,12 +32,12 @@ def test_a_key_is_applied_once(store: SqliteStateStore) -> None:
     """The same task key reporting twice (a redelivered task) counts once; another key
     counts again; updated_at moves with each applied change."""
     job = _running(store)
-    first = record_progress(store, job.job_id, Stage.STAGE1, done=3, key="task:a")
-    again = record_progress(store, job.job_id, Stage.STAGE1, done=3, key="task:a")
-    other = record_progress(store, job.job_id, Stage.STAGE1, done=2, key="task:b")
-    assert first.counts[Stage.STAGE1].done == 3
-    assert again.counts[Stage.STAGE1].done == 3
-    assert other.counts[Stage.STAGE1].done == 5
+    first = record_progress(store, job.job_id, "extractive.stage1", done=3, key="task:a")
+    again = record_progress(store, job.job_id, "extractive.stage1", done=3, key="task:a")
+    other = record_progress(store, job.job_id, "extractive.stage1", done=2, key="task:b")
+    assert first.count("extractive.stage1").done == 3
+    assert again.count("extractive.stage1").done == 3
+    assert other.count("extractive.stage1").done == 5
     assert other.updated_at >= first.updated_at > job.updated_at - 1
 
 

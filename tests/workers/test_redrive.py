@@ -56,7 +56,7 @@ def _finish(c: Cluster, client: Hopindex, job: Job, expected: dict[str, str]) ->
     job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
     got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
-    for stage in (Stage.STAGE1, Stage.EMBED, Stage.STAGE2):
+    for stage in ("indexrag.stage1", Stage.EMBED, "indexrag.stage2"):
         counts = job.counts[stage]
         assert counts.done + counts.failed + counts.skipped == counts.total, stage
     return job
@@ -100,7 +100,7 @@ def test_a_lost_chord_callback_is_sent_again_with_the_results(
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
         _wait_for(lambda: broker.llen("control") == 1, "the stage-1 chord's callback")
-        stage1 = client.get_job(job.job_id).counts[Stage.STAGE1]
+        stage1 = client.get_job(job.job_id).count("indexrag.stage1")
         assert stage1.done == stage1.total == DOCS
         assert broker.rpop("control") is not None  # the broker loses it
         c.start("engines", "control,embed")

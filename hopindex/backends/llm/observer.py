@@ -2,15 +2,16 @@
 
 The client calls an :class:`LlmObserver` at each step: the cache lookup (and any
 cache read or write that failed), the wait for the rate limiter, and every request
-it sends with its outcome, duration and tokens. The process's composition root
-(``backends/registry.py``) hands in the Prometheus observer of ``hopindex.monitoring``
-when metrics are on, so this package never imports a metrics library and costs
-nothing when they are off.
+it sends with its outcome, duration and tokens. The monitoring package installs its
+Prometheus observer (``use_observer``) when a process configures its tasks, and
+the registry hands it to each client when metrics are on, so this package never
+imports a metrics library and costs nothing when they are off.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -62,3 +63,16 @@ class NullLlmObserver:
     def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
                         *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         return None
+
+
+_observer_factory: Callable[[], LlmObserver] | None = None
+
+
+def use_observer(factory: Callable[[], LlmObserver] | None) -> None:
+    """Make ``factory`` the observer every LLM client of this process gets (metrics on)."""
+    global _observer_factory  # noqa: PLW0603  # one observer kind per process
+    _observer_factory = factory
+
+
+def installed_observer() -> LlmObserver | None:
+    return _observer_factory() if _observer_factory is not None else None

@@ -1,4 +1,4 @@
-"""The rate limiter shared through Redis: the GCRA of ``ratelimit`` as Lua scripts.
+"""The rate limiter shared through Redis: the GCRA of ``ratelimit_budgets`` as Lua scripts.
 
 Each decision is one script, so it is atomic: the requests budget, the tokens
 budget and the ``Retry-After`` block of a key are read and written together, and
@@ -31,7 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from hopindex.backends.llm.ratelimit import (
+from hopindex.backends.llm.ratelimit_budgets import (
     MIN_SLEEP_S,
     Gcra,
     RateLimits,

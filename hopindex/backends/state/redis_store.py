@@ -1,15 +1,22 @@
 """The distributed state store (``redis://host:port/db``): catalog, documents, units,
-entities, jobs, failed items.
+entities, jobs, failed items, method-owned groups and records.
 
 Each role lives in its own mixin module (``redis_documents``, ``redis_units``,
-``redis_catalogue``, ``redis_jobs``); this class adds the index catalog, whose
-deletion has to reach every key of the index. Every worker process on every
-machine opens its own instance against the same Redis.
+``redis_catalogue``, ``redis_jobs``, ``redis_failed``, ``redis_groups``); this class
+adds the index catalog, whose deletion has to reach every key of the index, and
+the key layout's version. Every worker process on every machine opens its own
+instance against the same Redis.
+
+``P:layout`` holds the layout version. Opening a store at an older layout upgrades
+it once, under the lease ``P:layoutlease`` so that concurrent openers wait rather
+than copy twice; a layout newer than this hopindex knows is refused.
 """
 
 from __future__ import annotations
 
 import json
+import time
+import uuid
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.connection import dumps
@@ -17,13 +24,31 @@ from hopindex.backends.state.redis_catalogue import RedisCatalogueMixin
 from hopindex.backends.state.redis_connection import CHUNK, text
 from hopindex.backends.state.redis_documents import RedisDocumentsMixin
 from hopindex.backends.state.redis_failed import RedisFailedItemsMixin
+from hopindex.backends.state.redis_groups import RedisGroupsMixin
 from hopindex.backends.state.redis_jobs import RedisJobsMixin
 from hopindex.backends.state.redis_units import RedisUnitsMixin
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import BackendError, BackendUnavailableError, InvalidInputError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 
 log = get_logger(__name__)
+
+# 1: method-owned groups and records (the bridge catalogue and analyses copied in).
+LAYOUT_VERSION = 1
+# The upgrade renews its lease after each index, so the lease only has to outlive
+# one index's copy; an opener waits a little longer than that for a dead holder's
+# lease to run out, then redoes the upgrade (every copy step is repeatable).
+UPGRADE_LEASE_MS = 120_000
+UPGRADE_WAIT_S = 1.25 * UPGRADE_LEASE_MS / 1000
+_UPGRADE_POLL_S = 0.05
+
+# KEYS: lease. ARGV: token. Releases the lease only if this opener still holds it.
+_RELEASE_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
 # KEYS: the index's job list, every job. ARGV: the job key prefix. Jobs live outside
 # the index's prefix (they are read by id alone), so they are removed by their list.
@@ -46,9 +71,64 @@ def _info(name: str, record: str) -> IndexInfo:
 
 
 class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
-                      RedisJobsMixin, RedisFailedItemsMixin):
+                      RedisJobsMixin, RedisFailedItemsMixin, RedisGroupsMixin):
     """``StateStore`` on one Redis database (``RedisStateStore(url, prefix)``), safe for
     many threads, processes and machines at once; every key starts with ``prefix:``."""
+
+    def __init__(self, url: str, prefix: str = "hopindex") -> None:
+        super().__init__(url, prefix)
+        try:
+            with self._errors("upgrade_layout"):
+                self._upgrade_layout()
+        except BaseException:
+            self.close()
+            raise
+
+    def _layout_version(self) -> int:
+        found = int(self._redis().get(self._key("layout")) or 0)
+        if found > LAYOUT_VERSION:
+            raise BackendError(
+                f"redis state store at {self.url} (prefix {self._prefix!r}) has layout "
+                f"version {found}, newer than this hopindex understands ({LAYOUT_VERSION});"
+                " upgrade hopindex to open it")
+        return found
+
+    def _upgrade_layout(self) -> None:
+        """Bring the key layout up to ``LAYOUT_VERSION``, once, whoever opens first."""
+        if self._layout_version() == LAYOUT_VERSION:
+            return
+        client = self._redis()
+        lease, token = self._key("layoutlease"), uuid.uuid4().hex
+        deadline = time.monotonic() + UPGRADE_WAIT_S
+        while not client.set(lease, token, nx=True, px=UPGRADE_LEASE_MS):
+            if self._layout_version() == LAYOUT_VERSION:
+                return
+            if time.monotonic() > deadline:
+                raise BackendUnavailableError(
+                    f"redis state store at {self.url}: another process has been upgrading "
+                    f"the key layout for over {UPGRADE_WAIT_S:.0f}s")
+            time.sleep(_UPGRADE_POLL_S)
+        try:
+            found = self._layout_version()
+            if found == LAYOUT_VERSION:
+                return
+            started = time.perf_counter()
+            # Index data is only written once the index is in the catalog, so the
+            # catalog names every index with something to copy.
+            names = [str(text(name)) for name in client.hkeys(self._key("indexes"))]
+            groups = records = 0
+            for name in names:
+                copied_groups, copied_records = self._copy_legacy_index(name)
+                groups += copied_groups
+                records += copied_records
+                client.pexpire(lease, UPGRADE_LEASE_MS)
+            client.set(self._key("layout"), LAYOUT_VERSION)
+            log.info("state_layout_upgraded", url=self.url, prefix=self._prefix,
+                     layout_from=found, layout_version=LAYOUT_VERSION, indexes=len(names),
+                     groups=groups, records=records,
+                     duration_s=round(time.perf_counter() - started, 3))
+        finally:
+            self._script(_RELEASE_LEASE)(keys=[lease], args=[token])
 
     def create_index(self, info: IndexInfo) -> IndexInfo:
         """Register an index; if the name exists, the stored record is returned unchanged."""

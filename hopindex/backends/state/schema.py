@@ -107,12 +107,61 @@ CREATE TABLE failed_items (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# Method-owned groups and records (``GroupStore``, ``RecordStore``). A group's
+# members are kept twice: as a sorted JSON list in its row (what ``get_groups``
+# returns) and as one ``group_members`` row per document, whose key starts with the
+# document so ``groups_of_documents`` is an index seek. Records keep a rowid, as
+# documents do: an analysis of a long text is large. The copies move the bridge
+# catalogue into namespace "bridge" (members: the documents its units cite, from
+# the units' provenance table) and the analyses, unchanged, into namespace
+# "extractive.analysis". CROSS JOIN fixes the loop order: left to the planner, it
+# reads every provenance row of the index once per bridge. No statement may hold a
+# semicolon inside a literal: ``migrate`` splits scripts on them.
+_V4 = """
+CREATE TABLE unit_groups (
+    idx TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    group_key TEXT NOT NULL,
+    unit_ids TEXT NOT NULL,
+    members TEXT NOT NULL,
+    PRIMARY KEY (idx, namespace, group_key)
+) WITHOUT ROWID;
+CREATE TABLE group_members (
+    idx TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    group_key TEXT NOT NULL,
+    PRIMARY KEY (idx, namespace, doc_id, group_key)
+) WITHOUT ROWID;
+CREATE TABLE records (
+    idx TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    record_key TEXT NOT NULL,
+    data TEXT NOT NULL,
+    UNIQUE (idx, namespace, record_key)
+);
+CREATE INDEX records_by_key ON records (idx, record_key);
+INSERT INTO group_members (idx, namespace, doc_id, group_key)
+SELECT DISTINCT b.idx, 'bridge', s.doc_id, b.entity
+FROM bridges AS b CROSS JOIN json_each(b.unit_ids) AS j
+CROSS JOIN unit_sources AS s ON s.idx = b.idx AND s.unit_id = j.value;
+INSERT INTO unit_groups (idx, namespace, group_key, unit_ids, members)
+SELECT b.idx, 'bridge', b.entity, b.unit_ids,
+    (SELECT json_group_array(doc_id) FROM (
+        SELECT DISTINCT s.doc_id AS doc_id FROM json_each(b.unit_ids) AS j
+        CROSS JOIN unit_sources AS s ON s.idx = b.idx AND s.unit_id = j.value
+        ORDER BY 1))
+FROM bridges AS b;
+INSERT INTO records (idx, namespace, record_key, data)
+SELECT idx, 'extractive.analysis', doc_id, data FROM analyses;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 
 # The tables every index owns rows in; deleting an index empties all of them.
 INDEX_TABLES: tuple[str, ...] = (
     "documents", "analyses", "units", "unit_sources", "mentions", "bridges", "jobs",
-    "failed_items",
+    "failed_items", "unit_groups", "group_members", "records",
 )
 
 

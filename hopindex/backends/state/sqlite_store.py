@@ -1,5 +1,5 @@
 """The embedded state store (``sqlite://PATH``): catalog, documents, units, entities, jobs,
-failed items.
+failed items, method-owned groups and records.
 
 Each role lives in its own mixin module; this class adds the index catalog,
 whose deletion has to reach every other table.
@@ -14,6 +14,7 @@ from hopindex.backends.state.catalogue import CatalogueMixin
 from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.documents import DocumentsMixin
 from hopindex.backends.state.failed import FailedItemsMixin
+from hopindex.backends.state.groups import GroupsMixin
 from hopindex.backends.state.jobs import JobsMixin
 from hopindex.backends.state.schema import INDEX_TABLES
 from hopindex.backends.state.units import UnitsMixin
@@ -25,7 +26,7 @@ log = get_logger(__name__)
 
 
 class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin,
-                       FailedItemsMixin):
+                       FailedItemsMixin, GroupsMixin):
     """``StateStore`` on one SQLite file (``SqliteStateStore(path)``), safe for several
     threads and processes."""
 

@@ -12,6 +12,18 @@ Modules: ``params`` (knobs and ablation conditions), ``prompts``, ``parsing``,
 records), ``query`` (the pipeline, registered as a query method).
 """
 
-from hopindex.methods.bridgerag.query import BridgeRagMethod
+from hopindex.core.models import UnitKind
+from hopindex.methods.bridgerag.params import BridgeRagSettings
+from hopindex.methods.bridgerag.query import METHOD, BridgeRagMethod
+from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 
-__all__ = ["BridgeRagMethod"]
+__all__ = ["BridgeRagMethod", "register"]
+
+
+def register(registry: MethodRegistry) -> None:
+    registry.add_query_method(QueryMethodSpec(
+        name=METHOD, factory=BridgeRagMethod,
+        reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
+        llm_use=LlmUse.REQUIRED, settings_type=BridgeRagSettings,
+        summary="hop-1 bridge, SVO and entity hop-2 pool, one batched bridge-conditioned "
+                "judge call, PIT fusion; evidence only"))

@@ -13,9 +13,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from hopindex.core.errors import InvalidInputError
-from hopindex.core.settings import DecisionRecords
+from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.methods.base import ParamValue
+
+
+class DecisionRecords(enum.StrEnum):
+    """Where bridgerag keeps each query's decision record besides its trace."""
+
+    OFF = "off"
+    JSONL = "jsonl"  # one line per query in $DATA_DIR/decisions/INDEX.jsonl
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeRagSettings:
+    """``HOPINDEX_BRIDGERAG_JUDGE_TIMEOUT_S``: with a broker, how long a query waits for
+    its judge task on the judge queue, then ranks by SVO similarity (condition A) and
+    says so; ``HOPINDEX_BRIDGERAG_RECORDS``: off, or jsonl decision records."""
+
+    judge_timeout_s: float = 30.0
+    records: DecisionRecords = DecisionRecords.OFF
+
+    def __post_init__(self) -> None:
+        if not self.judge_timeout_s > 0:
+            raise ConfigError("HOPINDEX_BRIDGERAG_JUDGE_TIMEOUT_S must be a positive number "
+                              f"of seconds, got {self.judge_timeout_s}")
 
 
 class Condition(enum.StrEnum):

@@ -37,15 +37,14 @@ from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter, Vector
 from hopindex.core.errors import ConfigError, HopindexError
-from hopindex.core.models import Hit, IndexMethod, LlmUsage, Unit, UnitKind
-from hopindex.core.settings import DecisionRecords, Settings
+from hopindex.core.models import Hit, LlmUsage, Unit, UnitKind
+from hopindex.core.settings import Settings
 from hopindex.methods.base import (
     DEFAULT_CANDIDATES,
     QueryOptions,
     QueryResult,
     Retrieval,
     SearchContext,
-    register_method,
 )
 from hopindex.methods.bridgerag.entities import ask_entities, entity_searches
 from hopindex.methods.bridgerag.judge import (
@@ -55,7 +54,14 @@ from hopindex.methods.bridgerag.judge import (
     JudgeStatus,
     run_judge,
 )
-from hopindex.methods.bridgerag.params import BridgePosition, BridgeRagParams, Condition, Extraction
+from hopindex.methods.bridgerag.params import (
+    BridgePosition,
+    BridgeRagParams,
+    BridgeRagSettings,
+    Condition,
+    DecisionRecords,
+    Extraction,
+)
 from hopindex.methods.bridgerag.pit import fuse_pit, pit, rank_positions
 from hopindex.methods.bridgerag.pool import Candidate, build_pool, max_cosines
 from hopindex.methods.bridgerag.prompts import cut
@@ -69,20 +75,19 @@ from hopindex.methods.bridgerag.searches import search_hop2
 from hopindex.methods.bridgerag.svo import ask_svo_and_entities, ask_svo_queries
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.kinds import FACTS, PASSAGES, preferred_filter
 from hopindex.methods.retrieval.search import retrieve_candidates
 
 METHOD = "bridgerag"
 LABEL_CHARS = 80
-_UNIT_FILTERS = {IndexMethod.INDEXRAG.value: UnitFilter(kinds=(UnitKind.AKU, UnitKind.BRIDGE)),
-                 IndexMethod.EXTRACTIVE.value: UnitFilter(kinds=(UnitKind.PASSAGE,))}
 _NO_ENTITIES = ("", "")
 T = TypeVar("T")
 
 
-def unit_filter_for(index_method: str) -> UnitFilter | None:
+def unit_filter_for(held: frozenset[UnitKind]) -> UnitFilter | None:
     """The units the pipeline ranks: AKUs and bridging facts, passages, or (an index of
     another kind) every unit."""
-    return _UNIT_FILTERS.get(index_method)
+    return preferred_filter(held, (FACTS, PASSAGES))
 
 
 @dataclass(slots=True)
@@ -110,6 +115,7 @@ class BridgeRagMethod:
     def __init__(self, context: SearchContext) -> None:
         self._context = context
         self._settings = context.settings or Settings()
+        self._own: BridgeRagSettings = context.method_settings(METHOD)
 
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         params = BridgeRagParams.from_params(options.params)
@@ -117,7 +123,7 @@ class BridgeRagMethod:
         llm = context.require_llm(self.name)
         retrieval = options.retrieval or Retrieval.DENSE
         run = _Run(index=index, question=question, options=options, params=params,
-                   unit_filter=unit_filter_for(context.index_method(index)),
+                   unit_filter=unit_filter_for(context.kinds_of(index)),
                    record=DecisionRecord(index=index, question=question,
                                          params=params.as_dict(), retrieval=retrieval.value))
         result = QueryResult(question=question, method=self.name, index=index, passages=[])
@@ -228,7 +234,7 @@ class BridgeRagMethod:
                 candidates=tuple(cut(run.units[c.unit_id].text, chars) for c in pool))
             with run.timer.phase(QueryPhase.JUDGE):
                 outcome, site = run_judge(self._context, request,
-                                          self._settings.bridgerag_judge_timeout_s)
+                                          self._own.judge_timeout_s)
             run.judge_usage = outcome.usage  # counted where it ran, a worker included
             if not outcome.usable:
                 record.fallback = Condition.A.value
@@ -247,7 +253,7 @@ class BridgeRagMethod:
         record.top = [{"rank": p.rank, "doc_id": p.doc_id, "title": p.title,
                        "unit_id": p.via_unit_id, "score": round(p.score, 6)}
                       for p in result.passages]
-        mode = run.params.record or self._settings.bridgerag_records
+        mode = run.params.record or self._own.records
         if mode is DecisionRecords.JSONL:
             path = records_path(self._settings.data_dir, result.index)
             record.persisted_to = str(path)
@@ -296,5 +302,3 @@ def _label(unit: Unit) -> str:
     title = unit.metadata.get("title")
     return str(title) if title else cut(unit.text, LABEL_CHARS)
 
-
-register_method(METHOD, BridgeRagMethod)

@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from hopindex.core.models import EntityMention, MentionSource
+from hopindex.backends.protocols import UnitFilter
+from hopindex.core.models import EntityMention, MentionSource, UnitKind
 from hopindex.core.text import word_tokens
+from hopindex.methods.plugin import PhaseContext
+
+_PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
 
 
 class TitleLexicon:
@@ -45,3 +49,26 @@ class TitleLexicon:
                         counts[entity] += 1
         return [EntityMention(entity=e, doc_id=doc_id, source=MentionSource.LEXICON, count=c)
                 for e, c in sorted(counts.items())]
+
+
+def documents_to_relink(context: PhaseContext, job_doc_ids: Sequence[str],
+                        dropped_titles: Sequence[str], tau: int) -> list[str]:
+    """The job's own documents, documents elsewhere that name one of their titles, and
+    documents that named a title no document holds any more."""
+    state, index = context.state, context.index
+    job_docs = set(job_doc_ids)
+    rescan = set(job_docs)
+    if job_docs and len(state.document_hashes(index)) > len(job_docs):
+        # Only a mention count above tau matters beyond tau, so a bounded search suffices.
+        limit = max(50, 4 * tau)
+        for entity, owners in state.title_lexicon(index).items():
+            if job_docs.isdisjoint(owners):
+                continue
+            phrase = " ".join(word_tokens(entity))
+            hits = context.keywords.search_phrase(index, phrase, limit, _PASSAGES)
+            for unit in state.get_units(index, [h.unit_id for h in hits]):
+                rescan.update(unit.source_doc_ids)
+    if dropped_titles:
+        for mentions in state.mentions_of_entities(index, dropped_titles).values():
+            rescan.update(m.doc_id for m in mentions if m.source is MentionSource.LEXICON)
+    return sorted(rescan)

@@ -10,7 +10,6 @@ from hopindex.methods.base import (
     QueryResult,
     Retrieval,
     SearchContext,
-    register_method,
 )
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
@@ -43,5 +42,3 @@ class ExtractiveMethod:
         result.latency_s = time.perf_counter() - started
         return result
 
-
-register_method(ExtractiveMethod.name, ExtractiveMethod)

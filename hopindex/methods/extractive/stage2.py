@@ -22,10 +22,6 @@ class BridgePolicy:
     max_docs: int = 5
     max_sentences: int = 2
 
-    def is_bridge(self, document_frequency: int) -> bool:
-        """IndexRAG's window: shared by at least two documents, at most tau."""
-        return 2 <= document_frequency <= self.tau
-
 
 def mentioning_sentences(entity: str, document: Document, analysis: TextAnalysis) -> list[str]:
     found: list[str] = []

@@ -6,10 +6,21 @@ facts that combine two or more documents; each becomes a bridge unit. A query
 keeps every AKU but at most ``k_b`` bridging facts (balanced selection).
 
 The prompts, reply validators, unit builders and selection are pure and testable
-offline; ``indexing`` makes a batch's calls for the stage tasks, and ``query``
-registers the query method.
+offline; ``indexing`` makes a batch's calls, ``method`` is the index method and
+``query`` the query method.
 """
 
+from hopindex.core.models import UnitKind
+from hopindex.methods.indexrag.method import IndexRagIndexMethod
 from hopindex.methods.indexrag.query import IndexRagMethod
+from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 
-__all__ = ["IndexRagMethod"]
+__all__ = ["IndexRagIndexMethod", "IndexRagMethod", "register"]
+
+
+def register(registry: MethodRegistry) -> None:
+    registry.add_index_method(IndexRagIndexMethod())
+    registry.add_query_method(QueryMethodSpec(
+        name=IndexRagMethod.name, factory=IndexRagMethod,
+        reads=frozenset({UnitKind.AKU}), llm_use=LlmUse.REQUIRED,
+        summary="AKUs and at most k_b bridging facts, one answer call"))

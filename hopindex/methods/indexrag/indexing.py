@@ -1,6 +1,6 @@
 """IndexRAG's two LLM stages over a batch: AKUs per chunk, bridging facts per entity.
 
-The stage tasks own storage and job records; these functions own the calls. Every
+The runtime owns storage and job records; these functions own the calls. Every
 request of a batch is sent concurrently through the runner (the rate limiter paces
 them), and a request that fails for good fails only its document or entity.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Stage, Unit
+from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, parse_stage1, parse_stage2
-from hopindex.methods.indexrag.prompts import stage1_request, stage2_request
+from hopindex.methods.indexrag.prompts import STAGE1, STAGE2, stage1_request, stage2_request
 from hopindex.methods.indexrag.units import (
     aku_unit,
     bridge_units,
@@ -72,7 +72,7 @@ def extract_documents(llm: LlmRunner, documents: Sequence[Document], usage: Usag
     errors: list[ItemError] = []
     for position, document in enumerate(documents):
         if position in failure_of:
-            errors.append(ItemError(item=document.doc_id, stage=Stage.STAGE1,
+            errors.append(ItemError(item=document.doc_id, stage=STAGE1,
                                     reason=f"LLM extraction failed at {failure_of[position]}"))
             continue
         facts = facts_of[position]
@@ -106,7 +106,7 @@ def write_bridging_facts(llm: LlmRunner, index: str, planned: Mapping[str, Seque
     errors: list[ItemError] = []
     for entity, outcome in zip(entities, outcomes, strict=True):
         if isinstance(outcome, HopindexError):
-            errors.append(ItemError(item=entity, stage=Stage.STAGE2,
+            errors.append(ItemError(item=entity, stage=STAGE2,
                                     reason=f"LLM bridging facts failed: {outcome}"))
             continue
         sources = tuple(doc.doc_id for doc in planned[entity])

@@ -13,10 +13,8 @@ from collections.abc import Sequence
 from hopindex.backends.llm.client import ChatRequest, ResponseFormat
 from hopindex.methods.indexrag.parsing import DocFacts
 
-STAGE1 = "stage1"
-STAGE2 = "stage2"
-ANSWER = "answer"
-ANSWER_MAX_TOKENS = 50
+STAGE1 = "indexrag.stage1"  # the phase names: LLM usage is recorded per phase
+STAGE2 = "indexrag.stage2"
 
 STAGE1_SYSTEM = ("You are an expert information extractor specializing in converting "
                  "unstructured documents into clear, atomic question-answer pairs.")
@@ -48,14 +46,6 @@ STAGE2_REQUIREMENTS = (
     'Return, where only a JSON object is allowed, {"bridging_facts": [...]} instead.'
 )
 
-ANSWER_SYSTEM = (
-    "You are a precise question answering assistant. Answer with ONLY the exact "
-    "information requested, with no explanations or extra words. If the answer is a "
-    "name, give only the name. If the answer is a number, give only the number. If the "
-    "answer is yes/no, give only yes or no."
-)
-
-
 def stage1_request(title: str, text: str) -> ChatRequest:
     """Fig. 4 for one chunk; the title helps the model name subjects instead of 'it'."""
     passage = f"{title}\n{text}" if title else text
@@ -80,14 +70,6 @@ def stage2_request(entity: str, docs: Sequence[DocFacts]) -> ChatRequest:
             f"\n\n{STAGE2_REQUIREMENTS}")
     return ChatRequest(stage=STAGE2, messages=(("user", user),), temperature=0.0,
                        response_format=ResponseFormat.JSON)
-
-
-def answer_request(question: str, contexts: Sequence[str]) -> ChatRequest:
-    """Fig. 7 over the selected units' texts; a short answer, deterministic."""
-    context = "\n\n".join(c.strip() for c in contexts if c.strip())
-    user = f"Context: {context}\nQuestion: {_one_line(question)}"
-    return ChatRequest(stage=ANSWER, messages=(("system", ANSWER_SYSTEM), ("user", user)),
-                       temperature=0.0, max_tokens=ANSWER_MAX_TOKENS)
 
 
 def _one_line(text: str) -> str:

@@ -19,21 +19,21 @@ from hopindex.methods.base import (
     QueryResult,
     Retrieval,
     SearchContext,
-    register_method,
 )
-from hopindex.methods.indexrag.prompts import answer_request
-from hopindex.methods.indexrag.selection import K_BRIDGE, K, balanced_selection
 from hopindex.methods.indexrag.units import METHOD
 from hopindex.methods.phases import PhaseTimer, QueryPhase
+from hopindex.methods.retrieval.answer import answer_request
 from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.kinds import FACTS, preferred_filter
 from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.selection import K_BRIDGE, K, balanced_selection
 
 RETRIEVE_K = 20
-_INDEXRAG_UNITS = UnitFilter(kinds=(UnitKind.AKU, UnitKind.BRIDGE))
 
 
-def unit_filter_for(index_method: str) -> UnitFilter | None:
-    return _INDEXRAG_UNITS if index_method == METHOD else None
+def unit_filter_for(held: frozenset[UnitKind]) -> UnitFilter | None:
+    """AKUs and bridging facts when the index holds them; else every unit."""
+    return preferred_filter(held, (FACTS,))
 
 
 class IndexRagMethod:
@@ -52,7 +52,7 @@ class IndexRagMethod:
         timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, searched,
                                     retrieval=retrieval,
-                                    unit_filter=unit_filter_for(self._context.index_method(index)))
+                                    unit_filter=unit_filter_for(self._context.kinds_of(index)))
         timer.add_all(found.phases_s)
         pool = [found.units[h.unit_id] for h in found.hits[:pool_size]]
         chosen = balanced_selection(pool, K, K_BRIDGE)
@@ -76,5 +76,3 @@ class IndexRagMethod:
         result.latency_s = time.perf_counter() - started
         return result
 
-
-register_method(IndexRagMethod.name, IndexRagMethod)

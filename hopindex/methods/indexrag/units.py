@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from hopindex.core.ids import unit_id
-from hopindex.core.models import Document, IndexMethod, Sentence, Unit, UnitKind
+from hopindex.core.models import Document, Sentence, Unit, UnitKind
 from hopindex.core.text import keep_entity, normalize_entity
-from hopindex.methods.extractive.stage1 import ChunkPolicy, chunk_text
+from hopindex.methods.chunking import DEFAULT_POLICY, ChunkPolicy, chunk_text
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, QaPair
 
-METHOD = IndexMethod.INDEXRAG.value
+METHOD = "indexrag"
 MAX_DOCS_PER_ENTITY = 5
 MAX_FACTS_PER_DOC = 8
-DEFAULT_POLICY = ChunkPolicy()  # 2,000 characters, 200 overlap
 
 
 def chunk_document(document: Document, sentences: tuple[Sentence, ...] = (),

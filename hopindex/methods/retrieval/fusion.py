@@ -7,19 +7,13 @@ scale, which BridgeRAG's PIT fusion also uses.
 
 from __future__ import annotations
 
-import enum
 from collections import defaultdict
 from collections.abc import Sequence
 
 from hopindex.core.models import Hit
+from hopindex.methods.base import FusionMode
 
 RRF_K = 60
-
-
-class FusionMode(enum.StrEnum):
-    RRF = "rrf"
-    PERCENTILE = "percentile"
-    NONE = "none"  # the first list only, as ranked by its engine
 
 
 def reciprocal_rank_fusion(lists: Sequence[Sequence[Hit]], *, rrf_k: int = RRF_K,

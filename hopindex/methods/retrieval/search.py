@@ -9,7 +9,8 @@ from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import Hit, Unit
 from hopindex.methods.base import QueryOptions, Retrieval, SearchContext
 from hopindex.methods.phases import PhaseTimer, QueryPhase
-from hopindex.methods.retrieval.fusion import FusionMode, fuse
+from hopindex.methods.base import FusionMode
+from hopindex.methods.retrieval.fusion import fuse
 
 
 @dataclass(slots=True)

@@ -11,17 +11,18 @@ import time
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, VectorRecord
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, Stage
+from hopindex.scheduler.failed_items import PURGE_PHASE
 from hopindex.scheduler.lifecycle import maybe_progress
+from hopindex.scheduler.progress import is_cancelled, settle
+from hopindex.scheduler.task_names import EMBED, PURGE
 from hopindex.workers.app import app
-from hopindex.workers.failed_items import PURGE_PHASE
-from hopindex.workers.progress import is_cancelled, settle
 from hopindex.workers.runtime import current_runtime
 from hopindex.workers.writes import delete_units_everywhere
 
 log = get_logger(__name__)
 
 
-@app.task(name="hopindex.embed")  # type: ignore[untyped-decorator]  # celery is untyped
+@app.task(name=EMBED)  # type: ignore[untyped-decorator]  # celery is untyped
 def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
     """Returns how many units were embedded (0 when all were already)."""
     runtime = current_runtime()
@@ -48,7 +49,7 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
         state.mark_embedded(index, [u.unit_id for u in units])
 
     def change(job: Job) -> None:
-        counts = job.counts[Stage.EMBED]
+        counts = job.count(Stage.EMBED)
         counts.done += len(units)
         counts.skipped += len(unit_ids) - len(units)
         job.units_embedded += len(units)
@@ -61,7 +62,7 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
     return len(units)
 
 
-@app.task(name="hopindex.purge")  # type: ignore[untyped-decorator]  # celery is untyped
+@app.task(name=PURGE)  # type: ignore[untyped-decorator]  # celery is untyped
 def purge(job_id: str, index: str, unit_ids: list[str]) -> int:
     """Delete units a stage replaced, engines first (see workers/writes.py); returns how
     many were given. Deleting an id twice is a no-op, so redelivery is harmless.

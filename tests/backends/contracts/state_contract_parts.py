@@ -133,8 +133,8 @@ class JobStoreContract:
     def test_job_round_trips(self, store: StateStore, index: str) -> None:
         """A job with counts and errors comes back equal; unknown ids are None."""
         job = new_job(index)
-        job.counts[Stage.STAGE1].total = 7
-        job.errors.append(ItemError(item="d1", stage=Stage.STAGE1, reason="empty", where="text"))
+        job.count("extractive.stage1").total = 7
+        job.errors.append(ItemError(item="d1", stage="extractive.stage1", reason="empty", where="text"))
         store.create_job(job)
         assert store.get_job(job.job_id) == job
         assert store.get_job("no-such-job") is None

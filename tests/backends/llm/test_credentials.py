@@ -124,7 +124,7 @@ def test_keyless_service_ingests_and_answers_with_the_llm(
     with Hopindex(settings) as service:
         job = service.ingest_documents("curie", CURIE_CORPUS)
         assert job.state is JobState.SUCCEEDED and not job.errors
-        assert job.llm["stage1"].calls == len(CURIE_CORPUS)
+        assert job.llm["indexrag.stage1"].calls == len(CURIE_CORPUS)
         result = service.query("curie", "Where was Marie Curie born?")
     assert result.method == "indexrag" and result.answer
     assert result.usage.llm_calls == 1

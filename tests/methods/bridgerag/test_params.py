@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from hopindex.core.errors import InvalidInputError
-from hopindex.core.settings import DecisionRecords
 from hopindex.methods.base import QueryOptions
 from hopindex.methods.bridgerag.params import (
     EVAL_VARIANTS,
     BridgePosition,
     BridgeRagParams,
     Condition,
+    DecisionRecords,
     Extraction,
 )
 

@@ -15,7 +15,7 @@ import pytest
 
 from hopindex.core.errors import ConfigError, InvalidInputError, LlmAuthenticationError
 from hopindex.core.ids import doc_id_from_title
-from hopindex.core.models import JobState, Stage, UnitKind
+from hopindex.core.models import JobState, UnitKind
 from hopindex.core.settings import CacheMode
 from hopindex.methods.base import QueryOptions
 from hopindex.methods.indexrag.units import chunk_document
@@ -41,13 +41,13 @@ def test_a_document_whose_extraction_fails_for_good_fails_alone(
               doc_id="broken")
     job = service.ingest_documents("curie", [*CURIE_CORPUS, bad])
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS
-    assert job.missing() == {"stage1": 1}
-    assert [(e.item, e.stage) for e in job.errors] == [("broken", Stage.STAGE1)]
+    assert job.missing() == {"indexrag.stage1": 1}
+    assert [(e.item, e.stage) for e in job.errors] == [("broken", "indexrag.stage1")]
     failed = service.outstanding("curie").failed
-    assert [(f.phase, f.item) for f in failed] == [("stage1", "broken")]
+    assert [(f.phase, f.item) for f in failed] == [("indexrag.stage1", "broken")]
     assert "not the expected JSON after one repair" in job.errors[0].reason
-    assert job.counts[Stage.STAGE1].failed == 1
-    assert job.counts[Stage.STAGE1].done == len(CURIE_CORPUS)
+    assert job.count("indexrag.stage1").failed == 1
+    assert job.count("indexrag.stage1").done == len(CURIE_CORPUS)
     hashes = service.backends.state.document_hashes("curie")
     assert hashes["broken"] == ""  # retried by the next ingest
     assert all(h for d, h in hashes.items() if d != "broken")
@@ -151,7 +151,7 @@ def test_deleting_a_document_rebuilds_the_bridges_it_fed(
     assert state.units_of_documents("curie", [marie]) == []
     assert all(marie not in u.source_doc_ids
                for u in state.get_units("curie", [u.unit_id for u in fed]))
-    assert job.counts[Stage.STAGE2].total > 0
+    assert job.count("indexrag.stage2").total > 0
 
 
 def test_ircot_alone_reads_passages_of_an_extractive_index(
@@ -182,7 +182,7 @@ def test_twenty_percent_injected_faults_still_index_every_document(
     hashes = service.backends.state.document_hashes("hotpot")
     assert len(hashes) > 900 and all(hashes.values())
     documents = service.get_documents("hotpot", sorted(hashes))
-    assert job.llm["stage1"].calls == sum(len(chunk_document(d)) for d in documents)
+    assert job.llm["indexrag.stage1"].calls == sum(len(chunk_document(d)) for d in documents)
     stats = server.stats
     faults = (stats.count(Endpoint.CHAT, Outcome.RATE_LIMITED)
               + stats.count(Endpoint.CHAT, Outcome.SERVER_ERROR))

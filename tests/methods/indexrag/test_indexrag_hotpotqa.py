@@ -14,7 +14,7 @@ from importlib.resources import as_file, files
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Document, Job, JobState, Stage, UnitKind
+from hopindex.core.models import Document, Job, JobState, UnitKind
 from hopindex.methods.base import QueryOptions
 from hopindex.methods.indexrag.indexing import plan_bridges
 from hopindex.methods.indexrag.parsing import ExtractedFacts, QaPair
@@ -78,7 +78,7 @@ def test_stage1_makes_exactly_one_call_per_chunk(ingested: Ingested) -> None:
     chunks = sum(len(chunk_document(d)) for d in ingested.documents)
     assert chunks > len(ingested.documents)  # some documents are long enough to split
     assert ingested.stats.by_kind["stage1"] == chunks
-    assert ingested.job.llm["stage1"].calls == chunks
+    assert ingested.job.llm["indexrag.stage1"].calls == chunks
 
 
 def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> None:
@@ -101,7 +101,7 @@ def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> 
     planned = plan_bridges(window, holders)
     assert len(planned) > 500
     assert ingested.stats.by_kind["stage2"] == len(planned)
-    assert ingested.job.llm["stage2"].calls == len(planned)
+    assert ingested.job.llm["indexrag.stage2"].calls == len(planned)
 
 
 def test_job_usage_equals_what_the_server_counted(ingested: Ingested) -> None:
@@ -157,7 +157,7 @@ def test_second_identical_ingest_makes_no_llm_calls(ingested: Ingested) -> None:
     with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
         job = ingested.service.ingest_paths(INDEX, [corpus])
     assert job.state is JobState.SUCCEEDED
-    assert job.counts[Stage.STAGE1].skipped == len(ingested.documents)
+    assert job.count("indexrag.stage1").skipped == len(ingested.documents)
     assert job.llm_total.calls == 0
     assert ingested.server.stats.count(Endpoint.CHAT) == before
 
@@ -173,8 +173,8 @@ def test_same_documents_in_a_new_index_come_from_the_response_cache(
     after = ingested.server.stats
     chunks = sum(len(chunk_document(d)) for d in subset)
     assert job.state is JobState.SUCCEEDED
-    assert job.llm["stage1"].cache_hits == chunks
-    assert job.llm["stage1"].calls == 0
+    assert job.llm["indexrag.stage1"].cache_hits == chunks
+    assert job.llm["indexrag.stage1"].calls == 0
     assert after.by_kind["stage1"] == before.by_kind["stage1"]
 
 
@@ -187,9 +187,9 @@ def test_changed_document_recomputes_only_what_it_touches(ingested: Ingested) ->
     job = ingested.service.ingest_documents(INDEX, [_raw(changed)])
     after = ingested.server.stats
     assert job.state is JobState.SUCCEEDED
-    assert job.llm["stage1"].calls == 1
-    stage2_calls = job.llm["stage2"].calls if "stage2" in job.llm else 0
-    assert stage2_calls <= job.counts[Stage.STAGE2].total < 60
+    assert job.llm["indexrag.stage1"].calls == 1
+    stage2_calls = job.llm["indexrag.stage2"].calls if "indexrag.stage2" in job.llm else 0
+    assert stage2_calls <= job.count("indexrag.stage2").total < 60
     assert after.count(Endpoint.CHAT) - before.count(Endpoint.CHAT) == job.llm_total.calls
     assert ingested.service.backends.state.document_hashes(INDEX)[document.doc_id]
 

@@ -18,8 +18,7 @@ from hopindex.methods.indexrag.parsing import (
     parse_stage1,
     parse_stage2,
 )
-from hopindex.methods.indexrag.prompts import answer_request, stage1_request, stage2_request
-from hopindex.methods.indexrag.selection import balanced_selection
+from hopindex.methods.indexrag.prompts import stage1_request, stage2_request
 from hopindex.methods.indexrag.units import (
     aku_unit,
     bridge_units,
@@ -27,6 +26,8 @@ from hopindex.methods.indexrag.units import (
     document_entities,
     select_facts,
 )
+from hopindex.methods.retrieval.answer import answer_request
+from hopindex.methods.retrieval.selection import balanced_selection
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 

@@ -24,7 +24,7 @@ from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.models import IndexMethod, JobKind, JobState, Stage
 from hopindex.core.settings import Settings
 from hopindex.methods.base import MAX_CANDIDATES, MAX_K, Retrieval, method_names
-from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.methods.base import FusionMode
 from hopindex.scheduler.outstanding import IndexStatus
 
 Schema = dict[str, Any]

@@ -36,7 +36,7 @@ from hopindex.methods.base import (
     method_names,
 )
 from hopindex.methods.bridgerag.params import BridgeRagParams
-from hopindex.methods.retrieval.fusion import FusionMode
+from hopindex.methods.base import FusionMode
 
 QUERY_FIELDS = ("question", "method", "k", "retrieval", "fusion", "candidates",
                 "dense_weight", "keyword_weight", "options")

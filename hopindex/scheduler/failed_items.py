@@ -12,23 +12,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hopindex.backends.protocols import FailedItemStore
-from hopindex.core.models import FailedItem, ItemError, Job, Stage
+from hopindex.core.models import FailedItem, ItemError, Job
 
 # Units a job replaced (stale bridges, passages of changed text) but ended before its
 # embed phase purged: outstanding like failed items, purged by the next job's embed phase.
 PURGE_PHASE = "purge"
 
 
-def settle_items(store: FailedItemStore, index: str, job_id: str, stage: Stage, *,
+def level_phase(phase: str, level: int) -> str:
+    """The name failed items of one level of a levels phase are kept under."""
+    return f"{phase}@{level}"
+
+
+def settle_items(store: FailedItemStore, index: str, job_id: str, phase: str, *,
                  errors: Sequence[ItemError], completed: Sequence[str]) -> None:
-    """Record ``errors`` of ``stage`` as failed items and clear the ``completed`` ones.
+    """Record ``errors`` as failed items of ``phase`` and clear the ``completed`` ones.
 
     Idempotent, so a redelivered task repeats it harmlessly.
     """
-    failed = [FailedItem(phase=stage.value, item=e.item, reason=e.reason, job_id=job_id)
-              for e in errors if e.stage is stage]
+    failed = [FailedItem(phase=phase, item=e.item, reason=e.reason, job_id=job_id)
+              for e in errors]
     failed_ids = {f.item for f in failed}
-    store.clear_failed_items(index, stage.value, [i for i in completed if i not in failed_ids])
+    store.clear_failed_items(index, phase, [i for i in completed if i not in failed_ids])
     store.put_failed_items(index, failed)
 
 

@@ -1,0 +1,152 @@
+"""What building an index cost: the ingest's wall time and, per phase of its index method,
+the job's counts and LLM usage (calls, prompt and completion tokens, cache hits).
+
+Pure: built from a job record and the phase names, so a report can be checked on
+hand-built jobs. The job record is imported for type checking only; the CLI imports
+this module on every start.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hopindex.core.models import Job
+
+
+class BuildSource(enum.StrEnum):
+    """Where a build's figures come from."""
+
+    BUILT = "built"  # this run ingested the corpus: the figures are that job's
+    REUSED = "reused"  # the index existed: the figures are those of the job that built it
+    # The index existed and no job that indexed documents into it is on record (imported,
+    # or its jobs pruned): the figures are zeros, not a measurement.
+    REUSED_UNRECORDED = "reused-unrecorded"
+
+
+@dataclass
+class PhaseCost:
+    """One phase of a build (``indexrag.stage1``): the job's item counts and LLM usage."""
+
+    phase: str
+    kind: str = ""
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+
+    def add(self, other: PhaseCost) -> None:
+        self.done += other.done
+        self.skipped += other.skipped
+        self.failed += other.failed
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cache_hits += other.cache_hits
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PhaseCost:
+        return cls(phase=data["phase"], kind=data.get("kind", ""), done=data["done"],
+                   skipped=data["skipped"], failed=data["failed"],
+                   llm_calls=data["llm_calls"], prompt_tokens=data["prompt_tokens"],
+                   completion_tokens=data["completion_tokens"], cache_hits=data["cache_hits"])
+
+
+@dataclass
+class BuildCost:
+    """One index of an evaluation run and what building it cost."""
+
+    index_method: str
+    index: str
+    source: BuildSource
+    documents: int  # in the index when it was evaluated
+    wall_s: float = 0.0
+    job_id: str | None = None
+    job_state: str | None = None
+    phases: list[PhaseCost] = field(default_factory=list)
+
+    def total(self) -> PhaseCost:
+        total = PhaseCost(phase="total")
+        for phase in self.phases:
+            total.add(phase)
+        return total
+
+    def phase(self, name: str) -> PhaseCost | None:
+        return next((p for p in self.phases if p.phase == name), None)
+
+    @property
+    def described(self) -> str:
+        """The source in words, naming the job whose figures these are."""
+        if self.source is BuildSource.BUILT:
+            return f"built by job {self.job_id}"
+        if self.source is BuildSource.REUSED:
+            return f"reused; cost of job {self.job_id}"
+        return "reused; no job on record, cost 0"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BuildCost:
+        return cls(index_method=data["index_method"], index=data["index"],
+                   source=BuildSource(data["source"]), documents=data["documents"],
+                   wall_s=data["wall_s"], job_id=data.get("job_id"),
+                   job_state=data.get("job_state"),
+                   phases=[PhaseCost.from_dict(p) for p in data.get("phases", [])])
+
+
+def build_cost(index_method: str, index: str, source: BuildSource, documents: int,
+               job: Job | None, phases: Sequence[tuple[str, str]]) -> BuildCost:
+    """The cost of ``job`` (None: zeros) per phase, ``phases`` being the index method's
+    (qualified name, kind) in order; LLM usage the job recorded under another name
+    follows them, so no call goes uncounted."""
+    cost = BuildCost(index_method=index_method, index=index, source=source,
+                     documents=documents)
+    kinds = dict(phases)
+    if job is None:
+        cost.phases = [PhaseCost(phase=name, kind=kind) for name, kind in phases]
+        return cost
+    cost.job_id = job.job_id
+    cost.job_state = job.state.value
+    if job.finished_at is not None and job.started_at is not None:
+        cost.wall_s = job.finished_at - job.started_at
+    names = list(dict.fromkeys([*kinds, *job.llm]))
+    for name in names:
+        phase = PhaseCost(phase=name, kind=kinds.get(name, job.phases.get(name, "")))
+        if (counts := job.counts.get(name)) is not None:
+            phase.done, phase.skipped, phase.failed = counts.done, counts.skipped, counts.failed
+        if (usage := job.llm.get(name)) is not None:
+            phase.llm_calls, phase.cache_hits = usage.calls, usage.cache_hits
+            phase.prompt_tokens = usage.prompt_tokens
+            phase.completion_tokens = usage.completion_tokens
+        cost.phases.append(phase)
+    return cost
+
+
+BUILD_HEADER = ("index method", "index", "build", "docs", "wall s", "phase", "done",
+                "skipped", "failed", "LLM calls", "prompt tok", "compl tok", "cache hits")
+
+
+def _phase_cells(phase: PhaseCost) -> list[str]:
+    return [phase.phase, str(phase.done), str(phase.skipped), str(phase.failed),
+            str(phase.llm_calls), str(phase.prompt_tokens), str(phase.completion_tokens),
+            str(phase.cache_hits)]
+
+
+def build_rows(builds: Sequence[BuildCost]) -> list[list[str]]:
+    """Each build's phases, then its total; the build's own cells on its first row only."""
+    rows: list[list[str]] = []
+    for build in builds:
+        first = [build.index_method, build.index, build.described, str(build.documents),
+                 f"{build.wall_s:.2f}"]
+        blank = [""] * len(first)
+        for n, phase in enumerate(build.phases):
+            rows.append([*(first if n == 0 else blank), *_phase_cells(phase)])
+        # Items of different phases (documents, bridge entities) do not add up.
+        total = _phase_cells(build.total())
+        total[1:4] = [""] * 3
+        rows.append([*(blank if build.phases else first), *total])
+    return rows

@@ -1,0 +1,85 @@
+"""``indexrag`` as an index method: stage 1 (AKUs per chunk), stage 2 (bridging facts).
+
+One LLM call per chunk, then one per bridge entity whose facts sit in at least two
+documents. A document whose extraction fails keeps its previous units and its
+empty content hash, so the next ingest tries it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hopindex.core.errors import ConfigError
+from hopindex.core.models import Document, MentionSource, UnitKind
+from hopindex.methods.bridges import (
+    BRIDGES,
+    bridge_documents,
+    forget_mentions,
+    replace_document_mentions,
+)
+from hopindex.methods.indexrag.indexing import extract_documents, plan_bridges, write_bridging_facts
+from hopindex.methods.indexrag.units import METHOD, doc_facts_from_units
+from hopindex.methods.plugin import (
+    DocumentsPhase,
+    DocumentsResult,
+    Forgotten,
+    GroupsPhase,
+    GroupsResult,
+    LlmUse,
+    Phase,
+    PhaseContext,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRagSettings:
+    """``HOPINDEX_INDEXRAG_TAU``: bridge entities are named by 2..tau documents."""
+
+    tau: int = 10
+
+    def __post_init__(self) -> None:
+        if self.tau < 2:
+            raise ConfigError(f"HOPINDEX_INDEXRAG_TAU must be at least 2, got {self.tau}")
+
+
+def run_stage1(context: PhaseContext, documents: list[Document]) -> DocumentsResult:
+    extractions, errors = extract_documents(context.require_llm(), documents, context.usage)
+    result = DocumentsResult(errors=errors)
+    for extraction in extractions:
+        result.units.extend(extraction.units)
+        result.touch(BRIDGES, replace_document_mentions(
+            context, extraction.document.doc_id, extraction.mentions(), (MentionSource.LLM,)))
+        result.touch(BRIDGES, extraction.entities)
+    return result
+
+
+def build_bridges(context: PhaseContext, entities: list[str]) -> GroupsResult:
+    bridged, doc_ids_of = bridge_documents(context.state, context.index, entities,
+                                           context.settings.tau)
+    needed = sorted({d for e in bridged for d in doc_ids_of[e]})
+    facts = doc_facts_from_units(context.state.units_of_documents(
+        context.index, needed, kinds=(UnitKind.AKU,)))
+    planned = plan_bridges(bridged, {e: [facts[d] for d in doc_ids_of[e] if d in facts]
+                                     for e in bridged})
+    if not planned:
+        return GroupsResult()
+    outcomes, errors = write_bridging_facts(context.require_llm(), context.index, planned,
+                                            context.usage)
+    return GroupsResult(built={o.entity: o.units for o in outcomes}, errors=errors)
+
+
+class IndexRagIndexMethod:
+    name = METHOD
+    llm_use = LlmUse.REQUIRED
+    settings_type = IndexRagSettings
+    writes = frozenset({UnitKind.AKU, UnitKind.BRIDGE})
+    default_queries = ("indexrag", "ircot")
+    phases: tuple[Phase, ...] = (
+        DocumentsPhase(name="stage1", run=run_stage1, writes=frozenset({UnitKind.AKU})),
+        GroupsPhase(name="stage2", namespace=BRIDGES, build=build_bridges,
+                    writes=frozenset({UnitKind.BRIDGE})),
+    )
+
+    def forget_documents(self, context: PhaseContext, doc_ids: Sequence[str]) -> Forgotten:
+        return forget_mentions(context, doc_ids)

@@ -1,0 +1,297 @@
+"""What an index method is: its settings, the units it writes, and its phases.
+
+An index method is pure work on documents and groups. It never touches Celery, an
+engine's write path or a job record: the runtime (``hopindex/scheduler`` and
+``hopindex/workers``) runs its phases as recorded fan-outs, writes the units a phase
+returns, embeds them, purges the units they replace, records failed items and
+re-plans them, and reports progress, LLM usage, events and metrics once for every
+method. ``docs/methods.md`` walks through writing one.
+
+A phase is one of three kinds:
+
+- ``DOCUMENTS`` (stage1 queue): a batch of documents in, their units out. The
+  runtime finds the units each document's run replaces (same document, a kind the
+  phase writes, an id no longer produced) and purges them after embedding. A
+  document whose run fails keeps its previous units and no content hash, so the
+  next ingest runs it again.
+- ``GROUPS`` (stage2 queue): group keys touched by earlier phases in (bridge
+  entities), each group's units out, replacing that group's previous units in the
+  group store. A key that fails keeps its previous units and is planned again by
+  every later job until it succeeds.
+- ``LEVELS`` (stage2 queue): work over the whole index, level by level (trees,
+  global linking). The runtime asks ``plan_level`` for level 0's items, fans them
+  out to ``build_level``, embeds what they wrote, asks for level 1, and so on until
+  the planner returns nothing. Each item is a group of the phase's namespace.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore
+from hopindex.core.errors import ConfigError
+from hopindex.core.models import Document, ItemError, Unit, UnitKind
+from hopindex.methods.base import QueryMethod, SearchContext
+
+if TYPE_CHECKING:
+    from hopindex.backends.llm.runner import LlmRunner
+    from hopindex.backends.llm.usage import UsageMeter
+
+
+class LlmUse(enum.StrEnum):
+    """Whether a method calls an LLM: an index needing one refuses to start without it."""
+
+    NONE = "none"
+    REQUIRED = "required"
+
+
+class PhaseKind(enum.StrEnum):
+    DOCUMENTS = "documents"
+    GROUPS = "groups"
+    LEVELS = "levels"
+
+
+@dataclass(slots=True)
+class Scope:
+    """What a job changes, carried from phase to phase as JSON.
+
+    ``doc_ids``: documents new or changed (an ingest) or not fully indexed (a
+    repair); ``deleted``: documents a delete removed; ``touched``: group keys to
+    rebuild, per namespace; ``notes``: lists a method keeps for its later phases
+    (the extractive method's titles that name no document any more).
+    """
+
+    doc_ids: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    touched: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def touch(self, touched: Mapping[str, Sequence[str] | set[str]]) -> None:
+        for namespace, keys in touched.items():
+            if keys:
+                self.touched[namespace] = sorted(set(self.touched.get(namespace, ())) | set(keys))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"doc_ids": list(self.doc_ids), "deleted": list(self.deleted),
+                "touched": {k: list(v) for k, v in sorted(self.touched.items())},
+                "notes": {k: list(v) for k, v in sorted(self.notes.items())}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scope:
+        return cls(doc_ids=list(data.get("doc_ids", [])), deleted=list(data.get("deleted", [])),
+                   touched={str(k): list(v) for k, v in data.get("touched", {}).items()},
+                   notes={str(k): list(v) for k, v in data.get("notes", {}).items()})
+
+
+LlmProvider = Callable[[], "LlmRunner | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseContext:
+    """What a phase function may use: the index's state (documents, units, mentions,
+    groups and its own records), keyword search, the NLP analyser and the LLM (both
+    opened on first use), its method's settings, and the meter its LLM calls report to.
+
+    The state store is for reading, for the entity catalogue and for the method's own
+    records (``put_records``); units go back to the runtime as a phase's result.
+    """
+
+    index: str
+    method: str
+    phase: str
+    state: StateStore
+    keywords: KeywordIndex
+    settings: Any
+    usage: UsageMeter
+    open_nlp: Callable[[], NlpAnalyzer]
+    open_llm: LlmProvider
+
+    @property
+    def nlp(self) -> NlpAnalyzer:
+        return self.open_nlp()
+
+    def require_llm(self) -> LlmRunner:
+        llm = self.open_llm()
+        if llm is None:
+            raise ConfigError(f"index {self.index!r} is built with {self.method!r}, which needs "
+                              "an LLM, and none is configured in this process: set "
+                              "HOPINDEX_LLM_MODEL (and HOPINDEX_LLM_BASE_URL, OPENAI_API_KEY)")
+        return llm
+
+
+@dataclass(slots=True)
+class DocumentsResult:
+    """A documents phase's batch: the units written, the group keys touched per
+    namespace, and the documents that failed for good (``ItemError.item`` is the id)."""
+
+    units: list[Unit] = field(default_factory=list)
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    errors: list[ItemError] = field(default_factory=list)
+
+    def touch(self, namespace: str, keys: Iterable[str]) -> None:
+        self.touched.setdefault(namespace, set()).update(keys)
+
+
+@dataclass(slots=True)
+class GroupsResult:
+    """A groups or levels batch: each built key's units. A key asked for that is in
+    neither ``built`` nor ``errors`` has no units now; its previous ones are purged."""
+
+    built: dict[str, list[Unit]] = field(default_factory=dict)
+    errors: list[ItemError] = field(default_factory=list)
+
+
+RunDocuments = Callable[[PhaseContext, list[Document]], DocumentsResult]
+SelectDocuments = Callable[[PhaseContext, Scope], list[str]]
+BuildGroups = Callable[[PhaseContext, list[str]], GroupsResult]
+PlanLevel = Callable[[PhaseContext, int, Scope], list[str]]
+BuildLevel = Callable[[PhaseContext, int, list[str]], GroupsResult]
+
+
+def job_documents(context: PhaseContext, scope: Scope) -> list[str]:
+    """The default selection of a documents phase: the job's new or changed documents."""
+    return list(scope.doc_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentsPhase:
+    name: str
+    run: RunDocuments
+    # Unit kinds this phase writes: a document's earlier units of these kinds that
+    # its new run no longer produces are stale.
+    writes: frozenset[UnitKind] = frozenset()
+    select: SelectDocuments = job_documents
+    # Documents per task, in multiples of HOPINDEX_STAGE1_BATCH_DOCS: a light phase
+    # (no NLP, no LLM) takes bigger batches.
+    batch_scale: int = 1
+    kind: PhaseKind = PhaseKind.DOCUMENTS
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsPhase:
+    name: str
+    namespace: str
+    build: BuildGroups
+    writes: frozenset[UnitKind] = frozenset()
+    kind: PhaseKind = PhaseKind.GROUPS
+
+
+@dataclass(frozen=True, slots=True)
+class LevelsPhase:
+    name: str
+    namespace: str
+    plan: PlanLevel
+    build: BuildLevel
+    writes: frozenset[UnitKind] = frozenset()
+    # A planner that never returns an empty level would run forever: a bound.
+    max_levels: int = 32
+    kind: PhaseKind = PhaseKind.LEVELS
+
+
+Phase = DocumentsPhase | GroupsPhase | LevelsPhase
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What a method's ``forget_documents`` leaves for the phases of a delete."""
+
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+
+class IndexMethod(Protocol):
+    """An index method: how documents become units. See the module docstring."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def llm_use(self) -> LlmUse: ...
+    @property
+    def settings_type(self) -> type[Any]:
+        """A frozen dataclass of the method's settings, read from
+        ``HOPINDEX_<NAME>_<FIELD>`` variables (every field has a default)."""
+        ...
+    @property
+    def writes(self) -> frozenset[UnitKind]: ...
+    @property
+    def default_queries(self) -> tuple[str, ...]:
+        """Query methods this index answers best, the first being an index's default."""
+        ...
+    @property
+    def phases(self) -> tuple[Phase, ...]: ...
+
+    def forget_documents(self, context: PhaseContext, doc_ids: Sequence[str]) -> Forgotten:
+        """Drop the method's own records of documents a delete removes (entity mentions,
+        analyses) and say which groups they touched."""
+        ...
+
+
+def phase_name(method: str, phase: Phase | str) -> str:
+    """The qualified name a job record and the metrics use: ``indexrag.stage1``."""
+    return f"{method}.{phase if isinstance(phase, str) else phase.name}"
+
+
+def find_phase(method: IndexMethod, name: str) -> Phase:
+    """The phase of ``method`` named ``name``, bare (``stage1``) or qualified."""
+    name = name.removeprefix(f"{method.name}.")
+    for phase in method.phases:
+        if phase.name == name:
+            return phase
+    raise ConfigError(f"index method {method.name!r} has no phase {name!r}; its phases: "
+                      f"{', '.join(p.name for p in method.phases)}")
+
+
+QueryFactory = Callable[[SearchContext], QueryMethod]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMethodSpec:
+    """A query method: how to make it, the unit kinds it reads, whether it calls an LLM.
+
+    ``reads`` are the kinds the method ranks, any one of which an index must hold for
+    the method to answer from it (``extractive`` ranks passages, and bridges when the
+    index has them; ``bridgerag`` ranks passages or AKUs); empty means any index.
+    ``settings_type``, when given, is a frozen dataclass read from
+    ``HOPINDEX_<NAME>_<FIELD>`` like an index method's settings.
+    """
+
+    name: str
+    factory: QueryFactory
+    reads: frozenset[UnitKind]
+    llm_use: LlmUse
+    summary: str
+    settings_type: type[Any] | None = None
+
+
+class MethodRegistry:
+    """Index methods and query methods by name."""
+
+    def __init__(self) -> None:
+        self.index_methods: dict[str, IndexMethod] = {}
+        self.query_methods: dict[str, QueryMethodSpec] = {}
+
+    def add_index_method(self, method: IndexMethod) -> None:
+        _check_name(method.name, "index method")
+        if method.name in self.index_methods:
+            raise ConfigError(f"index method {method.name!r} is registered twice")
+        names = [p.name for p in method.phases]
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(f"index method {method.name!r} must have phases with distinct "
+                              f"names, got {names}")
+        self.index_methods[method.name] = method
+
+    def add_query_method(self, spec: QueryMethodSpec) -> None:
+        _check_name(spec.name, "query method")
+        if spec.name in self.query_methods:
+            raise ConfigError(f"query method {spec.name!r} is registered twice")
+        self.query_methods[spec.name] = spec
+
+
+def _check_name(name: str, what: str) -> None:
+    if not name or not all(c.islower() or c.isdigit() or c == "_" for c in name) \
+            or not name[0].isalpha():
+        raise ConfigError(f"{what} name {name!r} must be lowercase letters, digits and '_', "
+                          "starting with a letter (it prefixes HOPINDEX_<NAME>_* settings)")

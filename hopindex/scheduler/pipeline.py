@@ -1,0 +1,171 @@
+"""A job's chain of steps, for any index method: each phase, then its embed step.
+
+    phase 0 → embed → phase 1 → embed → … → finalize
+
+A documents phase runs over the documents its ``select`` picks (by default the
+job's new or changed ones); a groups phase over the keys earlier phases touched in
+its namespace, plus those an earlier job failed; a levels phase once per level
+until its planner returns nothing. Every phase and embed step is one recorded
+fan-out (scheduler/canvas.py), so a lost message is re-sent by the reaper.
+
+Each callback first claims its step on the job record (``start_phase``): one
+delivered twice, or arriving after the job was cancelled or failed, schedules
+nothing. The steps carry the job's ``Scope`` (what it changes) as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import chain
+from typing import Any
+
+from hopindex.core.ids import content_hash
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Stage
+from hopindex.methods.plugin import (
+    DocumentsPhase,
+    GroupsPhase,
+    Phase,
+    PhaseKind,
+    Scope,
+    phase_name,
+)
+from hopindex.scheduler.canvas import fan_out
+from hopindex.scheduler.failed_items import PURGE_PHASE, failed_item_ids, level_phase
+from hopindex.scheduler.lifecycle import job_succeeded, start_phase
+from hopindex.scheduler.progress import batched
+from hopindex.scheduler.runtime import Runtime
+from hopindex.scheduler.task_names import (
+    AFTER_PHASE,
+    EMBED,
+    FINALIZE,
+    PHASE_TASKS,
+    PURGE,
+    START_STEP,
+)
+
+log = get_logger(__name__)
+
+
+def start_step(runtime: Runtime, job_id: str, index: str, *, position: int, level: int,
+               scope: Scope) -> None:
+    """Fan out phase ``position`` (at ``level`` for a levels phase); past the last
+    phase, the job's finalize step."""
+    method = runtime.index_method(index)
+    state = runtime.backends.state
+    while position < len(method.phases):
+        phase = method.phases[position]
+        qualified = phase_name(method.name, phase)
+        context = runtime.phase_context(index, phase.name)
+        step = qualified
+        if isinstance(phase, DocumentsPhase):
+            items = sorted(set(phase.select(context, scope)))
+            size = runtime.settings.stage1_batch_docs * phase.batch_scale
+        elif isinstance(phase, GroupsPhase):
+            # Keys an earlier job failed for good are planned again by every job, so the
+            # next ingest brings them back even when no document changed.
+            items = sorted(set(scope.touched.get(phase.namespace, ()))
+                           | set(failed_item_ids(state, index, qualified)))
+            size = runtime.settings.stage2_batch_entities
+        else:
+            if level >= phase.max_levels:
+                log.warning("levels_bounded", job_id=job_id, index=index, phase=qualified,
+                            max_levels=phase.max_levels)
+                position, level = position + 1, 0
+                continue
+            step = level_phase(qualified, level)
+            items = sorted(set(phase.plan(context, level, scope))
+                           | set(failed_item_ids(state, index, step)))
+            if not items:
+                position, level = position + 1, 0
+                continue
+            size = runtime.settings.stage2_batch_entities
+        if not start_phase(runtime, job_id, step, qualified, len(items), kind=phase.kind.value):
+            return
+        log.info("phase_planned", job_id=job_id, index=index, phase=step, items=len(items))
+        header = [runtime.signature(PHASE_TASKS[phase.kind], job_id, index, qualified, level,
+                                    batch) for batch in batched(items, size)]
+        fan_out(runtime, job_id, step, header,
+                runtime.signature(AFTER_PHASE, job_id, index, position, level, scope.as_dict()))
+        return
+    fan_out(runtime, job_id, "finalize-send", [],
+            runtime.signature(FINALIZE, job_id, index, scope.as_dict(), immutable=True))
+
+
+def after_phase(runtime: Runtime, results: list[dict[str, Any]], job_id: str, index: str, *,
+                position: int, level: int, scope: Scope) -> None:
+    """Embed what the phase wrote and purge what it replaced, then start the next step
+    (at once when there is nothing to embed or purge)."""
+    method = runtime.index_method(index)
+    phase = method.phases[position]
+    for result in results:
+        scope.touch(result.get("touched", {}))
+    following = (position, level + 1) if phase.kind is PhaseKind.LEVELS else (position + 1, 0)
+    qualified = phase_name(method.name, phase)
+    step = level_phase(qualified, level) if phase.kind is PhaseKind.LEVELS else qualified
+    if embed_then(runtime, f"embed:{step}", job_id, index, results=results,
+                  callback=runtime.signature(START_STEP, job_id, index, *following,
+                                             scope.as_dict(), immutable=True)):
+        return
+    start_step(runtime, job_id, index, position=following[0], level=following[1], scope=scope)
+
+
+def embed_then(runtime: Runtime, step: str, job_id: str, index: str, *,
+               results: list[dict[str, Any]], callback: Any) -> bool:
+    """Fan out embed batches of units of similar length and the purge of stale units,
+    then run ``callback``; False (nothing sent) when there is nothing to embed or purge.
+
+    The embedder pads each batch to its longest text; batches cut from a
+    length-sorted list waste almost no padding, which made the 2Wiki ingest's
+    embedding phase about as fast as one call over every text at once.
+    """
+    state = runtime.backends.state
+    sized = sorted(chain.from_iterable(r["units"] for r in results),
+                   key=lambda pair: (-pair[1], pair[0]))
+    unit_ids = list(dict.fromkeys(unit_id for unit_id, _ in sized))
+    job = state.get_job(job_id)
+    # Units replaced by jobs that ended before purging them are purged here too.
+    leftover = failed_item_ids(state, index, PURGE_PHASE)
+    stale = sorted(set(chain.from_iterable(r.get("stale", []) for r in results))
+                   | set(job.stale_units if job is not None else ()) | set(leftover))
+    if not unit_ids and not stale:
+        return False
+    if not start_phase(runtime, job_id, step, Stage.EMBED.value, len(unit_ids)):
+        return True
+    size = runtime.settings.embed_batch_units
+    fan_out(runtime, job_id, step,
+            [runtime.signature(EMBED, job_id, index, b, immutable=True)
+             for b in batched(unit_ids, size)]
+            + [runtime.signature(PURGE, job_id, index, b, immutable=True)
+               for b in batched(stale, size)], callback)
+    return True
+
+
+def finalize(runtime: Runtime, job_id: str, index: str, scope: Scope) -> None:
+    if not start_phase(runtime, job_id, "finalize", Stage.FINALIZE.value, 0):
+        return
+    _mark_indexed(runtime, job_id, index, scope.doc_ids)
+    job_succeeded(runtime, job_id, index)
+
+
+def _mark_indexed(runtime: Runtime, job_id: str, index: str, doc_ids: list[str]) -> None:
+    """Give the job's documents their content hash, the mark of a finished document.
+
+    Until now they carried an empty one (see ``submit_ingest``): a job that dies
+    at any step before this leaves them to be redone by the next ingest, where
+    unchanged units are found by id and not embedded twice. Documents a documents
+    phase failed keep the empty hash so the next ingest tries them again.
+    """
+    state = runtime.backends.state
+    job = state.get_job(job_id)
+    failed = ({e.item for e in job.errors if job.phases.get(e.stage) == PhaseKind.DOCUMENTS}
+              if job is not None else set())
+    documents = [d for d in state.get_documents(index, doc_ids) if d.doc_id not in failed]
+    state.put_documents([replace(d, content_hash=content_hash(d.title, d.text))
+                         for d in documents])
+
+
+def first_documents_phase(runtime: Runtime, index: str) -> Phase | None:
+    return next((p for p in runtime.index_method(index).phases
+                 if p.kind is PhaseKind.DOCUMENTS), None)
+

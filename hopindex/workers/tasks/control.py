@@ -1,0 +1,38 @@
+"""Control tasks: the chord callbacks that plan each next step of a job
+(hopindex/scheduler/pipeline.py holds the planning)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hopindex.methods.plugin import Scope
+from hopindex.scheduler import pipeline
+from hopindex.scheduler.task_names import AFTER_PHASE, FINALIZE, PING, START_STEP
+from hopindex.workers.app import app
+from hopindex.workers.runtime import current_runtime
+
+
+@app.task(name=AFTER_PHASE)  # type: ignore[untyped-decorator]  # celery is untyped
+def after_phase(  # noqa: PLR0917  # a task's arguments are positional in its message
+        results: list[dict[str, Any]], job_id: str, index: str, position: int,
+                level: int, scope: dict[str, Any]) -> None:
+    pipeline.after_phase(current_runtime(), results, job_id, index, position=position,
+                         level=level, scope=Scope.from_dict(scope))
+
+
+@app.task(name=START_STEP)  # type: ignore[untyped-decorator]  # celery is untyped
+def start_step(job_id: str, index: str, position: int, level: int,
+               scope: dict[str, Any]) -> None:
+    pipeline.start_step(current_runtime(), job_id, index, position=position, level=level,
+                        scope=Scope.from_dict(scope))
+
+
+@app.task(name=FINALIZE)  # type: ignore[untyped-decorator]  # celery is untyped
+def finalize(job_id: str, index: str, scope: dict[str, Any]) -> None:
+    pipeline.finalize(current_runtime(), job_id, index, Scope.from_dict(scope))
+
+
+@app.task(name=PING, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
+def ping(value: int) -> int:
+    """A task that does nothing: measures what the queue alone can carry (benchmarks)."""
+    return value
