@@ -8,6 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from hopindex.api.cli_methods import (
+    MethodName,
+    RegistryHelpOption,
+    index_method_help,
+    param_help,
+    query_method_help,
+    shown_method_settings,
+)
 from hopindex.api.cli_processes import api_key, beat, serve, worker
 from hopindex.api.cli_support import (
     console,
@@ -19,10 +27,8 @@ from hopindex.api.cli_support import (
     report_job,
     run_and_report,
 )
-from hopindex.core.models import IndexMethod
-from hopindex.core.settings import Settings
-from hopindex.methods.base import MAX_K, QueryOptions, Retrieval
-from hopindex.methods.base import FusionMode
+from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
+from hopindex.methods.registry import index_method_names, load_settings, query_method_names
 
 if TYPE_CHECKING:
     from hopindex.api.remote_cli import RemoteCommands
@@ -32,12 +38,12 @@ def _service() -> Hopindex:
     # Imported late so `hopindex --help` starts fast without loading torch.
     from hopindex.api.service import Hopindex
 
-    return Hopindex(Settings.from_env())
+    return Hopindex(load_settings())
 
 
 def _remote() -> RemoteCommands | None:
     """The remote-mode commands when --api or HOPINDEX_API_URL names a server."""
-    settings = Settings.from_env()
+    settings = load_settings()
     url = click.get_current_context().find_root().params.get("api_url") or settings.api_url
     if not url:
         return None
@@ -78,10 +84,8 @@ def quickstart(index: str, n_questions: int) -> None:
 @click.option("--index", required=True, help="Index name (created when new).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
-@click.option("--method", type=click.Choice([m.value for m in IndexMethod]), default=None,
-              help="How a new index is built: indexrag (LLM; the default when "
-                   "HOPINDEX_LLM_MODEL is set) or extractive (no LLM). An existing index "
-                   "keeps its method.")
+@click.option("--method", type=MethodName(index_method_names), default=None,
+              cls=RegistryHelpOption, describe=index_method_help)
 @click.option("--no-wait", is_flag=True,
               help="With workers (HOPINDEX_BROKER_URL): print the job id and return; follow "
                    "it later with `hopindex jobs JOB_ID --follow` or `hopindex events`.")
@@ -108,9 +112,8 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
 
 @main.command()
 @click.option("--index", required=True)
-@click.option("--method", default=None,
-              help="naive, extractive, indexrag, ircot or bridgerag (default: the index's own "
-                   "method).")
+@click.option("--method", type=MethodName(query_method_names), default=None,
+              cls=RegistryHelpOption, describe=query_method_help)
 @click.option("--k", default=5, show_default=True, type=click.IntRange(1, MAX_K))
 @click.option("--retrieval", type=click.Choice([r.value for r in Retrieval]), default=None,
               help="Override the method's retrieval (dense, keyword, hybrid).")
@@ -122,12 +125,10 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
               help="Weight of the BM25 ranking in hybrid fusion (0: dense only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="A method parameter, repeatable: bridgerag takes condition=A|B|C, "
-                   "extraction=separate|merged, bridges=1|2, alpha=0.1, passage_chars=700, "
-                   "record=off|jsonl, ... (README, 'BridgeRAG').")
+              cls=RegistryHelpOption, describe=param_help)
 @click.option("--trace", is_flag=True,
-              help="Also print the method's decision trace (bridgerag: bridge, entities, "
-                   "pool with judge and fused scores, final ranking).")
+              help="Also print the method's decision trace (what it found and decided at "
+                   "each step).")
 @click.argument("question")
 @handle_errors
 def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str,
@@ -154,7 +155,7 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
 @click.argument("doc_ids", nargs=-1, required=True)
 @handle_errors
 def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
-    """Delete documents by id; bridges they touched are recomputed."""
+    """Delete documents by id; what the index built from them is rebuilt."""
     if (remote := _remote()) is not None:
         remote.delete(index, list(doc_ids), as_json=as_json)
         return
@@ -173,7 +174,7 @@ def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
 @handle_errors
 def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
     """Redo INDEX's outstanding work, with no new input: documents not fully indexed
-    (a failed or cancelled job's) and items that failed for good (bridge entities).
+    (a failed or cancelled job's) and items that failed for good (a phase's groups).
 
     Exits 3 when some items fail again (they stay outstanding; the job says why).
     """
@@ -194,12 +195,15 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @handle_errors
 def config(as_json: bool) -> None:
-    """Print the effective settings (environment and defaults), secrets masked.
+    """Print the effective settings (environment and defaults), secrets masked, then
+    each method's own (HOPINDEX_<METHOD>_*).
 
     Every HOPINDEX_* variable is checked first: a bad value or an unknown name stops
     here with the variable, the value and what is accepted.
     """
-    shown = Settings.from_env().shown()
+    settings = load_settings()
+    methods = shown_method_settings(settings)
+    shown = {**{k: v for k, v in settings.shown().items() if k not in methods}, **methods}
     if as_json:
         click.echo(json.dumps(shown, indent=2))
         return
@@ -213,7 +217,8 @@ def config(as_json: bool) -> None:
 @handle_errors
 def export_command(index: str, path: Path) -> None:
     """Write INDEX to PATH (JSON lines; .gz compresses): documents, units with their
-    vectors and the entity catalogue, for `hopindex import` on other backends."""
+    vectors, entity mentions and the methods' groups and records, for `hopindex import`
+    on other backends."""
     from hopindex.api.transfer import export_index
 
     with _service() as service:
@@ -350,33 +355,43 @@ def webhooks_remove(webhook_id: str) -> None:
 
 
 @main.command(name="eval")
-@click.option("--index", required=True)
+@click.option("--index", required=True,
+              help="Index to evaluate; with --index-method, the base of one index per "
+                   "method, named INDEX-METHOD.")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(path_type=Path),
               help="Questions file (HotpotQA, MuSiQue or 2Wiki format).")
 @click.option("--corpus", "corpus_paths", multiple=True, type=click.Path(path_type=Path),
-              help="Corpus ingested when the index is empty (default: the questions' "
-                   "own contexts).")
+              help="Corpus ingested into an empty or new index (default: the questions' "
+                   "own contexts). An index holding documents is reused as it is.")
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "hotpotqa", "musique", "2wiki"]))
+@click.option("--index-method", "index_methods", multiple=True,
+              type=MethodName(index_method_names),
+              help="Repeat to compare index methods: one index each over the same "
+                   "documents, each with its method's default query methods, and the "
+                   "build cost (wall time, LLM calls, tokens, cache hits per phase) in "
+                   "the report.")
 @click.option("--method", "methods", multiple=True,
-              help="Repeat to compare methods (default: naive and extractive on an extractive "
-                   "index, indexrag and ircot on an IndexRAG one). METHOD:KEY=VALUE[,...] "
-                   "sets parameters; bridgerag alone compares its conditions A, B, C, the "
-                   "merged call and two bridges (bridgerag:A ... picks one).")
+              help="Repeat to compare query methods (default: the index method's own "
+                   "default ones); one that cannot read an index is skipped there, noted "
+                   "in the report. METHOD:KEY=VALUE[,...] sets parameters; a method with "
+                   "comparison variants, named alone, runs each (METHOD:VARIANT picks one).")
 @click.option("--limit", default=0, help="Only the first N questions (0: all).")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), default=None,
               help="Write the report here (.json; .md and .png beside it).")
 @handle_errors
 def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...], fmt: str,
-                 methods: tuple[str, ...], limit: int, json_out: Path | None) -> None:
-    """Recall@{1,2,5,10,20}, latency, and for LLM methods EM/F1/Acc and LLM cost per query."""
+                 index_methods: tuple[str, ...], methods: tuple[str, ...], limit: int,
+                 json_out: Path | None) -> None:
+    """Recall@{1,2,5,10,20}, latency, and for LLM methods EM/F1/Acc and LLM cost per query;
+    with --index-method, per index method too, beside what building its index cost."""
     from hopindex.api.evaluate import run_eval_command
 
     with _service() as service:
         run_eval_command(service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
-                         json_out=json_out)
+                         json_out=json_out, index_methods=list(index_methods))
 
 
 for _command in (worker, beat, serve, api_key):

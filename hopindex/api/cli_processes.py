@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from hopindex.api.cli_support import err_console, handle_errors
-from hopindex.core.settings import Settings
+from hopindex.methods.registry import load_settings
 from hopindex.workers.launch import Pool
 from hopindex.workers.queues import Queue
 
@@ -36,7 +36,7 @@ def worker(queues: str, concurrency: int, pool: str, name: str | None,
     from hopindex.core.logging import configure_logging
     from hopindex.workers.launch import parse_queues, run_worker
 
-    settings = Settings.from_env()
+    settings = load_settings()
     check_llm_key(settings, queues=parse_queues(queues))
     configure_logging(settings)
     run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name,
@@ -53,7 +53,7 @@ def serve(host: str, port: int) -> None:
     from hopindex.api.http.server import serve as run_server
     from hopindex.backends.llm.credentials import check_llm_key
 
-    settings = Settings.from_env()
+    settings = load_settings()
     check_llm_key(settings)
     run_server(settings, host, port,
                on_ready=lambda url: err_console.print(f"hopindex API on {url} (Ctrl-C stops)"))
@@ -87,6 +87,6 @@ def beat() -> None:
     from hopindex.core.logging import configure_logging
     from hopindex.workers.launch import run_beat
 
-    settings = Settings.from_env()
+    settings = load_settings()
     configure_logging(settings)
     run_beat(settings)

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, JobKind, Stage
+from hopindex.core.models import Job, JobKind, Stage, StageCounts
 from hopindex.core.redact import redact_text
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def report_job(job: Job, *, as_json: bool) -> None:
 
 def input_refused(job: Job) -> bool:
     """An ingest none of whose records passed validation: the input is at fault."""
-    validate = job.counts[Stage.VALIDATE]
+    validate = job.counts.get(Stage.VALIDATE.value, StageCounts())
     return job.kind is JobKind.INGEST and validate.total > 0 and validate.failed == validate.total
 
 
@@ -89,15 +89,23 @@ def print_jobs(found: list[Job], *, as_json: bool) -> None:
         click.echo(json.dumps([j.as_dict() for j in found], indent=2))
         return
     for job in found:
-        # Finished items (done, failed or skipped) of each stage's total: an unchanged
-        # document skipped is work the job is through with.
-        stage1 = job.counts[Stage.STAGE1]
-        stage2 = job.counts[Stage.STAGE2]
         console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
                       f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
-                      f"stage1 {min(stage1.finished, stage1.total)}/{stage1.total} "
-                      f"stage2 {min(stage2.finished, stage2.total)}/{stage2.total} "
-                      f"errors={len(job.errors)}", markup=False)
+                      f"{step_progress(job)} errors={len(job.errors)}", markup=False)
+
+
+def step_progress(job: Job) -> str:
+    """``stage1 6/6 link 6/6 embed 9/9 stage2 2/2``: finished items (done, failed or
+    skipped: an unchanged document skipped is work the job is through with) of each
+    phase and of embedding, in the order the job met them. Phases go by their own name:
+    an index has one method."""
+    parts = []
+    for name, counts in job.counts.items():
+        if name in (Stage.VALIDATE.value, Stage.FINALIZE.value):
+            continue
+        short = name.split(".", 1)[1] if name in job.phases and "." in name else name
+        parts.append(f"{short} {min(counts.finished, counts.total)}/{counts.total}")
+    return " ".join(parts)
 
 
 def print_outstanding(index: str, described: dict[str, Any], *, as_json: bool) -> None:

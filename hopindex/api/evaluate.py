@@ -1,4 +1,5 @@
-"""``hopindex eval``: ingest a dataset's corpus when needed, compare methods, write reports."""
+"""``hopindex eval``: build or reuse one index per index method, compare query methods on
+each, write one report with every index's build cost."""
 
 from __future__ import annotations
 
@@ -7,45 +8,48 @@ from pathlib import Path
 from rich.console import Console
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import IndexMethod, Stage
+from hopindex.core.models import Job
+from hopindex.evaluation.compare import IngestCorpus, compare_indexes, plan_targets
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
 from hopindex.evaluation.report import EvalReport, render_table, write_all
-from hopindex.evaluation.runner import evaluate
+from hopindex.readers import RawDocument
 
 _FORMATS = {"auto": DatasetFormat.AUTO, "hotpotqa": DatasetFormat.HOTPOTQA,
             "musique": DatasetFormat.MUSIQUE, "2wiki": DatasetFormat.TWOWIKI}
 
 
-# What each kind of index is compared with by default: its own method and a baseline.
-_DEFAULT_METHODS = {IndexMethod.EXTRACTIVE: ["naive", "extractive"],
-                    IndexMethod.INDEXRAG: ["indexrag", "ircot"]}
+def corpus_ingest(service: Hopindex, dataset_path: Path, dataset_format: DatasetFormat,
+                  corpus_paths: list[Path]) -> IngestCorpus:
+    """Ingest the given corpus files, or else the questions' own contexts (read once for
+    all the run's indexes)."""
+    documents: list[RawDocument] = []
 
+    def ingest(index: str, index_method: str) -> Job:
+        if corpus_paths:
+            return service.ingest_paths(index, corpus_paths, method=index_method)
+        if not documents:
+            documents.extend(corpus_from_questions(dataset_path, dataset_format))
+        return service.ingest_documents(index, documents, method=index_method)
 
-def default_eval_methods(service: Hopindex, index: str) -> list[str]:
-    info = service.backends.state.get_index(index)
-    method = IndexMethod(info.method) if info is not None else IndexMethod.EXTRACTIVE
-    return _DEFAULT_METHODS[method]
+    return ingest
 
 
 def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset_path: Path,
                      corpus_paths: list[Path], fmt: str, methods: list[str], limit: int,
-                     json_out: Path | None) -> EvalReport:
+                     json_out: Path | None, index_methods: list[str] | None = None,
+                     ) -> EvalReport:
+    """Without ``index_methods``: ``index`` itself, with its own method's default query
+    methods. With them: one index ``<index>-<method>`` per index method."""
     dataset_format = _FORMATS[fmt]
     questions = load_questions(dataset_path, dataset_format)
     if limit:
         questions = questions[:limit]
-    if service.count_documents(index) == 0:
-        console.print(f"index {index!r} is empty: ingesting the corpus first")
-        if corpus_paths:
-            job = service.ingest_paths(index, corpus_paths)
-        else:
-            job = service.ingest_documents(index,
-                                           corpus_from_questions(dataset_path, dataset_format))
-        console.print(f"ingest job {job.job_id}: {job.state.value}, "
-                      f"{job.counts[Stage.VALIDATE].done} documents valid, "
-                      f"{len(job.errors)} errors")
-    report = evaluate(service, index, dataset_path.name, questions,
-                      methods or default_eval_methods(service, index))
+    targets = plan_targets(service, index, index_methods or [])
+    report = compare_indexes(
+        service, targets, base=index, dataset=dataset_path.name, questions=questions,
+        methods=methods, ingest=corpus_ingest(service, dataset_path, dataset_format,
+                                              corpus_paths),
+        notify=lambda message: console.print(message, markup=False))
     console.print(render_table(report), markup=False)
     if json_out is not None:
         base = json_out.with_suffix("") if json_out.suffix == ".json" else json_out

@@ -50,7 +50,7 @@ def _counts(counts: dict[str, Any]) -> str:
 
 
 def _progress(data: dict[str, Any]) -> str:
-    """``stage done/total`` for each stage that has work, e.g. ``stage1 6/6 embed 3/12``."""
+    """``stage done/total`` for each stage that has work, e.g. ``validate 6/6 embed 3/12``."""
     parts = []
     for stage, counts in (data.get("counts") or {}).items():
         if isinstance(counts, dict) and counts.get("total"):

@@ -9,11 +9,11 @@ from rich.console import Console
 
 from hopindex.api.render import render_job, render_result
 from hopindex.api.service import Hopindex
-from hopindex.core.models import IndexMethod
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
 from hopindex.evaluation.runner import evaluate, passage_texts
 from hopindex.methods.base import QueryOptions
+from hopindex.methods.registry import default_index_method, get_index_method
 
 SAMPLE = "hotpotqa-100"
 
@@ -21,12 +21,15 @@ SAMPLE = "hotpotqa-100"
 def run_quickstart(service: Hopindex, console: Console, *, index: str,
                    n_questions: int) -> EvalReport:
     sample = files("hopindex") / "sample" / SAMPLE
+    method = default_index_method(llm_enabled=False)
+    # The method's own query methods, its default first.
+    queries = list(get_index_method(method).default_queries)
     with as_file(sample / "corpus.json") as corpus, as_file(sample / "questions.json") as qfile:
         console.rule(f"1. ingest the bundled sample ({SAMPLE}) into index {index!r}")
         started = time.perf_counter()
-        # Extractive whatever the environment says: a demo must not spend ~2,000
-        # calls of a configured paid LLM on the sample.
-        job = service.ingest_paths(index, [corpus], method=IndexMethod.EXTRACTIVE)
+        # The method that needs no LLM whatever the environment says: a demo must not
+        # spend ~2,000 calls of a configured paid LLM on the sample.
+        job = service.ingest_paths(index, [corpus], method=method)
         render_job(console, job)
         units = service.backends.state.count_units(index)
         console.print(f"ingest took {time.perf_counter() - started:.1f}s; units in index: "
@@ -36,15 +39,15 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
     # Load the query model now: when the ingest skipped everything it is still cold,
     # and its load time is not a query's latency.
     service.backends.embedder.embed_query("warm up")
-    console.rule(f"2. {n_questions} sample questions, method 'extractive', top 5 passages")
+    console.rule(f"2. {n_questions} sample questions, method {queries[0]!r}, top 5 passages")
     for question in questions[:n_questions]:
-        result = service.query(index, question.question, "extractive", QueryOptions(k=5))
+        result = service.query(index, question.question, queries[0], QueryOptions(k=5))
         render_result(console, result)
         found = set(passage_texts(service, result)) & set(question.gold_passages)
         console.print(f"      gold answer: {question.answers[0]!r}; gold passages in top 5: "
                       f"{len(found)}/{len(question.gold_passages)}")
 
-    console.rule(f"3. Recall@k over all {len(questions)} questions: naive vs extractive")
-    report = evaluate(service, index, SAMPLE, questions, ["naive", "extractive"])
+    console.rule(f"3. Recall@k over all {len(questions)} questions: {' vs '.join(queries)}")
+    report = evaluate(service, index, SAMPLE, questions, queries)
     console.print(render_table(report), markup=False)
     return report

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from hopindex.core.models import Job, Stage
+from hopindex.core.errors import HopindexError
+from hopindex.core.models import Job
 from hopindex.methods.base import QueryResult
+from hopindex.methods.registry import get_query_method
 
 
 def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
@@ -19,13 +22,14 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         duration = f" in {job.finished_at - job.started_at:.2f}s"
     console.print(f"job {job.job_id} [{job.kind.value}] index={job.index} "
                   f"state={job.state.value}{duration}")
+    # Steps in the order the job met them: validate, each phase of the index's method
+    # (by its qualified name), embed, finalize.
     table = Table("stage", "total", "done", "failed", "skipped", box=None)
-    for stage in Stage:
-        c = job.counts[stage]
-        table.add_row(stage.value, str(c.total), str(c.done), str(c.failed), str(c.skipped))
+    for stage, c in job.counts.items():
+        table.add_row(stage, str(c.total), str(c.done), str(c.failed), str(c.skipped))
     console.print(table)
-    console.print(f"units embedded: {job.units_embedded}; bridge entities recomputed: "
-                  f"{job.bridge_entities_recomputed}, removed: {job.bridge_entities_removed}")
+    console.print(f"units embedded: {job.units_embedded}; groups rebuilt: "
+                  f"{job.groups_rebuilt}, removed: {job.groups_removed}")
     for stage_name, usage in sorted(job.llm.items()):
         console.print(f"LLM {stage_name}: {usage.calls} calls, {usage.cache_hits} cached, "
                       f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
@@ -37,7 +41,7 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         console.print(f"re-driven: {note}", markup=False)
     for error in job.errors[:max_errors]:
         where = f" ({error.where})" if error.where and error.where != error.item else ""
-        console.print(f"  failed {error.stage.value}: {error.item}{where}: {error.reason}",
+        console.print(f"  failed {error.stage}: {error.item}{where}: {error.reason}",
                       markup=False)
     if len(job.errors) > max_errors:
         console.print(f"  … and {len(job.errors) - max_errors} more errors "
@@ -65,53 +69,25 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100) ->
 
 
 def render_trace(console: Console, result: QueryResult) -> None:
-    """The method's decision trace: bridgerag's decision record as a readable report,
-    any other method's trace as ``key: value`` lines."""
+    """The method's decision trace: as the method describes it for people when it does
+    (its ``describe_trace``), else as ``key: value`` lines."""
     trace = result.trace
-    if "pool" in trace and "bridges" in trace:
-        render_decision_record(console, trace)
+    lines = _described_trace(result.method, trace)
+    if lines is not None:
+        for line in lines:
+            console.print(line, markup=False)
         return
     console.print("[bold]trace[/bold]")
     for key, value in trace.items():
         console.print(f"  {key}: {json.dumps(value, ensure_ascii=False)}", markup=False)
 
 
-def render_decision_record(console: Console, record: dict[str, Any]) -> None:
-    """A bridgerag decision record: bridge, entities, SVO queries, the pool with its
-    scores in ranked order, fallbacks, and where the record was persisted."""
-    judge = record.get("judge", {})
-    params = record.get("params", {})
-    console.print(f"[bold]decision record[/bold] {record.get('record_id', '')}")
-    console.print(f"  ranked by condition {record.get('ranked_by') or '-'} (asked "
-                  f"{params.get('condition')}; extraction {params.get('extraction')}; "
-                  f"alpha {params.get('alpha')})", markup=False)
-    console.print(f"  judge: {judge.get('status', '-')} ({judge.get('site', '-')}); "
-                  f"{record.get('llm_calls', 0)} LLM calls; "
-                  f"{record.get('vector_searches', 0)} vector searches", markup=False)
-    for i, bridge in enumerate(record.get("bridges", []), start=1):
-        console.print(f"  bridge {i}: {bridge['label']} (score {bridge['score']:.4f})",
-                      markup=False)
-        console.print(f"    unit {bridge['unit_id']}, doc {', '.join(bridge['doc_ids'])}",
-                      markup=False)
-    console.print(f"  entities: {' | '.join(record.get('entities', [])) or '-'}", markup=False)
-    for i, query in enumerate(record.get("svo_queries", []), start=1):
-        console.print(f"  SVO query {i}: {query}", markup=False)
-    for fallback in record.get("fallbacks", []):
-        console.print(f"  fallback at {fallback['step']} -> {fallback['to']}: "
-                      f"{fallback['reason']}", markup=False)
-    pool = sorted(record.get("pool", []), key=lambda p: p["rank"])
-    table = Table("#", "fused", "judge", "svo", "pool", "found by", "unit", "passage",
-                  box=None, title=f"pool ({len(pool)} candidates, best first)",
-                  title_justify="left")
-    for entry in pool:
-        judged = entry["judge_score"]
-        table.add_row(str(entry["rank"]), f"{entry['fused']:.3f}",
-                      "-" if judged is None else f"{judged:g}", f"{entry['svo_score']:.3f}",
-                      f"{entry['pool_score']:.3f}", ",".join(entry["found_by"]),
-                      entry["unit_id"][:8], textwrap.shorten(entry["label"], width=48))
-    console.print(table)
-    top = record.get("top", [])
-    console.print(f"  top {len(top)}: " + "; ".join(
-        f"{t['rank']}. {t['title'] or t['doc_id']}" for t in top), markup=False)
-    if record.get("persisted_to"):
-        console.print(f"  persisted to {record['persisted_to']}", markup=False)
+def _described_trace(method: str, trace: dict[str, Any]) -> list[str] | None:
+    try:
+        spec = get_query_method(method)
+    except HopindexError:
+        return None  # a method of another process's registry: its trace as it is
+    # Optional on QueryMethodSpec: a method without it leaves its trace as data.
+    describe: Callable[[dict[str, Any]], list[str]] | None = getattr(
+        spec, "describe_trace", None)
+    return describe(trace) if describe is not None and trace else None

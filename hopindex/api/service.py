@@ -78,9 +78,10 @@ class Hopindex:
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
                          read_errors: Sequence[ReadError] = (), method: str | None = None,
                          job_id: str | None = None) -> Job:
-        """Ingest into ``index``; a new index is built with ``method`` (default: indexrag
-        when an LLM is configured, else extractive). ``job_id`` lets a caller that runs
-        this in the background know the job before the call returns."""
+        """Ingest into ``index``; a new index is built with the index method ``method``
+        (default: the registry's ``default_index_method``, which depends on whether an
+        LLM is configured). ``job_id`` lets a caller that runs this in the background
+        know the job before the call returns."""
         return submit_ingest(self.runtime, index, documents, read_errors, method=method,
                              job_id=job_id)
 
@@ -130,7 +131,7 @@ class Hopindex:
         # jobs to workers must not take the embedded engines' one-process lock.
         if self._search is None:
             b = self.backends
-            # With a broker, query-time work such as bridgerag's judge runs on workers.
+            # With a broker, a query method's remote work (an LLM judge) runs on workers.
             tasks = CeleryQueryTasks() if self.settings.broker_url else None
             self._search = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                          documents=b.state, indexes=b.state,

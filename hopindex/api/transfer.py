@@ -1,16 +1,17 @@
 """``hopindex export`` / ``hopindex import``: move an index between backends as it is.
 
 An export holds everything the index is made of: its record (name, method),
-documents with their content hashes and NLP analyses, units with their vectors
-(read back from the vector store), and the entity catalogue (mentions and bridge
-units) that incremental ingest plans from. Importing it into other backends
-(say the Qdrant and Elasticsearch servers with Redis state, from the embedded
-engines) rebuilds the index without embedding a text or calling an LLM again,
-and later ingests into it stay incremental.
+documents with their content hashes, units with their vectors (read back from the
+vector store), the entity mentions incremental ingest plans from, every group of
+every namespace (what a method's group phases built, with their member documents)
+and the method records of the documents (such as their NLP analyses). Importing it
+into other backends (say the Qdrant and Elasticsearch servers with Redis state,
+from the embedded engines) rebuilds the index without embedding a text or calling
+an LLM again, and later ingests into it stay incremental.
 
-The entity catalogue is read through the state protocol, entity by entity: the
-exported entities are every one an analysis, a title or a unit names, which
-covers every way the pipelines record mentions (NER, titles, title lexicon, LLM).
+Groups and records are read through the state protocol by namespace, so the export
+knows no method: a method's namespaces go along whatever they are called. Records
+are a method's per-document state, keyed by document id (``RecordStore``).
 Export a quiet index: a job running meanwhile may be half captured. With a broker
 and the embedded engines, the vectors and postings are read and written through the
 engine owner (the engines in ``backends`` are then its, see workers/engine_route.py),
@@ -25,20 +26,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from hopindex.api import transfer_format as fmt
+from hopindex.api import transfer_v1 as v1
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, Vector, VectorRecord
 from hopindex.backends.registry import Backends
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Document, EntityMention, MentionSource, TextAnalysis, Unit
-from hopindex.core.text import normalize_entity, title_entity
+from hopindex.core.models import Document, Group, MentionSource, Unit
 
 log = get_logger(__name__)
 
-# Documents (and their units) read or written per round trip.
+# Documents (and their units, mentions or records), or groups, read or written per
+# round trip.
 BATCH = 256
-# Entities per catalogue lookup.
-ENTITY_BATCH = 500
+# What the end line counts and an import checks against what it read.
+_COUNTED = ("documents", "units", "vectors", "mentions", "groups", "records")
 
 
 @dataclass(slots=True)
@@ -48,7 +50,8 @@ class TransferSummary:
     units: int = 0
     vectors: int = 0
     mentions: int = 0
-    bridges: int = 0
+    groups: int = 0
+    records: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,9 +79,11 @@ def export_index(backends: Backends, index: str, path: Path) -> TransferSummary:
     with fmt.open_text(partial, "w", compressed=path.suffix == ".gz") as out:
         fmt.write_record(out, fmt.header_record(info, backends.settings.embedder_url))
         doc_ids = sorted(state.document_hashes(index))
-        entities = _export_documents(backends, index, doc_ids, out, summary)
-        entities |= _export_units(backends, index, doc_ids, out, summary)
-        _export_catalogue(backends, index, sorted(entities - {""}), out, summary)
+        _export_documents(backends, index, doc_ids, out, summary)
+        _export_units(backends, index, doc_ids, out, summary)
+        _export_mentions(backends, index, doc_ids, out, summary)
+        _export_groups(backends, index, out, summary)
+        _export_records(backends, index, doc_ids, out, summary)
         fmt.write_record(out, {"type": "end", "counts": summary.as_dict()})
     partial.replace(path)
     log.info("index_exported", **summary.as_dict(), path=str(path))
@@ -86,28 +91,18 @@ def export_index(backends: Backends, index: str, path: Path) -> TransferSummary:
 
 
 def _export_documents(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
-                      summary: TransferSummary) -> set[str]:
-    """Write the documents; return the entities their titles and analyses name."""
-    state = backends.state
-    entities: set[str] = set()
+                      summary: TransferSummary) -> None:
     for batch in _batches(doc_ids, BATCH):
-        analyses = state.get_analyses(index, batch)
-        for document in state.get_documents(index, batch):
-            analysis = analyses.get(document.doc_id)
-            fmt.write_record(out, fmt.document_record(document, analysis))
-            entities.add(title_entity(document.title))
-            if analysis is not None:
-                entities.update(normalize_entity(span.text) for span in analysis.entities)
+        for document in backends.state.get_documents(index, batch):
+            fmt.write_record(out, fmt.document_record(document))
             summary.documents += 1
-    return entities
 
 
 def _export_units(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
-                  summary: TransferSummary) -> set[str]:
-    """Write every unit once, with its vector when it has one; return the entities named."""
+                  summary: TransferSummary) -> None:
+    """Write every unit once, with its vector when it has one."""
     state = backends.state
     seen: set[str] = set()
-    entities: set[str] = set()
     for batch in _batches(doc_ids, BATCH):
         units = [u for u in state.units_of_documents(index, batch) if u.unit_id not in seen]
         ids = [u.unit_id for u in units]
@@ -118,31 +113,40 @@ def _export_units(backends: Backends, index: str, doc_ids: list[str], out: IO[st
         for unit in units:
             vector = vectors.get(unit.unit_id)
             fmt.write_record(out, fmt.unit_record(unit, vector))
-            entities.update(unit.entities)
             summary.units += 1
             summary.vectors += vector is not None
     missing = summary.units - summary.vectors
     if missing:
         log.warning("units_exported_without_vectors", index=index, units=missing)
-    return entities
 
 
-def _export_catalogue(backends: Backends, index: str, entities: list[str], out: IO[str],
-                      summary: TransferSummary) -> None:
+def _export_mentions(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
+                     summary: TransferSummary) -> None:
+    for batch in _batches(doc_ids, BATCH):
+        for doc_id, mentions in sorted(
+                backends.state.mentions_of_documents(index, batch).items()):
+            fmt.write_record(out, fmt.mentions_record(doc_id, mentions))
+            summary.mentions += len(mentions)
+
+
+def _export_groups(backends: Backends, index: str, out: IO[str],
+                   summary: TransferSummary) -> None:
     state = backends.state
-    by_doc: dict[str, list[EntityMention]] = {}
-    bridges: list[tuple[str, list[str]]] = []
-    for batch in _batches(entities, ENTITY_BATCH):
-        for mentions in state.mentions_of_entities(index, batch).values():
-            for mention in mentions:
-                by_doc.setdefault(mention.doc_id, []).append(mention)
-        bridges.extend(state.bridge_units_of_entities(index, batch).items())
-    for doc_id in sorted(by_doc):
-        fmt.write_record(out, fmt.mentions_record(doc_id, by_doc[doc_id]))
-        summary.mentions += len(by_doc[doc_id])
-    for entity, unit_ids in sorted(bridges):
-        fmt.write_record(out, fmt.bridge_record(entity, unit_ids))
-        summary.bridges += 1
+    for namespace in state.namespaces_of_groups(index):
+        for batch in _batches(state.list_group_keys(index, namespace), BATCH):
+            for group in state.get_groups(index, namespace, batch).values():
+                fmt.write_record(out, fmt.group_record(group))
+                summary.groups += 1
+
+
+def _export_records(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
+                    summary: TransferSummary) -> None:
+    state = backends.state
+    for namespace in state.list_record_namespaces(index):
+        for batch in _batches(doc_ids, BATCH):
+            for key, value in state.get_records(index, namespace, batch).items():
+                fmt.write_record(out, fmt.record_record(namespace, key, value))
+                summary.records += 1
 
 
 # -- import ----------------------------------------------------------------------------
@@ -151,19 +155,34 @@ class _Importer:
     """Writes records as they stream in, in batches; the index record comes last, so an
     interrupted import leaves no index anyone can query (running it again finishes it)."""
 
-    def __init__(self, backends: Backends, index: str) -> None:
+    def __init__(self, backends: Backends, index: str, version: int) -> None:
         self.backends = backends
         self.index = index
+        self.version = version
         self.summary = TransferSummary(index=index)
-        self._documents: list[tuple[Document, TextAnalysis | None]] = []
+        self._documents: list[Document] = []
         self._units: list[tuple[Unit, Vector | None]] = []
+        self._records: dict[str, dict[str, dict[str, Any]]] = {}
+        self._pending_records = 0
         self._dimension: int | None = None
         backends.keywords.ensure_index(index)
 
-    def add_document(self, document: Document, analysis: TextAnalysis | None) -> None:
-        self._documents.append((document, analysis))
+    def add_document(self, document: Document) -> None:
+        self._documents.append(document)
         if len(self._documents) >= BATCH:
             self.flush()
+
+    def add_record(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+        self._records.setdefault(namespace, {})[key] = value
+        self._pending_records += 1
+        if self._pending_records >= BATCH:
+            self.flush()
+
+    def add_group(self, group: Group) -> None:
+        self.flush()
+        self.backends.state.replace_group(self.index, group.namespace, group.key,
+                                          group.unit_ids, group.members)
+        self.summary.groups += 1
 
     def add_unit(self, unit: Unit, vector: Vector | None, where: str) -> None:
         if vector is not None:
@@ -180,10 +199,13 @@ class _Importer:
     def flush(self) -> None:
         state = self.backends.state
         if self._documents:
-            state.put_documents([d for d, _ in self._documents])
-            state.put_analyses(self.index, {d.doc_id: a for d, a in self._documents if a})
+            state.put_documents(self._documents)
             self.summary.documents += len(self._documents)
             self._documents = []
+        for namespace, records in self._records.items():
+            state.put_records(self.index, namespace, records)
+        self.summary.records += self._pending_records
+        self._records, self._pending_records = {}, 0
         if self._units:
             state.put_units([u for u, _ in self._units])
             embedded = [(u, v) for u, v in self._units if v is not None]
@@ -203,13 +225,13 @@ class _Importer:
 def import_index(backends: Backends, path: Path) -> TransferSummary:
     """Recreate the exported index in ``backends``; it must not exist there yet."""
     with fmt.open_text(path, "r") as handle:
-        records = fmt.read_records(handle, path)
+        records = fmt.read_records(handle, path, fmt.RECORD_TYPES + v1.RECORD_TYPES)
         first = next(records, None)
         if first is None:
             raise InvalidInputError("empty file", where=str(path))
-        info = fmt.header_info(first[1], first[0])
+        info, version = fmt.header_info(first[1], first[0], (v1.VERSION, fmt.VERSION))
         _check_target(backends, info.name, str(first[1].get("embedder_url", "")), first[0])
-        importer = _Importer(backends, info.name)
+        importer = _Importer(backends, info.name, version)
         ended: dict[str, Any] | None = None
         for where, record in records:
             if ended is not None:
@@ -220,12 +242,18 @@ def import_index(backends: Backends, path: Path) -> TransferSummary:
                                 "export it again", where=str(path))
     summary = importer.summary
     expected = ended.get("counts", {})
-    if {k: expected.get(k) for k in ("documents", "units", "vectors")} != {
-            "documents": summary.documents, "units": summary.units, "vectors": summary.vectors}:
+    if not isinstance(expected, dict):
+        raise InvalidInputError("the end record's counts are not an object", where=str(path))
+    if version == v1.VERSION:
+        # Version 1 counted no records, and its groups under another name.
+        expected = v1.current_counts(expected)
+    counted = [name for name in _COUNTED if version != v1.VERSION or name in expected]
+    held = summary.as_dict()
+    if {k: expected.get(k) for k in counted} != {k: held[k] for k in counted}:
         raise InvalidInputError(f"the end record counts {expected}, the file held "
-                                f"{summary.as_dict()}", where=str(path))
+                                f"{held}", where=str(path))
     backends.state.create_index(info)
-    log.info("index_imported", **summary.as_dict(), path=str(path))
+    log.info("index_imported", **summary.as_dict(), version=version, path=str(path))
     return summary
 
 
@@ -246,9 +274,13 @@ def _import_record(backends: Backends, importer: _Importer, where: str,
     """Apply one record; returns the end record when this is it."""
     index = importer.index
     kind = record["type"]
+    legacy = importer.version == v1.VERSION
     try:
         if kind == "document":
-            importer.add_document(*fmt.document_of(record, index))
+            document = fmt.document_of(record, index)
+            importer.add_document(document)
+            if legacy and (analysis := v1.analysis_record(record)) is not None:
+                importer.add_record(analysis[0], document.doc_id, analysis[1])
         elif kind == "unit":
             unit, vector = fmt.unit_of(record, index)
             importer.add_unit(unit, vector, where)
@@ -257,16 +289,21 @@ def _import_record(backends: Backends, importer: _Importer, where: str,
             doc_id, mentions = fmt.mentions_of(record)
             backends.state.replace_mentions(index, doc_id, mentions, tuple(MentionSource))
             importer.summary.mentions += len(mentions)
-        elif kind == "bridge":
-            importer.flush()
-            backends.state.replace_bridge_units(index, str(record["entity"]),
-                                                [str(u) for u in record["unit_ids"]])
-            importer.summary.bridges += 1
+        elif kind == "group" and not legacy:
+            importer.add_group(fmt.group_of(record))
+        elif kind == "record" and not legacy:
+            importer.add_record(*fmt.record_of(record))
+        elif kind == v1.GROUP_LINE and legacy:
+            importer.flush()  # the group's units, whose documents are its members
+            importer.add_group(v1.group_of_line(backends.state, index, record))
         elif kind == "end":
             importer.flush()
             return record
-        else:
+        elif kind == "header":
             raise InvalidInputError("a second header", where=where)
+        else:
+            raise InvalidInputError(f"a {kind} record in a version {importer.version} file",
+                                    where=where)
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"malformed {kind} record: {exc!r}", where=where) from None
     return None

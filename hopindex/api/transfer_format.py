@@ -1,11 +1,13 @@
 """The export file: JSON lines, one record per line, optionally gzip-compressed (``.gz``).
 
 Records, in file order: one ``header`` (format, version, the index record, the
-embedder the vectors came from), then ``document`` (with its NLP analysis),
-``unit`` (with its vector, little-endian float32 in base64, or null when the unit
-was never embedded), ``mentions`` (one document's entity mentions), ``bridge``
-(an entity's bridge units) and a closing ``end`` with the counts, so a truncated
-file is detected rather than half-imported.
+embedder the vectors came from), then ``document``, ``unit`` (with its vector,
+little-endian float32 in base64, or null when the unit was never embedded),
+``mentions`` (one document's entity mentions), ``group`` (one group of a method's
+namespace: its unit ids and member documents), ``record`` (one method record of a
+document, by namespace) and a closing ``end`` with the counts, so a truncated file
+is detected rather than half-imported. Files of version 1 are read too
+(``transfer_v1.py``).
 """
 
 from __future__ import annotations
@@ -22,21 +24,13 @@ from typing import IO, Any
 import numpy as np
 
 from hopindex.backends.protocols import IndexInfo, Vector
-from hopindex.backends.state.documents import decode_analysis, encode_analysis
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.json_input import JsonInputError, JsonLimits, parse_json
-from hopindex.core.models import (
-    Document,
-    EntityMention,
-    MentionSource,
-    TextAnalysis,
-    Unit,
-    UnitKind,
-)
+from hopindex.core.models import Document, EntityMention, Group, MentionSource, Unit, UnitKind
 
 FORMAT = "hopindex-export"
-VERSION = 1
-RECORD_TYPES = ("header", "document", "unit", "mentions", "bridge", "end")
+VERSION = 2
+RECORD_TYPES = ("header", "document", "unit", "mentions", "group", "record", "end")
 
 
 @contextmanager
@@ -57,30 +51,32 @@ def header_record(info: IndexInfo, embedder_url: str) -> dict[str, Any]:
             "embedder_url": embedder_url}
 
 
-def header_info(record: dict[str, Any], where: str) -> IndexInfo:
+def header_info(record: dict[str, Any], where: str,
+                versions: tuple[int, ...] = (VERSION,)) -> tuple[IndexInfo, int]:
+    """The index record of a header, and the file's format version (one of ``versions``)."""
     if record.get("type") != "header" or record.get("format") != FORMAT:
         raise InvalidInputError(f"not a {FORMAT} file (its first line is no {FORMAT} header)",
                                 where=where)
-    if record.get("version") != VERSION:
-        raise InvalidInputError(f"export format version {record.get('version')!r} is not "
-                                f"supported (this hopindex reads version {VERSION})", where=where)
-    return IndexInfo(name=str(record["index"]), method=str(record["method"]),
+    version = record.get("version")
+    if version not in versions:
+        raise InvalidInputError(f"export format version {version!r} is not supported (this "
+                                f"hopindex reads versions {', '.join(map(str, versions))})",
+                                where=where)
+    info = IndexInfo(name=str(record["index"]), method=str(record["method"]),
                      created_at=float(record["created_at"]), options=dict(record["options"]))
+    return info, int(version)
 
 
-def document_record(document: Document, analysis: TextAnalysis | None) -> dict[str, Any]:
+def document_record(document: Document) -> dict[str, Any]:
     return {"type": "document", "doc_id": document.doc_id, "title": document.title,
             "text": document.text, "content_hash": document.content_hash,
-            "metadata": document.metadata,
-            "analysis": json.loads(encode_analysis(analysis)) if analysis else None}
+            "metadata": document.metadata}
 
 
-def document_of(record: dict[str, Any], index: str) -> tuple[Document, TextAnalysis | None]:
-    document = Document(doc_id=record["doc_id"], index=index, title=record["title"],
-                        text=record["text"], content_hash=record["content_hash"],
-                        metadata=dict(record["metadata"]))
-    analysis = record.get("analysis")
-    return document, decode_analysis(json.dumps(analysis)) if analysis is not None else None
+def document_of(record: dict[str, Any], index: str) -> Document:
+    return Document(doc_id=record["doc_id"], index=index, title=record["title"],
+                    text=record["text"], content_hash=record["content_hash"],
+                    metadata=dict(record["metadata"]))
 
 
 def unit_record(unit: Unit, vector: Vector | None) -> dict[str, Any]:
@@ -117,12 +113,51 @@ def mentions_of(record: dict[str, Any]) -> tuple[str, list[EntityMention]]:
                     for entity, source, count in record["mentions"]]
 
 
-def bridge_record(entity: str, unit_ids: list[str]) -> dict[str, Any]:
-    return {"type": "bridge", "entity": entity, "unit_ids": unit_ids}
+def group_record(group: Group) -> dict[str, Any]:
+    return {"type": "group", "namespace": group.namespace, "key": group.key,
+            "unit_ids": list(group.unit_ids), "members": list(group.members)}
 
 
-def read_records(handle: IO[str], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) per line; a malformed line is an error naming its number."""
+def group_of(record: dict[str, Any]) -> Group:
+    return Group(namespace=_namespace(record["namespace"]), key=_text(record["key"]),
+                 unit_ids=tuple(_texts(record["unit_ids"])),
+                 members=tuple(_texts(record["members"])))
+
+
+def record_record(namespace: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "record", "namespace": namespace, "key": key, "value": value}
+
+
+def record_of(record: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(namespace, key, value) of a ``record`` line."""
+    value = record["value"]
+    if not isinstance(value, dict):
+        raise TypeError(f"a record's value must be an object, not {type(value).__name__}")
+    return _namespace(record["namespace"]), _text(record["key"]), value
+
+
+def _namespace(value: object) -> str:
+    if not _text(value):
+        raise ValueError("a namespace must not be empty")
+    return str(value)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _texts(values: object) -> list[str]:
+    if not isinstance(values, list):
+        raise TypeError(f"expected a list of strings, got {type(values).__name__}")
+    return [_text(v) for v in values]
+
+
+def read_records(handle: IO[str], path: Path, types: tuple[str, ...] = RECORD_TYPES
+                 ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) per line, each of one of ``types``; a malformed line is an error
+    naming its number."""
     for number, line in enumerate(handle, start=1):
         where = f"{path}:{number}"
         if not line.strip():
@@ -132,8 +167,8 @@ def read_records(handle: IO[str], path: Path) -> Iterator[tuple[str, dict[str, A
             record = parse_json(line, JsonLimits(max_string_chars=len(line)))
         except JsonInputError as exc:
             raise InvalidInputError(exc.described, where=where) from None
-        if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
-            raise InvalidInputError(f"expected a record with a type among {RECORD_TYPES}",
+        if not isinstance(record, dict) or record.get("type") not in types:
+            raise InvalidInputError(f"expected a record with a type among {types}",
                                     where=where)
         yield where, record
 

@@ -137,14 +137,13 @@ class IndexCatalog(Protocol):
 
 
 class DocumentStore(Protocol):
-    """Documents as ingested (tasks read them by id) and their NLP analyses."""
+    """Documents as ingested, which tasks read by id (what a method derives from a
+    document, such as an NLP analysis, is its own record: ``RecordStore``)."""
 
     def put_documents(self, documents: Sequence[Document]) -> None: ...
     def get_documents(self, index: str, doc_ids: Sequence[str]) -> list[Document]: ...
     def document_hashes(self, index: str) -> dict[str, str]: ...
     def delete_documents(self, index: str, doc_ids: Sequence[str]) -> None: ...
-    def put_analyses(self, index: str, analyses: dict[str, TextAnalysis]) -> None: ...
-    def get_analyses(self, index: str, doc_ids: Sequence[str]) -> dict[str, TextAnalysis]: ...
 
 
 class UnitStore(Protocol):
@@ -161,18 +160,17 @@ class UnitStore(Protocol):
 
 
 class EntityCatalogue(Protocol):
-    """Entity → documents and bridge entity → units: where incremental planning looks."""
+    """Entity → the documents mentioning it: where incremental planning looks. (What a
+    method builds from shared entities is a group: ``GroupStore``.)"""
 
     def replace_mentions(self, index: str, doc_id: str, mentions: Sequence[EntityMention],
                          sources: Sequence[MentionSource]) -> set[str]: ...
     def delete_mentions(self, index: str, doc_ids: Sequence[str]) -> set[str]: ...
     def mentions_of_entities(self, index: str,
                              entities: Sequence[str]) -> dict[str, list[EntityMention]]: ...
+    def mentions_of_documents(self, index: str,
+                              doc_ids: Sequence[str]) -> dict[str, list[EntityMention]]: ...
     def title_lexicon(self, index: str) -> dict[str, list[str]]: ...
-    def replace_bridge_units(self, index: str, entity: str,
-                             unit_ids: Sequence[str]) -> list[str]: ...
-    def bridge_units_of_entities(self, index: str,
-                                 entities: Sequence[str]) -> dict[str, list[str]]: ...
 
 
 class JobStore(Protocol):
@@ -226,6 +224,8 @@ class RecordStore(Protocol):
 
     Deleting documents does not touch records: the caller deletes a document's records
     with ``delete_records(index, doc_ids)`` (no namespace: in every namespace).
+    ``list_record_namespaces`` names the namespaces holding a record of the index,
+    sorted, so an export can read every method's records without knowing the methods.
     """
 
     def put_records(self, index: str, namespace: str,
@@ -234,6 +234,7 @@ class RecordStore(Protocol):
                     keys: Sequence[str]) -> dict[str, dict[str, Any]]: ...
     def delete_records(self, index: str, keys: Sequence[str],
                        namespace: str | None = None) -> None: ...
+    def list_record_namespaces(self, index: str) -> list[str]: ...
 
 
 class StateStore(IndexCatalog, DocumentStore, UnitStore, EntityCatalogue, JobStore,

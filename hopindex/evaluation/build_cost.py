@@ -98,7 +98,7 @@ class BuildCost:
                    phases=[PhaseCost.from_dict(p) for p in data.get("phases", [])])
 
 
-def build_cost(index_method: str, index: str, source: BuildSource, documents: int,
+def build_cost(index_method: str, index: str, *, source: BuildSource, documents: int,
                job: Job | None, phases: Sequence[tuple[str, str]]) -> BuildCost:
     """The cost of ``job`` (None: zeros) per phase, ``phases`` being the index method's
     (qualified name, kind) in order; LLM usage the job recorded under another name

@@ -1,7 +1,10 @@
 """Evaluation reports: one run's figures as a terminal table, JSON, Markdown and a bar chart.
 
 Recall and latency are always shown; answer scores and LLM cost only when some
-method in the run has them, so a retrieval-only run reads as it always did.
+method in the run has them, so a retrieval-only run reads as it always did. A run
+over several index methods adds an index-method column; every run that knows how
+its indexes were built shows their build cost per phase (``build_cost``) and notes
+the methods it skipped because they cannot read an index.
 
 matplotlib is imported only inside ``write_bar_chart``: the CLI imports this
 module on every start, and matplotlib costs a noticeable fraction of a second.
@@ -10,12 +13,16 @@ module on every start, and matplotlib costs a noticeable fraction of a second.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hopindex.evaluation.build_cost import BUILD_HEADER, BuildCost, build_rows
+
 _MISSING = "-"
+# Columns of names, left-aligned; every other column holds figures.
+_TEXT_COLUMNS = frozenset({"index method", "method", "index", "build", "phase"})
 _T = TypeVar("_T")
 
 
@@ -76,15 +83,40 @@ class MethodReport:
     answers: AnswerScores | None = None
     # None only in reports written before LLM cost was recorded.
     llm: LlmCostPerQuery | None = None
+    # The index method of the index the method ran on; "" in reports written before.
+    index_method: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.index_method}/{self.method}" if self.index_method else self.method
+
+
+@dataclass
+class SkippedMethod:
+    """A query method not run on one index of the run: it cannot read that index."""
+
+    method: str
+    index_method: str
+    reason: str
+
+    @property
+    def note(self) -> str:
+        return f"{self.method} skipped on the {self.index_method} index: {self.reason}"
 
 
 @dataclass
 class EvalReport:
     dataset: str
-    index: str
+    index: str  # the --index given; each build names the index it evaluated
     created_at: str
     methods: list[MethodReport]
     ks: tuple[int, ...]
+    builds: list[BuildCost] = field(default_factory=list)
+    skipped: list[SkippedMethod] = field(default_factory=list)
+
+    @property
+    def index_methods(self) -> list[str]:
+        return list(dict.fromkeys(m.index_method for m in self.methods if m.index_method))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -103,10 +135,15 @@ class EvalReport:
                                 extra=dict(m.get("extra", {})),
                                 # .get: reports from before these figures lack the keys.
                                 answers=_optional(AnswerScores.from_dict, m.get("answers")),
-                                llm=_optional(LlmCostPerQuery.from_dict, m.get("llm")))
+                                llm=_optional(LlmCostPerQuery.from_dict, m.get("llm")),
+                                index_method=m.get("index_method", ""))
                    for m in data["methods"]]
         return cls(dataset=data["dataset"], index=data["index"], created_at=data["created_at"],
-                   methods=methods, ks=tuple(data["ks"]))
+                   methods=methods, ks=tuple(data["ks"]),
+                   builds=[BuildCost.from_dict(b) for b in data.get("builds", [])],
+                   skipped=[SkippedMethod(method=s["method"], index_method=s["index_method"],
+                                          reason=s["reason"])
+                            for s in data.get("skipped", [])])
 
 
 def _optional(parse: Callable[[dict[str, Any]], _T], data: dict[str, Any] | None) -> _T | None:
@@ -134,8 +171,14 @@ def _has_llm(report: EvalReport) -> bool:
     return any(method.llm is not None and method.llm.used for method in report.methods)
 
 
+def _by_index_method(report: EvalReport) -> bool:
+    # One index keeps the table it always had; several need saying which row is which.
+    return len(report.index_methods) > 1
+
+
 def _header(report: EvalReport) -> list[str]:
-    return ["method", "n", *(f"R@{k}" for k in report.ks), "p50 ms", "p95 ms",
+    return [*(["index method"] if _by_index_method(report) else []), "method", "n",
+            *(f"R@{k}" for k in report.ks), "p50 ms", "p95 ms",
             *(_ANSWER_HEADER if _has_answers(report) else ()),
             *(_LLM_HEADER if _has_llm(report) else ()),
             *_extra_keys(report)]
@@ -168,26 +211,36 @@ def _rows(report: EvalReport) -> list[list[str]]:
         llm = _llm_cells(method.llm) if show_llm else []
         extra = [f"{method.extra[key]:.3f}" if key in method.extra else _MISSING
                  for key in extras]
-        rows.append([method.method, str(method.n_questions), *recalls,
+        first = [method.index_method] if _by_index_method(report) else []
+        rows.append([*first, method.method, str(method.n_questions), *recalls,
                      f"{method.latency_p50_ms:.1f}", f"{method.latency_p95_ms:.1f}",
                      *answers, *llm, *extra])
     return rows
 
 
-def render_table(report: EvalReport) -> str:
-    """A plain-text table: method left-aligned, figures right-aligned, one row per method."""
-    header = _header(report)
-    rows = _rows(report)
+def _aligned(header: list[str], rows: list[list[str]], left: Collection[str]) -> list[str]:
+    """Header, rule and rows; the columns named in ``left`` left-aligned, the rest right."""
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
-        return "  ".join((first, *rest)).rstrip()
+        return "  ".join(cell.ljust(width) if name in left else cell.rjust(width)
+                         for name, cell, width in zip(header, cells, widths, strict=True)
+                         ).rstrip()
 
+    return [line(header), "-" * len(line(header)), *(line(row) for row in rows)]
+
+
+def render_table(report: EvalReport) -> str:
+    """A plain-text table: method left-aligned, figures right-aligned, one row per method;
+    then skipped methods and the build cost of each index."""
     title = f"{report.dataset} · index {report.index} · {report.created_at}"
-    rule = "-" * len(line(header))
-    return "\n".join([title, line(header), rule, *(line(row) for row in rows)])
+    lines = [title, *_aligned(_header(report), _rows(report), _TEXT_COLUMNS)]
+    lines.extend(f"note: {skipped.note}" for skipped in report.skipped)
+    if report.builds:
+        lines.extend(["", "build cost per index method",
+                      *_aligned(list(BUILD_HEADER), build_rows(report.builds),
+                                _TEXT_COLUMNS)])
+    return "\n".join(lines)
 
 
 def _markdown_cell(text: str) -> str:
@@ -200,12 +253,27 @@ def render_markdown(report: EvalReport) -> str:
         f"**Dataset:** {report.dataset} · **Index:** {report.index} · "
         f"**Date:** {report.created_at}",
         "",
-        "| " + " | ".join(_markdown_cell(cell) for cell in header) + " |",
-        "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|",
+        _markdown_row(header),
+        _markdown_rule(header),
     ]
-    lines.extend("| " + " | ".join(_markdown_cell(cell) for cell in row) + " |"
-                 for row in _rows(report))
+    lines.extend(_markdown_row(row) for row in _rows(report))
+    if report.skipped:
+        lines.append("")
+        lines.extend(f"- {_markdown_cell(skipped.note)}" for skipped in report.skipped)
+    if report.builds:
+        lines.extend(["", "**Build cost per index method**", "",
+                      _markdown_row(list(BUILD_HEADER)),
+                      _markdown_rule(list(BUILD_HEADER))])
+        lines.extend(_markdown_row(row) for row in build_rows(report.builds))
     return "\n".join(lines) + "\n"
+
+
+def _markdown_rule(header: list[str]) -> str:
+    return "|" + "|".join(":---" if name in _TEXT_COLUMNS else "---:" for name in header) + "|"
+
+
+def _markdown_row(cells: list[str]) -> str:
+    return "| " + " | ".join(_markdown_cell(cell) for cell in cells) + " |"
 
 
 def _prepare(path: Path) -> Path:
@@ -247,7 +315,8 @@ def write_bar_chart(report: EvalReport, path: Path) -> None:
         present = [(x, method.recall[k]) for x, k in zip(positions, report.ks, strict=True)
                    if k in method.recall]
         bars = axes.bar([x + shift for x, _ in present], [v for _, v in present],
-                        width=bar_width, label=method.method)
+                        width=bar_width, label=method.label if _by_index_method(report)
+                        else method.method)
         axes.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
     axes.set_xticks(positions, [f"R@{k}" for k in report.ks])
     axes.set_xlabel("k (passages retrieved)")

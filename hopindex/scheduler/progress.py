@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from celery import current_task
 
 from hopindex.backends.protocols import JobStore
-from hopindex.core.models import ItemError, Job, JobState, LlmUsage, Stage
+from hopindex.core.models import ItemError, Job, JobState, LlmUsage
 
 # Task ids are uuid4s; 16 hex digits keep collisions out of reach (2^64) while a job of
 # thousands of task runs keeps its record small.
@@ -56,13 +56,13 @@ def settle(jobs: JobStore, job_id: str, change: Callable[[Job], None], *,
     return jobs.update_job(job_id, guarded), applied
 
 
-def record_progress(jobs: JobStore, job_id: str, stage: Stage, *, total: int = 0, done: int = 0,
+def record_progress(jobs: JobStore, job_id: str, stage: str, *, total: int = 0, done: int = 0,
                     failed: int = 0, skipped: int = 0,
                     errors: Sequence[ItemError] = (),
                     llm_usage: Mapping[str, LlmUsage] | None = None,
                     key: str | None = None) -> Job:
     def change(job: Job) -> None:
-        counts = job.counts[stage]
+        counts = job.count(stage)
         counts.total += total
         counts.done += done
         counts.failed += failed

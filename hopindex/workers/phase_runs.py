@@ -19,7 +19,7 @@ from typing import Any
 
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Job, Unit
+from hopindex.core.models import Job, LlmUsage, Unit
 from hopindex.methods.plugin import (
     DocumentsPhase,
     GroupsPhase,
@@ -36,6 +36,13 @@ from hopindex.scheduler.runtime import Runtime
 log = get_logger(__name__)
 
 Outcome = dict[str, Any]
+
+
+def _per_phase(phase: str, usage: UsageMeter) -> dict[str, LlmUsage]:
+    """The batch's LLM usage, on the job under its phase's name whatever stage labels
+    the method's requests carry."""
+    total = usage.total()
+    return {phase: total} if total.calls or total.cache_hits else {}
 
 
 def _pairs(units: list[Unit]) -> list[list[Any]]:
@@ -79,7 +86,7 @@ def run_documents(runtime: Runtime, job_id: str, index: str, phase_key: str,
         counts.failed += len(failed)
         counts.skipped += len(doc_ids) - len(documents)
         job.errors.extend(result.errors)
-        job.add_llm_usage(usage.snapshot())
+        job.add_llm_usage(_per_phase(qualified, usage))
 
     job, _ = settle(state, job_id, change)
     maybe_progress(runtime, job)
@@ -141,7 +148,7 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
         job.errors.extend(result.errors)
         job.groups_rebuilt += with_units
         job.groups_removed += removed
-        job.add_llm_usage(usage.snapshot())
+        job.add_llm_usage(_per_phase(qualified, usage))
 
     job, _ = settle(state, job_id, change)
     maybe_progress(runtime, job)

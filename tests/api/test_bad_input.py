@@ -50,7 +50,7 @@ def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
     assert sorted(stored) == ["good-1", "good-2", "good-3", "good-4"]
     assert service.backends.state.count_units("mixed")[UnitKind.PASSAGE] == 4
     reasons = {e.where or e.item: e.reason for e in job.errors}
-    assert all(e.stage is Stage.VALIDATE for e in job.errors)
+    assert all(e.stage == Stage.VALIDATE for e in job.errors)
     messages = " || ".join(f"{where}: {reason}" for where, reason in reasons.items())
     assert "corpus.jsonl:2" in messages and "JSON" in messages
     assert "corpus.jsonl:3" in messages and "text" in messages
@@ -91,7 +91,7 @@ def test_document_left_pending_is_redone_by_the_next_ingest(make_service: Servic
     # What submit_ingest leaves behind when the process dies before stage 1 ends.
     state.put_documents([replace(document, content_hash="")])
     again = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
-    assert first.counts[Stage.STAGE1].done == 1
-    assert again.counts[Stage.STAGE1].done == 1
-    assert again.counts[Stage.STAGE1].skipped == 0
+    assert first.counts["extractive.stage1"].done == 1
+    assert again.counts["extractive.stage1"].done == 1
+    assert again.counts["extractive.stage1"].skipped == 0
     assert state.document_hashes("retry")[doc_id] == stored_hash

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.methods.registry import fitting_queries, method_variables
+from hopindex.testing.llm_limits import Endpoint
+from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS
 
 pytestmark = pytest.mark.integration
@@ -35,7 +39,7 @@ def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> 
     assert ingested.exit_code == 0, ingested.output
     job = json.loads(ingested.output)
     assert job["state"] == "succeeded"
-    assert job["counts"]["stage1"]["done"] == len(CURIE_CORPUS)
+    assert job["counts"]["extractive.stage1"]["done"] == len(CURIE_CORPUS)
 
     answered = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "3",
                                  "Where was Marie Curie born?"])
@@ -47,7 +51,7 @@ def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> 
     listed = cli.invoke(main, ["jobs"])
     assert job["job_id"] in listed.output
     shown = cli.invoke(main, ["jobs", job["job_id"]])
-    assert shown.exit_code == 0 and "stage1" in shown.output
+    assert shown.exit_code == 0 and "extractive.stage1" in shown.output
 
     deleted = cli.invoke(main, ["delete", "--index", "curie", "--json", "d0"])
     assert deleted.exit_code == 0, deleted.output
@@ -111,7 +115,7 @@ def test_llm_mode_is_only_environment_variables(tmp_path: Path) -> None:
                                      str(corpus_file(tmp_path))])
         assert ingested.exit_code == 0, ingested.output
         job = json.loads(ingested.output)
-        assert job["llm"]["stages"]["stage1"]["calls"] == len(CURIE_CORPUS)
+        assert job["llm"]["stages"]["indexrag.stage1"]["calls"] == len(CURIE_CORPUS)
         answered = cli.invoke(main, ["query", "--index", "curie", "--json",
                                      "Where was Marie Curie born?"])
         assert answered.exit_code == 0, answered.output
@@ -119,7 +123,7 @@ def test_llm_mode_is_only_environment_variables(tmp_path: Path) -> None:
         assert result["method"] == "indexrag" and result["answer"]
         assert result["usage"]["llm_calls"] == 1
         shown = cli.invoke(main, ["jobs", job["job_id"]])
-        assert "LLM stage1: 6 calls" in shown.output
+        assert "LLM indexrag.stage1: 6 calls" in shown.output
         refused = cli.invoke(main, ["ingest", "--index", "curie", "--method", "extractive",
                                     str(corpus_file(tmp_path))])
         assert refused.exit_code == 2 and "built with 'indexrag'" in refused.output
@@ -155,6 +159,55 @@ def test_repair_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
     assert repaired.exit_code == 0, repaired.output
     job = json.loads(repaired.output)
     assert (job["kind"], job["state"]) == ("repair", "succeeded")
-    assert job["counts"]["stage1"] == {"total": 1, "done": 1, "failed": 0, "skipped": 0}
+    assert job["counts"]["extractive.stage1"] == {"total": 1, "done": 1, "failed": 0,
+                                                  "skipped": 0}
     again = cli.invoke(main, ["repair", "--index", "curie", "--check"])
     assert "index curie: ready" in again.output
+
+
+def test_a_query_method_that_cannot_read_the_index_exits_2_naming_those_that_can(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """naive (passages) of an IndexRAG index (AKUs and bridges), and indexrag (AKUs) of an
+    extractive index (passages and bridges), are refused before anything runs: exit 2,
+    the message naming the query methods that can read that index."""
+    server = start_server()
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
+                         "HOPINDEX_LLM_MODEL": server.config.model,
+                         "HOPINDEX_LLM_BASE_URL": server.base_url,
+                         "HOPINDEX_LLM_API_KEY": "test-key"})
+    corpus = str(corpus_file(tmp_path))
+    for index, method in (("rag", "indexrag"), ("ext", "extractive")):
+        built = cli.invoke(main, ["ingest", "--index", index, "--method", method, "--quiet",
+                                  corpus])
+        assert built.exit_code == 0, built.output
+    calls = server.stats.count(Endpoint.CHAT)
+    for index, method, built_with in (("rag", "naive", "indexrag"),
+                                      ("ext", "indexrag", "extractive")):
+        refused = cli.invoke(main, ["query", "--index", index, "--method", method,
+                                    "Where was Marie Curie born?"])
+        fitting = fitting_queries(built_with)
+        assert method not in fitting and built_with in fitting
+        assert refused.exit_code == 2, refused.output
+        assert f"methods that fit: {', '.join(fitting)}" in refused.output
+        assert "Traceback" not in refused.output
+    assert server.stats.count(Endpoint.CHAT) == calls  # refused before any LLM call
+
+
+def test_config_lists_every_method_setting_with_its_effective_value(tmp_path: Path) -> None:
+    """`hopindex config` shows each method's HOPINDEX_<METHOD>_* variables after the core
+    settings, given ones as given and the rest at their defaults; a bad method value
+    exits 2 naming the variable."""
+    env = {"HOPINDEX_DATA_DIR": str(tmp_path), "HOPINDEX_EXTRACTIVE_TAU": "7"}
+    shown = CliRunner().invoke(main, ["config", "--json"], env=env)
+    assert shown.exit_code == 0, shown.output
+    values = json.loads(shown.output)
+    variables = method_variables()
+    assert set(variables) <= set(values) and values["HOPINDEX_EXTRACTIVE_TAU"] == "7"
+    for variable, (_method, field) in variables.items():
+        if variable != "HOPINDEX_EXTRACTIVE_TAU":
+            assert values[variable] == str(field.default), variable
+    assert list(values)[-len(variables):] == sorted(variables)
+    plain = CliRunner().invoke(main, ["config"], env=env)
+    assert "HOPINDEX_EXTRACTIVE_TAU=7\n" in plain.output
+    bad = CliRunner().invoke(main, ["config"], env={**env, "HOPINDEX_EXTRACTIVE_TAU": "x"})
+    assert bad.exit_code == 2 and "HOPINDEX_EXTRACTIVE_TAU" in bad.output

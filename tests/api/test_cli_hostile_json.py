@@ -44,7 +44,7 @@ def test_good_line_is_ingested_beside_hostile_ones(cli: CliRunner, tmp_path: Pat
     assert "Traceback" not in result.output
     job = json.loads(result.output)
     assert job["state"] == "succeeded"
-    assert job["counts"]["stage1"]["done"] == 1
+    assert job["counts"]["extractive.stage1"]["done"] == 1
     assert [e["where"] for e in job["errors"]] == [
         f"{corpus}:{n}:{field}" for n, field in enumerate(FIELDS, start=2)]
     found = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "1", good.title])

@@ -99,15 +99,16 @@ def test_render_index_ready_shows_units_per_kind(log: SqliteEventLog) -> None:
 def test_render_progress_and_failure_summaries() -> None:
     """job.progress shows its phase and per-stage done/total (stages with work only);
     job.failed shows its reason."""
-    counts = {"stage1": {"total": 6, "done": 4, "failed": 1, "skipped": 0},
-              "stage2": {"total": 0, "done": 0, "failed": 0, "skipped": 0}}
+    counts = {"extractive.stage1": {"total": 6, "done": 4, "failed": 1, "skipped": 0},
+              "extractive.stage2": {"total": 0, "done": 0, "failed": 0, "skipped": 0}}
     progress_event = Event(event_id="3", event_type=EventType.JOB_PROGRESS, index=INDEX,
                            job_id="j", created_at=0.0,
-                           data={"state": "running", "phase": "link", "counts": counts,
+                           data={"state": "running", "phase": "extractive.link",
+                                 "counts": counts,
                                  "errors": 1})
     line = render_event(progress_event)
-    assert "phase=link" in line and "stage1 4/6 failed=1" in line and "errors=1" in line
-    assert "stage2" not in line
+    assert "phase=extractive.link" in line and "extractive.stage1 4/6 failed=1" in line
+    assert "errors=1" in line and "stage2" not in line
     failed = Event(event_id="4", event_type=EventType.JOB_FAILED, index=INDEX, job_id="j",
                    created_at=0.0, data={"reason": "stalled", "counts": {}})
     assert render_event(failed).endswith("reason='stalled'")

@@ -58,7 +58,8 @@ def test_remote_round_trip_matches_the_server(cli: CliRunner, server: Background
                                  str(corpus(tmp_path, bad_line=True))])
     assert ingested.exit_code == 3, ingested.output
     job = json.loads(ingested.output)
-    assert job["state"] == "succeeded" and job["counts"]["stage1"]["done"] == len(CURIE_CORPUS)
+    assert job["state"] == "succeeded"
+    assert job["counts"]["extractive.stage1"]["done"] == len(CURIE_CORPUS)
     assert [e["where"] for e in job["errors"]] == [f"curie.jsonl:{len(CURIE_CORPUS) + 1}"]
 
     answered = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "3",

@@ -56,7 +56,8 @@ def test_export_import_round_trip_then_incremental_ingest(tmp_path: Path) -> Non
     summary = run(source, "export", "--index", "curie", str(exported))
     assert summary["documents"] == 5
     assert summary["units"] == summary["vectors"] > 5  # passages and bridges, all embedded
-    assert summary["mentions"] > 0 and summary["bridges"] > 0
+    assert summary["mentions"] > 0 and summary["groups"] > 0
+    assert summary["records"] == 5  # each document's NLP analysis
     with gzip.open(exported, "rt") as handle:
         lines = [json.loads(line) for line in handle]
     assert [lines[0]["type"], lines[-1]["type"]] == ["header", "end"]
@@ -67,17 +68,94 @@ def test_export_import_round_trip_then_incremental_ingest(tmp_path: Path) -> Non
     assert imported == summary
     assert answers(target) == before
     target_job = run(target, "ingest", "--index", "curie", "--json", str(more))
-    for key in ("bridge_entities_recomputed", "bridge_entities_removed", "units_embedded"):
+    for key in ("groups_rebuilt", "groups_removed", "units_embedded"):
         assert target_job[key] == source_job[key], key
     # Re-ingesting the imported documents is a no-op: their hashes came along.
     again = run(target, "ingest", "--index", "curie", "--json", str(first))
-    assert again["counts"]["stage1"]["skipped"] == 5
+    assert again["counts"]["extractive.stage1"]["skipped"] == 5
     assert answers(target, questions=(QUESTIONS[0],)) == after
 
 
+def as_version_1(lines: list[dict[str, Any]], groups: str, records: str
+                 ) -> list[dict[str, Any]]:
+    """An export as the previous version wrote it: each document's analysis on its
+    line (the record of namespace ``records`` without the hash later versions add),
+    one bridge line per group of namespace ``groups``, no group or record lines."""
+    analyses = {line["key"]: {k: line["value"][k] for k in ("s", "e")} for line in lines
+                if line["type"] == "record" and line["namespace"] == records}
+    bridges = [{"type": "bridge", "entity": line["key"], "unit_ids": line["unit_ids"]}
+               for line in lines if line["type"] == "group" and line["namespace"] == groups]
+    old: list[dict[str, Any]] = []
+    for line in lines:
+        if line["type"] == "header":
+            old.append({**line, "version": 1})
+        elif line["type"] == "document":
+            old.append({**line, "analysis": analyses.get(line["doc_id"])})
+        elif line["type"] == "end":
+            counts = {k: line["counts"][k]
+                      for k in ("index", "documents", "units", "vectors", "mentions")}
+            old.extend([*bridges, {"type": "end", "counts": {**counts,
+                                                             "bridges": len(bridges)}}])
+        elif line["type"] not in ("group", "record"):
+            old.append(line)
+    return old
+
+
+def index_state(data_dir: Path, namespace: str, records: str
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The index's groups of ``namespace`` and its documents' records of ``records``."""
+    from hopindex.api.service import Hopindex
+    from hopindex.core.settings import Settings
+
+    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
+        state = service.backends.state
+        groups = state.get_groups("curie", namespace, state.list_group_keys("curie", namespace))
+        doc_ids = sorted(state.document_hashes("curie"))
+        return groups, state.get_records("curie", records, doc_ids)
+
+
+def test_a_version_1_export_imports_into_groups_and_records(tmp_path: Path) -> None:
+    """A file of the previous format (analyses on document lines, bridge lines) imports
+    as the stores' own upgrade would have moved it: each bridge a group of "bridge"
+    whose members are its units' documents, each analysis a record of
+    "extractive.analysis"; the index answers as the original, and a later ingest
+    rebuilds the same groups as at the source."""
+    # The namespaces the previous version's data lands in (what the store upgrades use).
+    from hopindex.backends.state.groups import ANALYSIS_NAMESPACE, BRIDGE_NAMESPACE
+
+    source = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "source")})
+    target = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "target")})
+    run(source, "ingest", "--index", "curie", "--json",
+        str(corpus_file(tmp_path / "first.jsonl", [0, 1, 2, 3, 4])))
+    before = answers(source)
+    exported = tmp_path / "curie.jsonl"
+    summary = run(source, "export", "--index", "curie", str(exported))
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    old = tmp_path / "curie-v1.jsonl"
+    old.write_text("".join(json.dumps(line) + "\n" for line in as_version_1(
+        lines, BRIDGE_NAMESPACE, ANALYSIS_NAMESPACE)))
+
+    imported = run(target, "import", str(old))
+    assert imported == summary
+    assert answers(target) == before
+    source_groups, source_records = index_state(tmp_path / "source", BRIDGE_NAMESPACE,
+                                                ANALYSIS_NAMESPACE)
+    target_groups, target_records = index_state(tmp_path / "target", BRIDGE_NAMESPACE,
+                                                ANALYSIS_NAMESPACE)
+    assert source_groups and target_groups == source_groups
+    assert len(target_records) == 5
+    assert target_records == {doc_id: {k: record[k] for k in ("s", "e")}
+                              for doc_id, record in source_records.items()}
+    more = corpus_file(tmp_path / "more.jsonl", [5])
+    source_job = run(source, "ingest", "--index", "curie", "--json", str(more))
+    target_job = run(target, "ingest", "--index", "curie", "--json", str(more))
+    for key in ("groups_rebuilt", "groups_removed", "units_embedded"):
+        assert target_job[key] == source_job[key], key
+
+
 def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
-    """An existing index, another embedder, a truncated or foreign file: exit 2 with
-    the reason, nothing imported."""
+    """An existing index, another embedder, a truncated or foreign file, a line of the
+    previous format in a file of this one: exit 2 with the reason, nothing imported."""
     source = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "source")})
     run(source, "ingest", "--index", "curie", "--json",
         str(corpus_file(tmp_path / "c.jsonl", [0, 2])))
@@ -99,6 +177,13 @@ def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
     assert cut.exit_code == 2 and "truncated" in cut.output
     listed = fresh.invoke(main, ["query", "--index", "curie", "Warsaw"])
     assert listed.exit_code == 2 and "no index 'curie'" in listed.output
+
+    stray = tmp_path / "stray.jsonl"
+    held = exported.read_text().splitlines(keepends=True)
+    stray.write_text("".join([*held[:-1], '{"type": "bridge", "entity": "x", "unit_ids": []}\n',
+                              held[-1]]))
+    mixed = fresh.invoke(main, ["import", str(stray)])
+    assert mixed.exit_code == 2 and f"{stray}:{len(held)}" in mixed.output
 
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"id": "d1", "text": "not an export"}\n')

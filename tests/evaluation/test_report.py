@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hopindex.evaluation.build_cost import BuildCost, BuildSource, PhaseCost
 from hopindex.evaluation.report import (
     AnswerScores,
     EvalReport,
     LlmCostPerQuery,
     MethodReport,
+    SkippedMethod,
     read_json,
     render_markdown,
     render_table,
@@ -206,6 +208,7 @@ def test_report_written_before_answer_and_llm_figures_still_loads() -> None:
     assert report.methods[0].answers is None
     assert report.methods[0].llm is None
     assert report.methods[0].recall == {5: 0.785}
+    assert report.methods[0].index_method == "" and not report.builds and not report.skipped
     assert render_table(report).splitlines()[1].split() == ["method", "n", "R@5", "p50", "ms",
                                                             "p95", "ms"]
 
@@ -228,3 +231,67 @@ def test_importing_report_does_not_import_matplotlib() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+def comparison_report() -> EvalReport:
+    """Two index methods, a method skipped on one of them, and each index's build cost."""
+    report = llm_report()
+    report.methods[0].index_method = "plain"
+    report.methods[1].index_method = "smart"
+    report.builds = [
+        BuildCost(index_method="plain", index="hp100-plain", source=BuildSource.BUILT,
+                  documents=10, wall_s=1.25, job_id="j1", job_state="succeeded",
+                  phases=[PhaseCost(phase="plain.stage1", kind="documents", done=10)]),
+        BuildCost(index_method="smart", index="hp100-smart", source=BuildSource.REUSED,
+                  documents=10, wall_s=8.5, job_id="j2", job_state="succeeded",
+                  phases=[PhaseCost(phase="smart.stage1", kind="documents", done=10,
+                                    llm_calls=10, prompt_tokens=900, completion_tokens=90),
+                          PhaseCost(phase="smart.stage2", kind="groups", done=3,
+                                    llm_calls=3, cache_hits=2)])]
+    report.skipped = [SkippedMethod(method="naive", index_method="smart",
+                                    reason="it reads passage units, the index holds aku")]
+    return report
+
+
+def test_comparison_table_names_each_rows_index_method_and_each_build() -> None:
+    """With two index methods the table leads with an index-method column, notes the
+    skipped method, and ends with the build cost of each index, phase by phase."""
+    lines = render_table(comparison_report()).splitlines()
+    assert lines[1].split()[:3] == ["index", "method", "method"]
+    assert lines[3].split()[:2] == ["plain", "naive"]
+    assert lines[4].split()[:2] == ["smart", "ircot"]
+    assert lines[5] == ("note: naive skipped on the smart index: it reads passage units, "
+                        "the index holds aku")
+    build = lines[lines.index("build cost per index method") + 1:]
+    assert build[0].split()[:4] == ["index", "method", "index", "build"]
+    assert build[2].split() == ["plain", "hp100-plain", "built", "by", "job", "j1", "10",
+                                "1.25", "plain.stage1", "10", "0", "0", "0", "0", "0", "0"]
+    assert build[3].split() == ["total", "0", "0", "0", "0"]
+    assert build[4].split()[:7] == ["smart", "hp100-smart", "reused;", "cost", "of", "job",
+                                    "j2"]
+    assert build[5].split() == ["smart.stage2", "3", "0", "0", "3", "0", "0", "2"]
+    assert build[6].split() == ["total", "13", "900", "90", "2"]
+    assert len(build) == 7
+
+
+def test_one_index_method_keeps_the_method_column_first() -> None:
+    """A run over one index shows no index-method column, whatever its rows record."""
+    report = comparison_report()
+    report.methods[1].index_method = "plain"
+    assert render_table(report).splitlines()[1].split()[0] == "method"
+
+
+def test_comparison_round_trips_and_reaches_markdown_and_chart(tmp_path: Path) -> None:
+    """Builds, skipped methods and each row's index method survive JSON; the Markdown
+    carries the build table and the note; the chart labels bars by index method."""
+    report = comparison_report()
+    json_path, md_path, png_path = write_all(report, tmp_path / "cmp")
+    assert read_json(json_path) == report
+    assert json.loads(json_path.read_text(encoding="utf-8"))["builds"][1]["source"] == "reused"
+    markdown = md_path.read_text(encoding="utf-8")
+    assert "| index method | method | n |" in markdown
+    assert "- naive skipped on the smart index" in markdown
+    assert ("| smart | hp100-smart | reused; cost of job j2 | 10 | 8.50 | smart.stage1 | 10 "
+            "| 0 | 0 | 10 | 900 | 90 | 0 |") in markdown
+    assert png_path.read_bytes().startswith(PNG_MAGIC)
+    assert [m.label for m in report.methods] == ["plain/naive", "smart/ircot"]

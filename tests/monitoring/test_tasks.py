@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 import structlog
-from hopindex.scheduler.control import after_stage1
-from hopindex.workers.tasks.stage1 import stage1
 from prometheus_client import REGISTRY
 
 from hopindex.backends.registry import Backends
@@ -24,9 +22,12 @@ from hopindex.monitoring.tasks import (
     _on_retry,
     document_outcomes,
     job_context,
+    stage_of,
 )
 from hopindex.workers.app import app, configure_app
 from hopindex.workers.runtime import Runtime, bind_runtime
+from hopindex.workers.tasks.control import after_phase
+from hopindex.workers.tasks.phases import documents as stage1
 from hopindex.workers.tasks.webhooks import deliver_webhook
 
 
@@ -55,9 +56,9 @@ def eager() -> Iterator[None]:
 def test_job_context_reads_job_and_index_from_task_arguments() -> None:
     """Job tasks take (job_id, index, ...); chord callbacks take their header's results
     first; tasks outside any job give no context."""
-    assert job_context(stage1, ("job-1", "wiki", ["d1"]), {}) == {"job_id": "job-1",
-                                                                  "index": "wiki"}
-    assert job_context(after_stage1, ([{"units": []}], "job-2", "wiki", ["d1"], []), {}) == {
+    assert job_context(stage1, ("job-1", "wiki", "extractive.stage1", 0, ["d1"]), {}) == {
+        "job_id": "job-1", "index": "wiki"}
+    assert job_context(after_phase, ([{"units": []}], "job-2", "wiki", 0, 0, {}), {}) == {
         "job_id": "job-2", "index": "wiki"}
     assert job_context(stage1, (), {"job_id": "job-3", "index": "x"}) == {"job_id": "job-3",
                                                                           "index": "x"}
@@ -101,31 +102,42 @@ def test_succeeded_and_failed_runs_are_timed_and_counted(eager: None) -> None:
 
 def test_retries_count_by_error_type(eager: None) -> None:
     """task_retry counts the error that sent the run back to the queue."""
-    before = sample("hopindex_stage_task_retries_total", stage="stage1", error="TimeoutError")
+    before = sample("hopindex_stage_task_retries_total", stage="phase.documents",
+                    error="TimeoutError")
     _on_retry(sender=stage1, reason=TimeoutError("slow provider"))
-    assert sample("hopindex_stage_task_retries_total", stage="stage1",
+    assert sample("hopindex_stage_task_retries_total", stage="phase.documents",
                   error="TimeoutError") - before == 1
+
+
+def test_a_phase_tasks_label_is_its_phase() -> None:
+    """A phase task is labelled with the method's phase, not the shared task name."""
+    assert stage_of(stage1.name, ("j", "wiki", "indexrag.stage1", 0, [])) == "indexrag.stage1"
+    assert stage_of(stage1.name) == "phase.documents"
+    assert stage_of(after_phase.name, ([], "j", "wiki", "x.y")) == "control.after_phase"
 
 
 def test_metrics_off_binds_context_but_records_nothing() -> None:
     """HOPINDEX_METRICS=off: the log context still works, no counter moves."""
     configure_app(Settings(metrics=MetricsMode.OFF))
     try:
-        before = sample("hopindex_stage_tasks_total", stage="stage1", outcome="succeeded")
-        _on_prerun(task=stage1, task_id="t-off", args=("job-9", "wiki", []))
+        before = sample("hopindex_stage_tasks_total", stage="x.stage1", outcome="succeeded")
+        _on_prerun(task=stage1, task_id="t-off", args=("job-9", "wiki", "x.stage1", 0, []))
         assert structlog.contextvars.get_contextvars()["job_id"] == "job-9"
-        _on_postrun(task=stage1, task_id="t-off", args=("job-9", "wiki", []), state="SUCCESS")
+        _on_postrun(task=stage1, task_id="t-off", args=("job-9", "wiki", "x.stage1", 0, []),
+                    state="SUCCESS")
         assert "job_id" not in structlog.contextvars.get_contextvars()
-        assert sample("hopindex_stage_tasks_total", stage="stage1", outcome="succeeded") == before
+        assert sample("hopindex_stage_tasks_total", stage="x.stage1",
+                      outcome="succeeded") == before
     finally:
         configure_app(Settings())
 
 
 def _job(kind: JobKind, state: JobState) -> Job:
     job = Job(job_id=f"job-{kind.value}-{state.value}", index="docs", kind=kind, state=state)
-    job.counts[Stage.VALIDATE].done, job.counts[Stage.VALIDATE].failed = 9, 1
-    job.counts[Stage.STAGE1].done, job.counts[Stage.STAGE1].failed = 6, 1
-    job.counts[Stage.STAGE1].skipped = 2
+    job.count(Stage.VALIDATE).done, job.count(Stage.VALIDATE).failed = 9, 1
+    job.phases["m.stage1"] = "documents"
+    job.count("m.stage1").done, job.count("m.stage1").failed = 6, 1
+    job.count("m.stage1").skipped = 2
     return job
 
 

@@ -262,7 +262,7 @@ def test_an_unstorable_record_fails_alone_naming_its_field(
     assert job.state is JobState.SUCCEEDED, job.reason
     assert len(job.errors) == 1
     error = job.errors[0]
-    assert error.stage is Stage.VALIDATE
+    assert error.stage == Stage.VALIDATE
     assert error.where == f"upload.jsonl:7:{field}"
     assert field in error.reason and "surrogate" in error.reason
     assert sorted(service.backends.state.document_hashes(INDEX)) == sorted(

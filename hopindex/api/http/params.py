@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -151,11 +151,27 @@ def body_enum(body: dict[str, Any], name: str, kind: type[E]) -> E | None:
 
 
 def _enum_value(value: object, name: str, kind: type[E]) -> E:
-    choices = [m.value for m in kind]
+    return kind(_choice(value, name, [m.value for m in kind]))
+
+
+def _choice(value: object, name: str, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise bad_request(f"{name!r} must be one of {', '.join(choices)}, got {value!r}",
                           field=name)
-    return kind(value)
+    return value
+
+
+def body_choice(body: dict[str, Any], name: str, choices: Sequence[str]) -> str | None:
+    """A body field that must be one of ``choices`` (names the registry knows, say)."""
+    value = body.get(name)
+    return None if value is None else _choice(value, name, choices)
+
+
+def query_choice(request: web.Request, name: str, choices: Sequence[str]) -> str | None:
+    """A query parameter that must be one of ``choices``; None when it is not given."""
+    if name not in request.query:
+        return None
+    return _choice(request.query[name], name, choices)
 
 
 def query_enum(request: web.Request, name: str, kind: type[E], default: E) -> E:

@@ -1,8 +1,7 @@
-"""Entity mentions and bridge units: what incremental planning reads (docs/architecture.md)."""
+"""Entity mentions: what incremental planning reads (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -88,6 +87,24 @@ class CatalogueMixin(SqliteConnection):
                               count=count))
         return result
 
+    def mentions_of_documents(self, index: str,
+                              doc_ids: Sequence[str]) -> dict[str, list[EntityMention]]:
+        """Each document's mentions, one per (entity, source), sorted; documents with
+        none are absent."""
+        if not doc_ids:
+            return {}
+        with self._transaction("mentions_of_documents", write=False) as conn:
+            rows = conn.execute(
+                "SELECT doc_id, entity, source, count FROM mentions WHERE idx = ? AND doc_id IN"
+                " (SELECT value FROM json_each(?)) ORDER BY doc_id, entity, source",
+                (index, id_list(doc_ids))).fetchall()
+        result: dict[str, list[EntityMention]] = {}
+        for doc_id, entity, source, count in rows:
+            result.setdefault(doc_id, []).append(
+                EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
+                              count=count))
+        return result
+
     def title_lexicon(self, index: str) -> dict[str, list[str]]:
         """Title entity → the documents it is the title of (sorted)."""
         with self._transaction("title_lexicon", write=False) as conn:
@@ -98,34 +115,3 @@ class CatalogueMixin(SqliteConnection):
         for entity, doc_id in rows:
             lexicon.setdefault(entity, []).append(doc_id)
         return lexicon
-
-    def replace_bridge_units(self, index: str, entity: str,
-                             unit_ids: Sequence[str]) -> list[str]:
-        """Record the units the entity's bridge produced; return the ones it had before.
-
-        An empty list forgets the entity, so it stops appearing as a bridge.
-        """
-        with self._transaction("replace_bridge_units", write=True) as conn:
-            row = conn.execute("SELECT unit_ids FROM bridges WHERE idx = ? AND entity = ?",
-                               (index, entity)).fetchone()
-            if unit_ids:
-                conn.execute("INSERT INTO bridges (idx, entity, unit_ids) VALUES (?, ?, ?)"
-                             " ON CONFLICT (idx, entity)"
-                             " DO UPDATE SET unit_ids = excluded.unit_ids",
-                             (index, entity, id_list(unit_ids)))
-            elif row is not None:
-                conn.execute("DELETE FROM bridges WHERE idx = ? AND entity = ?", (index, entity))
-        previous: list[str] = json.loads(row[0]) if row else []
-        return previous
-
-    def bridge_units_of_entities(self, index: str,
-                                 entities: Sequence[str]) -> dict[str, list[str]]:
-        """Entity → its bridge unit ids, for the entities that have any."""
-        if not entities:
-            return {}
-        with self._transaction("bridge_units_of_entities", write=False) as conn:
-            rows = conn.execute(
-                "SELECT b.entity, b.unit_ids FROM json_each(?) AS j JOIN bridges AS b"
-                " ON b.idx = ? AND b.entity = j.value ORDER BY j.key",
-                (id_list(list(dict.fromkeys(entities))), index)).fetchall()
-        return {entity: json.loads(ids) for entity, ids in rows}

@@ -172,3 +172,16 @@ class GroupsMixin(SqliteConnection):
             conn.execute(f"DELETE FROM records WHERE idx = ?{where} AND record_key IN"
                          " (SELECT value FROM json_each(?))",
                          [index, *params, id_list(keys)])
+
+    def list_record_namespaces(self, index: str) -> list[str]:
+        """Namespaces holding at least one record of the index, sorted."""
+        # A loose index scan over the unique (idx, namespace, record_key) index, as in
+        # namespaces_of_groups.
+        with self._transaction("list_record_namespaces", write=False) as conn:
+            rows = conn.execute(
+                "WITH RECURSIVE ns (name) AS ("
+                " SELECT min(namespace) FROM records WHERE idx = ?1"
+                " UNION ALL SELECT (SELECT min(namespace) FROM records"
+                " WHERE idx = ?1 AND namespace > ns.name) FROM ns WHERE ns.name IS NOT NULL)"
+                " SELECT name FROM ns WHERE name IS NOT NULL", (index,)).fetchall()
+        return [name for (name,) in rows]

@@ -1,11 +1,11 @@
-"""Entity mentions and bridge units in Redis (docs/architecture.md).
+"""Entity mentions in Redis (docs/architecture.md).
 
 Per index: ``mdoc:<doc id>`` (hash ``source:entity`` → count, a document's
 mentions), ``ment:<entity>`` (hash ``source:doc id`` → count, the same mentions
-seen from the entity), ``title`` (set of ``<byte length of entity>:<entity><doc id>``
-for title mentions: the lexicon without scanning every entity) and ``bridge``
-(hash entity → JSON list of unit ids). Source values contain no ``:``, so a field
-splits at its first colon whatever the entity or doc id holds.
+seen from the entity) and ``title`` (set of ``<byte length of entity>:<entity><doc id>``
+for title mentions: the lexicon without scanning every entity). Source values
+contain no ``:``, so a field splits at its first colon whatever the entity or doc
+id holds.
 
 Both mention writes are Lua scripts: the touched-entity set compares the
 document's entities before and after, which must not interleave with another
@@ -15,13 +15,11 @@ fields of the shared ``ment:`` hashes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from redis.client import Pipeline
 
 from hopindex.backends.state.catalogue import replaced_sources
-from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_connection import CHUNK, RedisConnection, unique
 from hopindex.core.models import EntityMention, MentionSource
 
@@ -169,6 +167,29 @@ class RedisCatalogueMixin(RedisConnection):
                 result[entity] = sorted(found, key=lambda m: (m.doc_id, m.source.value))
         return result
 
+    def mentions_of_documents(self, index: str,
+                              doc_ids: Sequence[str]) -> dict[str, list[EntityMention]]:
+        """Each document's mentions, one per (entity, source), sorted; documents with
+        none are absent."""
+        wanted = sorted(set(doc_ids))
+        base = self._base(index)
+
+        def add(pipe: Pipeline, chunk: Sequence[str]) -> None:
+            for doc_id in chunk:
+                pipe.hgetall(base + "mdoc:" + doc_id)
+
+        replies = self._batched("mentions_of_documents", wanted, add)
+        result: dict[str, list[EntityMention]] = {}
+        for doc_id, fields in zip(wanted, replies, strict=True):
+            found = []
+            for field, count in fields.items():
+                source, _, entity = field.partition(":")
+                found.append(EntityMention(entity=entity, doc_id=doc_id,
+                                           source=MentionSource(source), count=int(count)))
+            if found:
+                result[doc_id] = sorted(found, key=lambda m: (m.entity, m.source.value))
+        return result
+
     def title_lexicon(self, index: str) -> dict[str, list[str]]:
         """Title entity → the documents it is the title of (sorted)."""
         with self._errors("title_lexicon"):
@@ -178,33 +199,3 @@ class RedisCatalogueMixin(RedisConnection):
         for entity, doc_id in sorted({_title_pair(m) for m in members}):
             lexicon.setdefault(entity, []).append(doc_id)
         return lexicon
-
-    def replace_bridge_units(self, index: str, entity: str,
-                             unit_ids: Sequence[str]) -> list[str]:
-        """Record the units the entity's bridge produced; return the ones it had before.
-
-        An empty list forgets the entity, so it stops appearing as a bridge.
-        """
-        key = self._base(index) + "bridge"
-        with self._errors("replace_bridge_units"), \
-                self._redis().pipeline(transaction=True) as pipe:
-            # The read is queued inside the MULTI: it sees the value the write replaces.
-            pipe.hget(key, entity)
-            if unit_ids:
-                pipe.hset(key, entity, dumps(list(unit_ids)))
-            else:
-                pipe.hdel(key, entity)
-            previous = pipe.execute()[0]
-        ids: list[str] = json.loads(previous) if previous else []
-        return ids
-
-    def bridge_units_of_entities(self, index: str,
-                                 entities: Sequence[str]) -> dict[str, list[str]]:
-        """Entity → its bridge unit ids, for the entities that have any."""
-        wanted = unique(entities)
-        key = self._base(index) + "bridge"
-        replies = self._batched("bridge_units_of_entities", wanted,
-                                lambda pipe, chunk: pipe.hmget(key, chunk))
-        values = (value for reply in replies for value in reply)
-        return {entity: json.loads(value)
-                for entity, value in zip(wanted, values, strict=True) if value is not None}

@@ -5,7 +5,7 @@ Key layout (``P`` is the store's prefix, ``I`` an index name):
 - ``P:indexes`` hash name → index record; ``P:job:<id>`` hash (data, member) per job;
   ``P:jobs`` sorted set of every job; ``P:jobseq`` the jobs' insertion counter;
   ``P:joblease:<id>`` the short lease that serialises ``update_job`` writers.
-- ``P:ix:I:…`` everything owned by one index (documents, units, mentions, bridges,
+- ``P:ix:I:…`` everything owned by one index (documents, units, mentions, groups, records,
   the index's job list), so deleting an index is a scan of that one prefix.
 
 Index names are validated at ``create_index`` (no ``:`` or glob characters); a

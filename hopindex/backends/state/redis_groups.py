@@ -184,6 +184,12 @@ class RedisGroupsMixin(RedisConnection):
 
         self._batched("delete_records", unique(keys), add)
 
+    def list_record_namespaces(self, index: str) -> list[str]:
+        """Namespaces holding at least one record of the index, sorted."""
+        with self._errors("list_record_namespaces"):
+            parts = self._redis().smembers(self._base(index) + "recns")
+        return sorted(unquote(part) for part in parts)
+
     # -- layout upgrade ----------------------------------------------------------------------
 
     def _copy_legacy_index(self, index: str) -> tuple[int, int]:

@@ -21,7 +21,7 @@ from hopindex.methods.bridges import (
     forget_mentions,
     replace_document_mentions,
 )
-from hopindex.methods.extractive.analyses import get_analyses, put_analyses
+from hopindex.methods.extractive.analyses import ANALYSES, get_analyses, put_analyses
 from hopindex.methods.extractive.linking import TitleLexicon, documents_to_relink
 from hopindex.methods.extractive.stage1 import METHOD, extract_document
 from hopindex.methods.extractive.stage2 import BridgePolicy, build_bridge_unit
@@ -67,6 +67,11 @@ class ExtractiveSettings:
 def run_stage1(context: PhaseContext, documents: list[Document]) -> DocumentsResult:
     analyses, errors = _analyze(context, documents)
     put_analyses(context, documents, analyses)
+    # An analysis of a document's earlier text must not outlive it: offsets would point
+    # into the wrong sentences.
+    failed = [e.item for e in errors]
+    if failed:
+        context.state.delete_records(context.index, failed, ANALYSES)
     result = DocumentsResult(errors=errors)
     for document in documents:
         if document.doc_id not in analyses:

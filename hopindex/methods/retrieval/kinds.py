@@ -1,7 +1,8 @@
 """Which units a query method reads from an index, by the kinds the index holds.
 
-A method names tiers of kinds in order of preference; it reads the first tier the
-index holds any of. ``ircot`` and ``bridgerag`` read an index of facts (AKUs and
+A method names tiers of kinds in order of preference; it reads the first tier
+whose first kind the index holds (facts are read where there are AKUs: an index
+of passages and extractive bridges is read through its passages). ``ircot`` and ``bridgerag`` read an index of facts (AKUs and
 bridging facts) through its facts, and any other index through its passages.
 """
 
@@ -18,9 +19,9 @@ PASSAGES = (UnitKind.PASSAGE,)
 
 def preferred_filter(held: frozenset[UnitKind], tiers: Sequence[tuple[UnitKind, ...]]
                      ) -> UnitFilter | None:
-    """The first tier ``held`` overlaps, as a filter; None (every unit) when the held
-    kinds are unknown or no tier matches."""
+    """The first tier whose first kind is held, as a filter; None (every unit) when the
+    held kinds are unknown or no tier matches."""
     for tier in tiers:
-        if held & set(tier):
+        if tier[0] in held:
             return UnitFilter(kinds=tier)
     return None

@@ -71,7 +71,7 @@ def test_ingest_job_events_query_flow(api: Api) -> None:
         time.sleep(0.1)
     reader.join(timeout=30)
     assert "running" in states and states[-1] == "succeeded", states
-    assert polled["counts"]["stage1"]["done"] == len(docs)
+    assert polled["counts"]["extractive.stage1"]["done"] == len(docs)
     assert polled["errors"] == []
 
     types = [e["type"] for e in events if e["job_id"] == job["job_id"]]

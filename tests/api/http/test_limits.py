@@ -71,7 +71,7 @@ def test_malformed_ndjson_names_the_line_and_skip_mode_ingests_the_rest(small: A
                           params={"on_error": "skip"})
     assert accepted.status_code == 202, accepted.text
     job = small.wait_job(accepted.json()["job_id"])
-    assert job["counts"]["stage1"]["done"] == 1
+    assert job["counts"]["extractive.stage1"]["done"] == 1
     assert [e["where"] for e in job["errors"]] == ["body.jsonl:2", "body.jsonl:3:text"]
 
 

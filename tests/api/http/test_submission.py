@@ -40,7 +40,7 @@ def test_with_a_broker_writes_are_enqueued(broker_url: str, make_api: ApiFactory
     second = api.call("POST", "/v1/indexes/queued/documents", json=docs[:1])
     assert (first.status_code, second.status_code) == (202, 202), second.text
     job = api.call("GET", f"/v1/jobs/{first.json()['job_id']}").json()
-    assert job["state"] == "running" and job["counts"]["stage1"]["done"] == 0
+    assert job["state"] == "running" and job["counts"]["extractive.stage1"]["done"] == 0
     ready = api.call("GET", "/readyz", key=None).json()
     checks = ready["checks"]
     assert {k: checks.pop(k) for k in ("state", "events", "broker")} == {

@@ -74,10 +74,11 @@ def test_a_fault_once_the_job_exists_answers_the_failed_job(
 def test_a_fault_in_a_control_callback_fails_the_job(api: Api,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A chord callback raising inside the background run fails the job with the reason."""
+    from hopindex.scheduler.task_names import AFTER_PHASE
     from hopindex.workers.app import app
 
     index = "fault-callback"
-    _raise_once(monkeypatch, app.tasks["hopindex.control.start_linking"], "run")
+    _raise_once(monkeypatch, app.tasks[AFTER_PHASE], "run")
     _, docs = sample_documents(limit=2)
     response = api.call("POST", f"/v1/indexes/{index}/documents", json=docs)
     assert response.status_code == 202, response.text
@@ -118,7 +119,7 @@ def test_skip_mode_ingests_the_good_records_and_lists_the_unstorable_one(api: Ap
     assert job["state"] == "succeeded", job["reason"]
     assert [(e["stage"], e["where"]) for e in job["errors"]] == [
         ("validate", "body.jsonl:2:metadata.author")]
-    assert job["counts"]["stage1"]["done"] == 1
+    assert job["counts"]["extractive.stage1"]["done"] == 1
 
 
 def test_deleting_only_unknown_ids_succeeds_listing_them(api: Api) -> None:

@@ -160,6 +160,7 @@ class GroupsContract:
         assert store.groups_of_documents(index, BRIDGE, ["d1"]) == set()
         assert store.namespaces_of_groups(index) == []
         assert store.get_records(index, ANALYSIS, ["d1"]) == {}
+        assert store.list_record_namespaces(index) == []
         assert store.list_group_keys(other, BRIDGE) == ["paris", "rome"]
         assert store.groups_of_documents(other, BRIDGE, ["d1"]) == {"paris"}
         assert store.get_records(other, ANALYSIS, ["d1"]) == {"d1": record(1)}
@@ -220,6 +221,24 @@ class GroupsContract:
         assert store.get_records(index, TREE, ["d1"]) == {"d1": record(5)}
         store.delete_records(index, [])
 
+    def test_record_namespaces_are_listed_while_they_hold_a_record(self, store: StateStore,
+                                                                   index: str,
+                                                                   other: str) -> None:
+        """The namespaces holding a record of the index, sorted (unusual names too); one
+        whose records are all deleted is no longer listed; other indexes' are not."""
+        assert store.list_record_namespaces(index) == []
+        store.put_records(index, TREE, {"d1": record(1)})
+        store.put_records(index, ANALYSIS, {"d1": record(2), "d2": record(3)})
+        store.put_records(index, "méthode:à part", {"d2": record(4)})
+        store.put_records(other, BRIDGE, {"d1": record(5)})
+        assert store.list_record_namespaces(index) == sorted(
+            [ANALYSIS, TREE, "méthode:à part"])
+        store.delete_records(index, ["d2"])
+        assert store.list_record_namespaces(index) == [ANALYSIS, TREE]
+        store.delete_records(index, ["d1"], TREE)
+        assert store.list_record_namespaces(index) == [ANALYSIS]
+        assert store.list_record_namespaces(other) == [BRIDGE]
+
     def test_many_records_beyond_one_batch(self, store: StateStore, index: str) -> None:
         """Puts, reads and deletes of thousands of records touch every one."""
         records = {f"d{i}": {"n": i} for i in range(MANY)}
@@ -275,6 +294,7 @@ class GroupsContract:
             assert again.groups_of_documents(name, BRIDGE, ["d1"]) == {"paris"}
             assert again.namespaces_of_groups(name) == [BRIDGE]
             assert again.get_records(name, ANALYSIS, ["d1"]) == {"d1": record(1)}
+            assert again.list_record_namespaces(name) == [ANALYSIS]
         finally:
             again.delete_index(name)
             again.close()

@@ -15,13 +15,12 @@ import pytest
 
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.core.errors import InvalidIndexNameError, InvalidInputError
-from hopindex.core.models import Document, TextAnalysis, UnitKind
+from hopindex.core.models import Document, UnitKind
 from tests.backends.contracts.failed_items_contract import FailedItemsContract
 from tests.backends.contracts.state_contract_parts import EntityCatalogueContract, JobStoreContract
 from tests.backends.contracts.state_records import (
     NER,
     TITLE,
-    analysis,
     doc,
     ids_of,
     mention,
@@ -76,21 +75,17 @@ class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsC
         store.create_index(IndexInfo(name=index, method="extractive", created_at=time.time()))
         job = new_job(index)
         store.put_documents([doc(index, "d1")])
-        store.put_analyses(index, {"d1": analysis(1)})
         store.put_units([unit(index, "u1")])
         store.replace_mentions(index, "d1", [mention("paris", "d1")], [NER])
-        store.replace_bridge_units(index, "paris", ["b1"])
         store.create_job(job)
         store.close()
         again = reopen_store()
         try:
             assert again.get_index(index) is not None
             assert again.get_documents(index, ["d1"]) == [doc(index, "d1")]
-            assert again.get_analyses(index, ["d1"]) == {"d1": analysis(1)}
             assert again.get_units(index, [unit(index, "u1").unit_id]) == [unit(index, "u1")]
             assert again.mentions_of_entities(index, ["paris"]) == {
                 "paris": [mention("paris", "d1")]}
-            assert again.bridge_units_of_entities(index, ["paris"]) == {"paris": ["b1"]}
             assert again.get_job(job.job_id) == job
         finally:
             again.delete_index(index)
@@ -127,44 +122,40 @@ class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsC
 
     def test_delete_index_removes_everything_of_that_index_only(
             self, store: StateStore, index: str, other: str) -> None:
-        """Deleting an index empties its documents, analyses, units, mentions, bridges, jobs."""
+        """Deleting an index empties its documents, units, mentions and jobs (its groups
+        and records: the groups contract)."""
         jobs = {}
         for name in (index, other):
             store.put_documents([doc(name, "d1")])
-            store.put_analyses(name, {"d1": analysis(1)})
             store.put_units([unit(name, "u1"), unit(name, "u2", kind=UnitKind.BRIDGE)])
             store.replace_mentions(name, "d1", [mention("paris", "d1"),
                                                 mention("paris", "d1", TITLE)], [NER, TITLE])
-            store.replace_bridge_units(name, "paris", ["b1"])
             jobs[name] = new_job(name)
             store.create_job(jobs[name])
         store.delete_index(index)
         assert store.get_index(index) is None
         assert store.get_documents(index, ["d1"]) == []
         assert store.document_hashes(index) == {}
-        assert store.get_analyses(index, ["d1"]) == {}
         assert store.get_units(index, [unit(index, "u1").unit_id]) == []
         assert store.units_of_documents(index, ["d1"]) == []
         assert store.count_units(index) == {}
         assert store.mentions_of_entities(index, ["paris"]) == {}
+        assert store.mentions_of_documents(index, ["d1"]) == {}
         assert store.title_lexicon(index) == {}
-        assert store.bridge_units_of_entities(index, ["paris"]) == {}
         assert store.get_job(jobs[index].job_id) is None
         assert store.list_jobs(index) == []
         # The other index is untouched.
         assert store.get_index(other) is not None
         assert len(store.get_documents(other, ["d1"])) == 1
-        assert store.get_analyses(other, ["d1"]) == {"d1": analysis(1)}
         assert store.count_units(other) == {UnitKind.PASSAGE: 1, UnitKind.BRIDGE: 1}
         assert store.title_lexicon(other) == {"paris": ["d1"]}
-        assert store.bridge_units_of_entities(other, ["paris"]) == {"paris": ["b1"]}
         assert store.get_job(jobs[other].job_id) == jobs[other]
 
     def test_delete_unknown_index_is_a_no_op(self, store: StateStore) -> None:
         """Deleting a name that does not exist raises nothing."""
         store.delete_index("ct-never-created")
 
-    # -- documents and analyses --------------------------------------------------------------
+    # -- documents ---------------------------------------------------------------------------
 
     def test_documents_round_trip_in_asked_order(self, store: StateStore, index: str) -> None:
         """Documents come back whole, in the order asked, once each, skipping unknown ids."""
@@ -190,38 +181,13 @@ class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsC
         assert store.document_hashes(index) == {"d1": a.content_hash, "d2": b.content_hash}
         assert store.get_documents(other, ["d1"]) == []
 
-    def test_delete_documents_removes_them_and_their_analyses(self, store: StateStore,
-                                                              index: str) -> None:
-        """Deleted documents and their analyses are gone; the others remain."""
+    def test_delete_documents_removes_them(self, store: StateStore, index: str) -> None:
+        """Deleted documents are gone, from reads and hashes; the others remain."""
         store.put_documents([doc(index, "d1"), doc(index, "d2")])
-        store.put_analyses(index, {"d1": analysis(1), "d2": analysis(2)})
         store.delete_documents(index, ["d1", "missing"])
         assert [d.doc_id for d in store.get_documents(index, ["d1", "d2"])] == ["d2"]
-        assert store.get_analyses(index, ["d1", "d2"]) == {"d2": analysis(2)}
+        assert list(store.document_hashes(index)) == ["d2"]
         store.delete_documents(index, [])
-
-    def test_analyses_round_trip(self, store: StateStore, index: str) -> None:
-        """Sentences and entity spans come back exactly; empty analyses too."""
-        empty = TextAnalysis(sentences=(), entities=())
-        store.put_documents([doc(index, "d1"), doc(index, "d2")])
-        store.put_analyses(index, {"d1": analysis(1), "d2": empty})
-        assert store.get_analyses(index, ["d2", "d1", "missing"]) == {
-            "d2": empty, "d1": analysis(1)}
-        store.put_analyses(index, {"d1": analysis(7)})
-        assert store.get_analyses(index, ["d1"]) == {"d1": analysis(7)}
-
-    def test_changed_document_drops_its_stale_analysis(self, store: StateStore,
-                                                       index: str) -> None:
-        """A re-put with a new text drops the analysis; the same text keeps it, whatever
-        its content hash (the pipeline marks a document done by re-putting its hash)."""
-        store.put_documents([doc(index, "d1"), doc(index, "d2")])
-        store.put_analyses(index, {"d1": analysis(1), "d2": analysis(2)})
-        store.put_documents([doc(index, "d1", text="A new text."), doc(index, "d2")])
-        assert store.get_analyses(index, ["d1", "d2"]) == {"d2": analysis(2)}
-        pending = doc(index, "d2")
-        store.put_documents([Document(doc_id="d2", index=index, title=pending.title,
-                                      text=pending.text, content_hash="")])
-        assert store.get_analyses(index, ["d2"]) == {"d2": analysis(2)}
 
     def test_unserialisable_metadata_is_invalid_input(self, store: StateStore,
                                                       index: str) -> None:

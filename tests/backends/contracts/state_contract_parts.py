@@ -18,7 +18,7 @@ from tests.backends.contracts.state_records import LEXICON, NER, TITLE, mention,
 
 
 class EntityCatalogueContract:
-    """Mentions, the touched-entity sets incremental planning relies on, bridge units."""
+    """Mentions and the touched-entity sets incremental planning relies on."""
 
 
     def test_first_mentions_touch_every_entity(self, store: StateStore, index: str) -> None:
@@ -114,16 +114,21 @@ class EntityCatalogueContract:
         assert set(lexicon) == {"paris"}
         assert sorted(lexicon["paris"]) == ["d1", "d2"]
 
-    def test_bridge_units_replace_returns_previous(self, store: StateStore, index: str) -> None:
-        """Replacing an entity's bridge units returns the old ones; an empty list forgets it."""
-        assert store.replace_bridge_units(index, "paris", ["u1", "u2"]) == []
-        assert store.replace_bridge_units(index, "paris", ["u3"]) == ["u1", "u2"]
-        store.replace_bridge_units(index, "rome", ["u4"])
-        assert store.bridge_units_of_entities(index, ["paris", "rome", "nowhere"]) == {
-            "paris": ["u3"], "rome": ["u4"]}
-        assert store.replace_bridge_units(index, "paris", []) == ["u3"]
-        assert store.bridge_units_of_entities(index, ["paris"]) == {}
-        assert store.bridge_units_of_entities(index, []) == {}
+    def test_mentions_of_documents_one_per_entity_and_source(self, store: StateStore,
+                                                             index: str, other: str) -> None:
+        """Each document's mentions come back sorted by entity and source, with their
+        counts; documents without mentions, and other indexes' mentions, are absent."""
+        store.replace_mentions(index, "d1", [mention("rome", "d1"), mention("paris", "d1", count=3),
+                                             mention("paris", "d1", TITLE)], [NER, TITLE])
+        store.replace_mentions(index, "d:2*", [mention("paris", "d:2*", LEXICON)], [LEXICON])
+        store.replace_mentions(other, "d3", [mention("paris", "d3")], [NER])
+        assert store.mentions_of_documents(index, ["d:2*", "d1", "d3", "missing", "d1"]) == {
+            "d1": [mention("paris", "d1", NER, 3), mention("paris", "d1", TITLE),
+                   mention("rome", "d1")],
+            "d:2*": [mention("paris", "d:2*", LEXICON)]}
+        store.delete_mentions(index, ["d1"])
+        assert store.mentions_of_documents(index, ["d1"]) == {}
+        assert store.mentions_of_documents(index, []) == {}
 
 
 class JobStoreContract:
@@ -134,7 +139,8 @@ class JobStoreContract:
         """A job with counts and errors comes back equal; unknown ids are None."""
         job = new_job(index)
         job.count("extractive.stage1").total = 7
-        job.errors.append(ItemError(item="d1", stage="extractive.stage1", reason="empty", where="text"))
+        job.errors.append(ItemError(item="d1", stage="extractive.stage1", reason="empty",
+                                    where="text"))
         store.create_job(job)
         assert store.get_job(job.job_id) == job
         assert store.get_job("no-such-job") is None

@@ -1,9 +1,10 @@
-"""The Redis response cache against a real Redis: what every worker shares."""
+"""The Redis response cache against a real Redis: the ``ResponseCache`` contract, and the
+prefix, TTL and outage behaviour every worker sharing it relies on."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -12,6 +13,7 @@ from hopindex.backends.llm.cache import ResponseCache
 from hopindex.backends.llm.cache_redis import RedisResponseCache
 from hopindex.core.errors import BackendUnavailableError, ConfigError
 from hopindex.core.ids import sha256_hex
+from hopindex.testing.contracts.response_cache import OpenCache, ResponseCacheContract
 from tests.redis_server import (
     redis_url,  # noqa: F401  # pytest fixture
     unique_key,
@@ -26,38 +28,24 @@ def prefix() -> str:
     return unique_key("hopindex-test-llm-cache") + ":"
 
 
-def test_has_the_protocol_methods_as_coroutines() -> None:
-    """Every ``ResponseCache`` method exists and is async, as ``LlmClient`` awaits them."""
-    for name in ("get_response", "put_response", "close"):
-        assert name in ResponseCache.__dict__
-        assert inspect.iscoroutinefunction(getattr(RedisResponseCache, name))
+class TestRedisResponseCache(ResponseCacheContract):
+    """The ``ResponseCache`` contract; each test's caches share one fresh prefix, whose
+    entries are deleted afterwards (the contract writes megabytes)."""
 
+    @pytest.fixture
+    def open_cache(self, redis_url: str) -> Iterator[OpenCache]:  # noqa: F811  # fixture imported above
+        shared = prefix()
 
-def test_miss_is_none(redis_url: str) -> None:  # noqa: F811  # fixture imported above
-    """A key never written reads as None, not as an error or an empty string."""
-    async def scenario() -> str | None:
-        cache = RedisResponseCache(redis_url, prefix=prefix())
+        def open_cache() -> ResponseCache:
+            return RedisResponseCache(redis_url, prefix=shared)
+
+        yield open_cache
+        raw = redis.Redis.from_url(redis_url)
         try:
-            return await cache.get_response(KEY)
+            for name in raw.scan_iter(match=f"{shared}*"):
+                raw.delete(name)
         finally:
-            await cache.close()
-
-    assert asyncio.run(scenario()) is None
-
-
-def test_put_then_get_round_trips_unicode(redis_url: str) -> None:  # noqa: F811  # fixture imported above
-    """A reply with accents, CJK, emoji and newlines reads back exactly as written."""
-    content = 'Marie Skłodowska-Curie — 居里夫人 🧪\n{"answer": "Warsaw"}'
-
-    async def scenario() -> str | None:
-        cache = RedisResponseCache(redis_url, prefix=prefix())
-        try:
-            await cache.put_response(KEY, content)
-            return await cache.get_response(KEY)
-        finally:
-            await cache.close()
-
-    assert asyncio.run(scenario()) == content
+            raw.close()
 
 
 def test_two_caches_on_one_url_share_entries(redis_url: str) -> None:  # noqa: F811  # fixture imported above

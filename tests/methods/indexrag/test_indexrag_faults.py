@@ -112,7 +112,7 @@ def test_a_wrong_api_key_fails_at_once_without_retries(
 
 def test_an_indexrag_index_needs_an_llm(make_service: ServiceFactory) -> None:
     """Without HOPINDEX_LLM_MODEL the default is extractive; asking for indexrag, or
-    querying with an LLM method, names the setting to change."""
+    querying with an LLM method that can read the index, names the setting to change."""
     service = make_service()
     with pytest.raises(ConfigError, match="HOPINDEX_LLM_MODEL"):
         service.ingest_documents("llm", CURIE_CORPUS, method="indexrag")
@@ -120,7 +120,7 @@ def test_an_indexrag_index_needs_an_llm(make_service: ServiceFactory) -> None:
     job = service.ingest_documents("plain", CURIE_CORPUS[:2])
     assert service.backends.state.get_index("plain").method == "extractive"  # type: ignore[union-attr]
     assert job.state is JobState.SUCCEEDED
-    for method in ("indexrag", "ircot"):
+    for method in ("ircot", "bridgerag"):
         with pytest.raises(ConfigError, match="HOPINDEX_LLM_MODEL"):
             service.query("plain", "Where was Marie Curie born?", method=method)
 

@@ -19,6 +19,7 @@ from hopindex.methods.base import QueryOptions
 from hopindex.methods.indexrag.indexing import plan_bridges
 from hopindex.methods.indexrag.parsing import ExtractedFacts, QaPair
 from hopindex.methods.indexrag.units import chunk_document, doc_facts_from_units, document_entities
+from hopindex.methods.registry import method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_limits import Endpoint, LlmServerStats, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
@@ -94,7 +95,8 @@ def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> 
             entities=tuple(unit.metadata["entities"])))
     entities_of = {d: document_entities(chunks) for d, chunks in extractions.items()}
     df = Counter(e for entities in entities_of.values() for e in entities)
-    window = sorted(e for e, n in df.items() if 2 <= n <= ingested.service.settings.tau)
+    tau = method_settings(ingested.service.settings, "indexrag").tau
+    window = sorted(e for e, n in df.items() if 2 <= n <= tau)
     facts = doc_facts_from_units(units)
     holders = {e: [facts[d] for d in sorted(entities_of) if e in entities_of[d]]
                for e in window}
@@ -146,7 +148,7 @@ def test_ircot_makes_at_most_four_calls_and_reports_them(ingested: Ingested) -> 
         calls = after.count(Endpoint.CHAT) - before.count(Endpoint.CHAT)
         assert 2 <= result.usage.llm_calls == calls <= 4
         assert len(result.trace["steps"]) == calls - 1
-        assert result.trace["over"] == "indexrag"
+        assert result.trace["over"] == "facts"
         assert result.usage.prompt_tokens == after.prompt_tokens - before.prompt_tokens
         assert result.answer and len(result.passages) == 5
 

@@ -223,5 +223,5 @@ def test_prompts_against_local_test_server() -> None:
     assert "marie curie" in document_entities([facts])
     assert len(bridging) >= 1
     assert answer.strip() == "Warsaw"  # the test server is deterministic
-    assert set(usage.stages) == {"stage1", "stage2", "answer"}
+    assert set(usage.stages) == {"indexrag.stage1", "indexrag.stage2", "answer"}
     assert all(s.calls == 1 for s in usage.stages.values())  # no repair was needed

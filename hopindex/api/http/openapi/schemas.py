@@ -11,20 +11,22 @@ from typing import Any
 
 from hopindex.api.http.keys import Access
 from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
-from hopindex.api.http.routes.query import (
-    MAX_METHOD_CHARS,
-    MAX_QUERY_BODY_BYTES,
-    METHOD_OPTION_SCHEMAS,
-    METHOD_OPTIONS,
-)
+from hopindex.api.http.routes.query import MAX_METHOD_CHARS, MAX_QUERY_BODY_BYTES
 from hopindex.api.http.routes.webhooks import MAX_SECRET_CHARS, MAX_URL_CHARS
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
+from hopindex.api.method_options import option_schemas
 from hopindex.core.ids import INDEX_NAME_PATTERN
-from hopindex.core.models import IndexMethod, JobKind, JobState, Stage
+from hopindex.core.models import JobKind, JobState, Stage, UnitKind
 from hopindex.core.settings import Settings
-from hopindex.methods.base import MAX_CANDIDATES, MAX_K, Retrieval, method_names
-from hopindex.methods.base import FusionMode
+from hopindex.methods.base import MAX_CANDIDATES, MAX_K, FusionMode, Retrieval
+from hopindex.methods.plugin import LlmUse, PhaseKind, phase_name
+from hopindex.methods.registry import (
+    default_index_method,
+    get_index_method,
+    index_method_names,
+    query_method_names,
+)
 from hopindex.scheduler.outstanding import IndexStatus
 
 Schema = dict[str, Any]
@@ -81,7 +83,7 @@ FAILED_ITEM = obj({"phase": {"type": "string"}, "item": {"type": "string"},
 INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
     "documents": {"type": "integer", "minimum": 0},
     "units": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
-              "description": "units per kind (passage, bridge, aku, ...)"},
+              "description": "units per kind (" + ", ".join(UnitKind) + ")"},
     "status": {"type": "string", "enum": [s.value for s in IndexStatus],
                "description": "partial: work is outstanding; an ingest of the same input "
                               "or POST /v1/indexes/{name}/repair completes it"},
@@ -99,10 +101,21 @@ INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
 
 
 def index_methods(settings: Settings) -> Schema:
-    """How this server can build an index: IndexRAG only with an LLM configured
-    (scheduler.submit.ensure_index refuses it otherwise)."""
-    return {"type": "string", "enum": [m.value for m in IndexMethod
-                                       if m is not IndexMethod.INDEXRAG or settings.llm_enabled]}
+    """How this server can build an index: a method that needs an LLM only with one
+    configured (scheduler.submit.ensure_index refuses it otherwise)."""
+    return {"type": "string", "enum": [
+        name for name in index_method_names()
+        if settings.llm_enabled or get_index_method(name).llm_use is LlmUse.NONE],
+        "description": "the index method (default here: "
+                       f"{default_index_method(settings.llm_enabled)})"}
+
+
+def step_names() -> list[str]:
+    """What a job counts: its own steps and every phase of every index method, by the
+    qualified name (``<method>.<phase>``)."""
+    phases = [phase_name(name, phase) for name in index_method_names()
+              for phase in get_index_method(name).phases]
+    return [Stage.VALIDATE.value, *phases, Stage.EMBED.value, Stage.FINALIZE.value]
 
 
 STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
@@ -112,25 +125,43 @@ STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
 LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
                  "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER})
 
-JOB = obj({
-    "job_id": {"type": "string"},
-    "index": INDEX_NAME,
-    "kind": enum_of(JobKind),
-    "state": enum_of(JobState),
-    "counts": obj({s.value: ref("StageCounts") for s in Stage}),
-    "errors": {"type": "array", "items": obj({
-        "item": {"type": "string"}, "stage": enum_of(Stage), "reason": {"type": "string"},
-        "where": {"type": "string"}}, ("item", "stage", "reason"))},
-    "llm": {"allOf": [ref("LlmUsage"), obj({"stages": {
-        "type": "object", "additionalProperties": ref("LlmUsage")}})]},
-    "bridge_entities_recomputed": {"type": "integer"},
-    "bridge_entities_removed": {"type": "integer"},
-    "units_embedded": {"type": "integer"},
-    "reason": {"type": "string"},
-    "created_at": TIMESTAMP,
-    "started_at": OPTIONAL_TIMESTAMP,
-    "finished_at": OPTIONAL_TIMESTAMP,
-}, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
+def job_schema() -> Schema:
+    """A job record. Its counts are keyed by step: ``validate``, each phase of the index's
+    method by its qualified name, ``embed``, ``finalize`` (those of the installed methods
+    are listed; a method added later counts its phases the same way)."""
+    counts = obj({name: ref("StageCounts") for name in step_names()})
+    counts["additionalProperties"] = ref("StageCounts")
+    counts["description"] = ("items per step, in the order the job met them: validate, "
+                             "each phase of the index's method (<method>.<phase>), embed, "
+                             "finalize")
+    return obj({
+        "job_id": {"type": "string"},
+        "index": INDEX_NAME,
+        "kind": enum_of(JobKind),
+        "state": enum_of(JobState),
+        "counts": counts,
+        "errors": {"type": "array", "items": obj({
+            "item": {"type": "string"},
+            "stage": {"type": "string",
+                      "description": "validate, or the qualified name of the phase that "
+                                     "failed the item"},
+            "reason": {"type": "string"}, "where": {"type": "string"}},
+            ("item", "stage", "reason"))},
+        "llm": {"allOf": [ref("LlmUsage"), obj({"stages": {
+            "type": "object", "additionalProperties": ref("LlmUsage"),
+            "description": "per phase, by qualified name"}})]},
+        "groups_rebuilt": {"type": "integer", "minimum": 0,
+                           "description": "groups a groups or levels phase rebuilt"},
+        "groups_removed": {"type": "integer", "minimum": 0,
+                           "description": "groups a groups or levels phase removed"},
+        "phases": {"type": "object", "additionalProperties": enum_of(PhaseKind),
+                   "description": "the kind of each phase the job ran, by qualified name"},
+        "units_embedded": {"type": "integer"},
+        "reason": {"type": "string"},
+        "created_at": TIMESTAMP,
+        "started_at": OPTIONAL_TIMESTAMP,
+        "finished_at": OPTIONAL_TIMESTAMP,
+    }, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
 
 # A reader record (README "Using it"): keys other than these are kept as metadata; an
 # id, title or metadata given as null is left out (corpora often write their gaps so).
@@ -224,9 +255,13 @@ def or_null(schema: Schema) -> Schema:
 
 
 def query_request(settings: Settings) -> Schema:
+    schemas = option_schemas()
     optional: dict[str, Schema] = {
-        "method": {"type": "string", "enum": method_names(), "maxLength": MAX_METHOD_CHARS,
-                   "description": "the query method (default: the index's own); those that "
+        "method": {"type": "string", "enum": query_method_names(),
+                   "maxLength": MAX_METHOD_CHARS,
+                   "description": "the query method (default: the first default query "
+                                  "method of the index's method); one that cannot read the "
+                                  "index's units is a 400 naming those that can; those that "
                                   "answer with an LLM need one configured (else 422)"},
         "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 5},
         "retrieval": enum_of(Retrieval),
@@ -235,12 +270,7 @@ def query_request(settings: Settings) -> Schema:
                        "description": "hits fetched per engine before fusion (raised to k "
                                       "when smaller)"},
         "dense_weight": WEIGHT, "keyword_weight": WEIGHT,
-        "options": {"anyOf": list(METHOD_OPTION_SCHEMAS.values()),
-                    "description": "the method's own options (QueryOptions.params): "
-                                   + "; ".join(f"{method}: {', '.join(names)}"
-                                               for method, names in METHOD_OPTIONS.items())
-                                   + "; other methods take none, and an option the method "
-                                     "does not take is a 400 naming options.NAME"},
+        "options": _options(schemas),
     }
     schema = obj({
         "question": {"type": "string", "pattern": NOT_BLANK,
@@ -252,13 +282,28 @@ def query_request(settings: Settings) -> Schema:
     # One engine may be silenced, not both.
     schema["not"] = {"required": ["dense_weight", "keyword_weight"],
                      "properties": {"dense_weight": {"const": 0}, "keyword_weight": {"const": 0}}}
-    # Options belong to a query method that takes them, named explicitly: an index's own
-    # method (extractive, indexrag) takes none.
-    schema["if"] = {"required": ["options"],
-                    "properties": {"options": {"type": "object", "minProperties": 1}}}
-    schema["then"] = {"required": ["method"],
-                      "properties": {"method": {"enum": sorted(METHOD_OPTION_SCHEMAS)}}}
+    if schemas:
+        # Options belong to a query method that takes them, named explicitly: an index's
+        # default query method may take none.
+        schema["if"] = {"required": ["options"],
+                        "properties": {"options": {"type": "object", "minProperties": 1}}}
+        schema["then"] = {"required": ["method"],
+                          "properties": {"method": {"enum": sorted(schemas)}}}
     return schema
+
+
+def _options(schemas: dict[str, Schema]) -> Schema:
+    """The ``options`` field: one of the methods' option schemas (none when no method
+    takes options)."""
+    if not schemas:
+        return {"type": "object", "maxProperties": 0,
+                "description": "the method's own options: no installed method takes any"}
+    listed = "; ".join(f"{method}: {', '.join(schema.get('properties', {}))}"
+                       for method, schema in schemas.items())
+    return {"anyOf": list(schemas.values()),
+            "description": f"the method's own options (QueryOptions.params): {listed}; "
+                           "other methods take none, and an option the method does not "
+                           "take is a 400 naming options.NAME"}
 
 
 def components(settings: Settings) -> dict[str, Any]:
@@ -273,7 +318,7 @@ def components(settings: Settings) -> dict[str, Any]:
             "CreateIndex": obj({"name": INDEX_NAME, "method": or_null(index_methods(settings))},
                                ("name",), closed=True),
             "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
-            "Job": JOB, "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
+            "Job": job_schema(), "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
             "Passage": PASSAGE, "QueryRequest": query_request(settings),
             "QueryResult": QUERY_RESULT, "Event": EVENT,
             "ServerSentEvent": SERVER_SENT_EVENT, "Webhook": WEBHOOK,

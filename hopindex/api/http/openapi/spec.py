@@ -19,6 +19,7 @@ from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.json_input import MAX_JSON_DEPTH, MAX_JSON_NUMBER_CHARS
 from hopindex.core.settings import MetricsAccess, Settings
 from hopindex.core.text import MAX_METADATA_DEPTH
+from hopindex.methods.registry import default_index_method
 
 Operation = dict[str, Any]
 
@@ -141,8 +142,9 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 **_ok(202, "the job (poll /v1/jobs/{id} or follow /v1/events)", ref("Job")),
                 **_errors(404, 413, 415, 422, 429)}, body=documents_body, params=[
                 _param("method", "query", index_methods(settings),
-                       "how a new index is built (default: indexrag with an LLM, else "
-                       "extractive)"),
+                       "how a new index is built (default here: "
+                       f"{default_index_method(settings.llm_enabled)}); an existing index "
+                       "keeps its method"),
                 _param("on_error", "query", ref("OnError"),
                        "reject (default): any bad record fails the request with a 400 naming "
                        "its line; skip: bad records are listed on the job")]),

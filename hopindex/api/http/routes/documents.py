@@ -7,11 +7,18 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.api.http.errors import ApiError, bad_request
-from hopindex.api.http.params import check_fields, index_name, query_enum, read_json_object
+from hopindex.api.http.params import (
+    check_fields,
+    index_name,
+    query_choice,
+    query_enum,
+    read_json_object,
+)
 from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
-from hopindex.core.models import IndexMethod, Job
+from hopindex.core.models import Job
 from hopindex.core.text import unstorable_field
+from hopindex.methods.registry import index_method_names
 
 MAX_DOC_ID_CHARS = 1000
 
@@ -21,17 +28,11 @@ def accepted(job: Job) -> web.Response:
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
 
-def _method(request: web.Request) -> str | None:
-    if "method" not in request.query:
-        return None
-    return query_enum(request, "method", IndexMethod, IndexMethod.EXTRACTIVE).value
-
-
 async def ingest(request: web.Request) -> web.Response:
     ctx = context(request)
     settings = ctx.settings
     index = index_name(request.match_info["name"], field="name")
-    method = _method(request)
+    method = query_choice(request, "method", index_method_names())
     on_error = query_enum(request, "on_error", OnError, OnError.REJECT)
     read = await receive_documents(request, ctx.blocking,
                                    max_body_bytes=settings.api_max_body_bytes,

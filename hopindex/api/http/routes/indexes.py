@@ -7,12 +7,12 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.api.http.errors import ApiError
-from hopindex.api.http.params import body_enum, check_fields, index_name, read_json_object
+from hopindex.api.http.params import body_choice, check_fields, index_name, read_json_object
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
 from hopindex.api.service import Hopindex
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.errors import NotFoundError
-from hopindex.core.models import IndexMethod
+from hopindex.methods.registry import index_method_names
 from hopindex.scheduler.submit import ensure_index
 
 
@@ -39,11 +39,11 @@ async def list_indexes(request: web.Request) -> web.Response:
     return web.json_response({"indexes": [index_view(i) for i in found if who.covers(i.name)]})
 
 
-def _create(service: Hopindex, name: str, method: IndexMethod | None) -> dict[str, Any]:
+def _create(service: Hopindex, name: str, method: str | None) -> dict[str, Any]:
     if service.backends.state.get_index(name) is not None:
         raise ApiError(409, "index_exists", f"index {name!r} exists; ingest into it, or "
                                             "delete it first", field="name")
-    ensure_index(service.runtime, name, method.value if method else None)
+    ensure_index(service.runtime, name, method)
     return describe(service, name)
 
 
@@ -55,7 +55,7 @@ async def create_index(request: web.Request) -> web.Response:
         raise ApiError(400, "invalid_input", "field 'name' must be a string", field="name")
     name = index_name(body["name"], field="name")
     require_index_scope(request, name)
-    method = body_enum(body, "method", IndexMethod)
+    method = body_choice(body, "method", index_method_names())
     view = await ctx.blocking.run(_create, ctx.service, name, method)
     return web.json_response(view, status=201, headers={"Location": f"/v1/indexes/{name}"})
 

@@ -24,19 +24,19 @@ from hopindex.api.http.params import (
     read_json_object,
 )
 from hopindex.api.http.routing import Guard, Route, context
+from hopindex.api.method_options import option_schemas
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import (
     MAX_CANDIDATES,
     MAX_K,
+    FusionMode,
     ParamValue,
     QueryOptions,
     QueryResult,
     Retrieval,
-    method_names,
 )
-from hopindex.methods.bridgerag.params import BridgeRagParams
-from hopindex.methods.base import FusionMode
+from hopindex.methods.registry import check_fit, default_query, query_method_names
 
 QUERY_FIELDS = ("question", "method", "k", "retrieval", "fusion", "candidates",
                 "dense_weight", "keyword_weight", "options")
@@ -45,13 +45,6 @@ DEFAULT_K = 5
 # A fixed bound, not HOPINDEX_API_MAX_BODY_BYTES (that one is for documents): a query
 # is a question of at most HOPINDEX_API_MAX_QUERY_CHARS and a few small fields.
 MAX_QUERY_BODY_BYTES = MAX_JSON_BODY_BYTES
-# The options each method reads (QueryOptions.params) as a JSON Schema object; a method
-# not listed takes none.
-METHOD_OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
-    "bridgerag": BridgeRagParams.json_schema(),
-}
-METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
-    method: tuple(schema["properties"]) for method, schema in METHOD_OPTION_SCHEMAS.items()}
 # Where the methods name a bad parameter; the API calls them options.
 _PARAMS_WHERE = "params."
 
@@ -82,8 +75,8 @@ def query_options(body: dict[str, Any]) -> QueryOptions:
 
 def check_options(params: Mapping[str, ParamValue], method: str) -> None:
     """400 naming ``options.NAME`` for an option ``method`` does not take."""
-    known = METHOD_OPTIONS.get(method, ())
-    properties = METHOD_OPTION_SCHEMAS.get(method, {}).get("properties", {})
+    properties = option_schemas().get(method, {}).get("properties", {})
+    known = tuple(properties)
     for name, value in params.items():
         if name not in known:
             listed = f"known: {', '.join(known)}" if known else "it takes none"
@@ -100,12 +93,15 @@ def check_options(params: Mapping[str, ParamValue], method: str) -> None:
 
 def answer(service: Hopindex, index: str, question: str, method: str | None,
            options: QueryOptions) -> QueryResult:
-    """The query, its options checked against the method that will run (the index's
-    own when none is named)."""
+    """The query, its options checked against the method that will run (the index
+    method's default query method when none is named) once that method is known to
+    read the index: one that cannot is a 400 naming those that can."""
     if options.params:
         info = service.backends.state.get_index(index)
         if info is not None:  # else service.query says the index does not exist
-            check_options(options.params, method or info.method)
+            chosen = method or default_query(info.method)
+            check_fit(chosen, index, info.method)
+            check_options(options.params, chosen)
     try:
         return service.query(index, question, method, options)
     except InvalidInputError as exc:
@@ -136,8 +132,8 @@ async def query(request: web.Request) -> web.Response:
     question = body_string(body, "question", max_chars=ctx.settings.api_max_query_chars,
                            required=True)
     method = body_string(body, "method", max_chars=MAX_METHOD_CHARS)
-    if method is not None and method not in method_names():
-        raise bad_request(f"unknown method {method!r}; known: {', '.join(method_names())}",
+    if method is not None and method not in (known := query_method_names()):
+        raise bad_request(f"unknown method {method!r}; known: {', '.join(known)}",
                           field="method")
     options = query_options(body)
     assert question is not None  # required=True

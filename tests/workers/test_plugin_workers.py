@@ -1,0 +1,154 @@
+"""A third-party index method on real worker processes and a real Redis: the workers find
+it through its entry point, build what the eager run builds, and lose and duplicate
+nothing when killed in the middle of its groups and levels phases."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.service import Hopindex
+from hopindex.core.models import Job, JobState, Stage
+from hopindex.testing.llm_server import LlmTestServer
+from hopindex.testing.workers import WorkerProcess
+from tests.methods.indexrag.conftest import llm_settings
+from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
+from tests.plugin_method.method import SLOW_PHASE_VARIABLE
+from tests.workers.conftest import (
+    INDEX,
+    JOB_TIMEOUT_S,
+    Cluster,
+    embedder_settings,
+    engine_counts,
+    hotpot_corpus,
+    kinds_and_texts,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sentences_plugin")]
+
+DOCS = 24
+PHASES = ("sentences.sentences", "sentences.words", "sentences.tree")
+# Read by the workers' registry, which must know the plugin's variables to start at all.
+METHOD_ENV = {"method_env": {"HOPINDEX_SENTENCES_MAX_GROUP_SIZE": "3"}}
+# Each batch of the method's phases sleeps this long in the killed tests, so a kill
+# 0.2 s after a batch finished lands inside the next one (see test_distributed.py).
+SLOW_S, MID_TASK_S = 0.5, 0.2
+PHASE_QUEUES = "stage1,stage2"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """The first DOCS HotpotQA-100 documents: 144 sentences, 68 words, 12 pairs."""
+    return hotpot_corpus(tmp_path, limit=DOCS)
+
+
+def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
+                     ) -> dict[str, tuple[str, str]]:
+    """The units (id → kind, text) an in-process ingest with the plugin builds."""
+    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server),
+                               **METHOD_ENV)) as service:
+        job = service.ingest_paths(INDEX, [corpus], method="sentences")
+        assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
+        return kinds_and_texts(service)
+
+
+def _wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool]) -> Job:
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        job = client.get_job(job_id)
+        if ready(job) or job.state.is_final:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} never reached the awaited point")
+
+
+def _kill_mid_task(victim: WorkerProcess) -> None:
+    time.sleep(MID_TASK_S)
+    victim.kill()
+
+
+def _assert_built_as_eager(c: Cluster, job: Job, got: dict[str, tuple[str, str]],
+                           stored: int, expected: dict[str, tuple[str, str]]) -> None:
+    """The job succeeded with the eager run's exact units: none lost, none left over in
+    the state store, each in both engines once (stops every worker first: the embedded
+    engines allow one process)."""
+    c.stop_all()
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert not job.errors
+    assert got == expected
+    assert stored == len(expected)
+    assert engine_counts(c) == (len(expected), len(expected))
+    assert {p: job.phases.get(p) for p in PHASES} == {
+        "sentences.sentences": "documents", "sentences.words": "groups",
+        "sentences.tree": "levels"}
+
+
+def _stored_units(client: Hopindex) -> int:
+    return sum(client.backends.state.count_units(INDEX).values())
+
+
+def test_workers_build_the_plugin_units_the_eager_run_builds(
+        tmp_path: Path, corpus: Path,
+        start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """Worker processes that know the method only through its entry point run its
+    documents, groups and levels phases and build exactly the eager run's units."""
+    server = start_server()
+    expected = _eager_reference(tmp_path, server, corpus)
+    c = cluster(server, stage2_batch_entities=8, **embedder_settings(server), **METHOD_ENV)
+    c.start("engines", "control,embed")
+    phases = c.start("phases", PHASE_QUEUES)
+    with Hopindex(c.settings) as client:
+        job = client.ingest_paths(INDEX, [corpus], method="sentences")
+        assert job.state is JobState.RUNNING  # returned at once: the workers run it
+        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        got, stored = kinds_and_texts(client), _stored_units(client)
+    _assert_built_as_eager(c, job, got, stored, expected)
+    log = phases.log_text()
+    for phase in PHASES:
+        assert f"stage={phase}" in log
+    assert "Traceback" not in log + c.workers[0].log_text()
+
+
+def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothing(
+        tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch,
+        start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """SIGKILL the phase worker in the middle of the words (groups) phase and its
+    replacement in the middle of the tree (levels) phase: once the broker redelivers
+    their unacknowledged batches, the job succeeds with the eager run's exact units,
+    each embedded once, and every phase counts each item once."""
+    server = start_server()
+    expected = _eager_reference(tmp_path, server, corpus)
+    monkeypatch.setenv(SLOW_PHASE_VARIABLE, str(SLOW_S))  # the workers', not the eager run's
+    c = cluster(server, stage1_batch_docs=8, stage2_batch_entities=3, visibility_timeout_s=10,
+                task_time_limit_s=8, job_stall_timeout_s=40, reaper_interval_s=2,
+                **embedder_settings(server), **METHOD_ENV)
+    c.start("engines", "control,embed", concurrency=2)
+    # The reaper re-drives the job should a kill land in the instant a message is
+    # popped and lose it (see test_redrive.py).
+    c.start_beat()
+    victim = c.start("phases-1", PHASE_QUEUES, concurrency=2, pool="threads")
+    with Hopindex(c.settings) as client:
+        job = client.ingest_paths(INDEX, [corpus], method="sentences")
+        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.words").done
+                          < j.count("sentences.words").total // 2)
+        assert job.state is JobState.RUNNING, "the words phase ended before the kill"
+        _kill_mid_task(victim)
+        victim = c.start("phases-2", PHASE_QUEUES, concurrency=2, pool="threads")
+        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.tree").done
+                          < j.count("sentences.tree").total)
+        assert job.state is JobState.RUNNING, "the tree phase ended before the kill"
+        _kill_mid_task(victim)
+        c.start("phases-3", PHASE_QUEUES, concurrency=2, pool="threads")
+        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        got, stored = kinds_and_texts(client), _stored_units(client)
+    _assert_built_as_eager(c, job, got, stored, expected)
+    # Redelivered batches were counted once: no phase reports more than its total.
+    for phase in (*PHASES, Stage.EMBED):
+        counts = job.counts[phase]
+        assert counts.done + counts.failed + counts.skipped == counts.total, phase
+    assert job.units_embedded == len(expected)
