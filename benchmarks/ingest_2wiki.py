@@ -77,8 +77,8 @@ def main() -> None:
         reingest_s = time.perf_counter() - t0
         print(f"re-ingest unchanged: {reingest_s:.2f}s = {reingest_s / ingest_s:.1%} of the "
               f"first (target < 10%); embedded {again.units_embedded}, "
-              f"stage1 skipped {again.count("extractive.stage1").skipped}, "
-              f"done {again.count("extractive.stage1").done}")
+              f"stage1 skipped {again.count('extractive.stage1').skipped}, "
+              f"done {again.count('extractive.stage1').done}")
 
         extra = RawDocument(
             doc_id=None, title="Teutberga's chronicle",

@@ -21,7 +21,7 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
     if job.finished_at and job.started_at:
         duration = f" in {job.finished_at - job.started_at:.2f}s"
     console.print(f"job {job.job_id} [{job.kind.value}] index={job.index} "
-                  f"state={job.state.value}{duration}")
+                  f"state={job.state.value}{duration}", markup=False)
     # Steps in the order the job met them: validate, each phase of the index's method
     # (by its qualified name), embed, finalize.
     table = Table("stage", "total", "done", "failed", "skipped", box=None)

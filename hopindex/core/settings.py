@@ -192,7 +192,7 @@ class Settings:
 
     # Each method's own ``HOPINDEX_<METHOD>_*`` variables, as given: the method parses
     # them into its settings (hopindex/methods/registry.py), which names a bad one.
-    method_env: dict[str, str] = field(default_factory=dict)
+    method_env: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         # Programs (tests, benchmarks) may name an enum setting by its text, as the

@@ -256,6 +256,10 @@ class QueryMethodSpec:
     index has them; ``bridgerag`` ranks passages or AKUs); empty means any index.
     ``settings_type``, when given, is a frozen dataclass read from
     ``HOPINDEX_<NAME>_<FIELD>`` like an index method's settings.
+    ``options_schema``: the method's own query options (``QueryOptions.params``) as a
+    JSON Schema object, which the HTTP API checks a query's ``options`` against and
+    publishes (None: it takes none). ``describe_trace``: the method's trace as lines
+    for a person (``hopindex query --trace``; None: shown as ``key: value`` lines).
     """
 
     name: str
@@ -264,6 +268,8 @@ class QueryMethodSpec:
     llm_use: LlmUse
     summary: str
     settings_type: type[Any] | None = None
+    options_schema: Mapping[str, Any] | None = None
+    describe_trace: Callable[[dict[str, Any]], list[str]] | None = None
 
 
 class MethodRegistry:

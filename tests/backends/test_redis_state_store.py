@@ -17,11 +17,11 @@ import redis
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.backends.state import redis_jobs
 from hopindex.backends.state.connection import dumps
-from hopindex.backends.state.documents import decode_analysis, encode_analysis
 from hopindex.backends.state.redis_connection import glob_escape
 from hopindex.backends.state.redis_store import LAYOUT_VERSION, RedisStateStore
 from hopindex.core.errors import BackendError, BackendUnavailableError
 from hopindex.core.models import Group, Job, UnitKind
+from hopindex.methods.extractive.analyses import decode_analysis
 from hopindex.testing.redis_server import free_port
 from tests.backends.contracts.groups_contract import GroupsContract
 from tests.backends.contracts.state_contract import StateStoreContract
@@ -30,6 +30,7 @@ from tests.backends.contracts.state_records import (
     TITLE,
     analysis,
     doc,
+    encoded_analysis,
     mention,
     new_job,
     unit,
@@ -261,12 +262,10 @@ def test_delete_index_leaves_no_key_behind(store: RedisStateStore, raw: redis.Re
     for name in names:
         store.create_index(IndexInfo(name=name, method="extractive", created_at=time.time()))
         store.put_documents([doc(name, "d1"), doc(name, "d:2*")])
-        store.put_analyses(name, {"d1": analysis(1)})
         store.put_units([unit(name, f"k{i}", docs=("d1", "d:2*")) for i in range(50)])
         store.mark_embedded(name, [unit(name, "k1").unit_id])
         store.replace_mentions(name, "d1", [mention("paris", "d1"),
                                             mention("paris", "d1", TITLE)], [NER, TITLE])
-        store.replace_bridge_units(name, "paris", ["b1"])
         store.replace_group(name, "bridge", "paris", ["b1"], ["d1", "d:2*"])
         store.put_records(name, "extractive.analysis", {"d1": {"s": []}})
         store.create_job(new_job(name))
@@ -331,9 +330,13 @@ def _legacy_index(store: RedisStateStore, name: str) -> None:
     store.create_index(IndexInfo(name=name, method="extractive", created_at=time.time()))
     store.put_units([unit(name, "b1", kind=UnitKind.BRIDGE, docs=("d2", "é1")),
                      unit(name, "b2", kind=UnitKind.BRIDGE, docs=("z9", "d2", "d1"))])
-    store.replace_bridge_units(name, "paris", [_bridge_id(name, "b2"), _bridge_id(name, "b1")])
-    store.replace_bridge_units(name, "ghost", ["gone"])
-    store.put_analyses(name, {"d1": analysis(1), "d:2*": analysis(2)})
+    # Written as that layout held them: hash entity → unit ids, hash doc id → analysis.
+    base, client = store._base(name), store._redis()
+    client.hset(base + "bridge", mapping={
+        "paris": dumps([_bridge_id(name, "b2"), _bridge_id(name, "b1")]),
+        "ghost": dumps(["gone"])})
+    client.hset(base + "analysis", mapping={"d1": encoded_analysis(analysis(1)),
+                                            "d:2*": encoded_analysis(analysis(2))})
 
 
 def _to_old_layout(raw: redis.Redis, prefix: str) -> None:
@@ -363,12 +366,13 @@ def test_upgrade_copies_bridges_and_analyses(store: RedisStateStore, raw: redis.
             assert again.groups_of_documents(name, "bridge", ["é1"]) == {"paris"}
             assert again.namespaces_of_groups(name) == ["bridge"]
             copied = again.get_records(name, "extractive.analysis", ["d1", "d:2*"])
-            assert copied == {"d1": json.loads(encode_analysis(analysis(1))),
-                              "d:2*": json.loads(encode_analysis(analysis(2)))}
-            assert decode_analysis(dumps(copied["d1"])) == analysis(1)
-            # The old keys stay for the callers not yet moved over.
-            assert again.bridge_units_of_entities(name, ["paris"]) == {"paris": [b2, b1]}
-            assert again.get_analyses(name, ["d1"]) == {"d1": analysis(1)}
+            assert copied == {"d1": json.loads(encoded_analysis(analysis(1))),
+                              "d:2*": json.loads(encoded_analysis(analysis(2)))}
+            assert decode_analysis(copied["d1"]) == analysis(1)
+            # The old keys are left as they were (a later upgrade drops them).
+            base = again._base(name)
+            assert json.loads(raw.hget(base + "bridge", "paris")) == [b2, b1]
+            assert raw.hget(base + "analysis", "d1") == encoded_analysis(analysis(1))
         assert raw.get(f"{prefix}:layout") == str(LAYOUT_VERSION)
         assert raw.get(f"{prefix}:layoutlease") is None
     finally:
@@ -399,7 +403,7 @@ def test_upgrade_keeps_records_already_in_place(store: RedisStateStore, raw: red
     _to_old_layout(raw, prefix)
     RedisStateStore(redis_url, prefix=prefix).close()
     assert store.get_records("wiki", "extractive.analysis", ["d1", "d:2*"]) == {
-        "d1": {"kept": True}, "d:2*": json.loads(encode_analysis(analysis(2)))}
+        "d1": {"kept": True}, "d:2*": json.loads(encoded_analysis(analysis(2)))}
 
 
 def test_opener_waits_for_an_upgrade_in_progress(store: RedisStateStore, raw: redis.Redis,

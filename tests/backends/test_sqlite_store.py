@@ -15,13 +15,13 @@ import pytest
 from hopindex.backends.protocols import StateStore
 from hopindex.backends.state import SqliteStateStore
 from hopindex.backends.state.connection import dumps
-from hopindex.backends.state.documents import decode_analysis, encode_analysis
 from hopindex.backends.state.schema import MIGRATIONS
 from hopindex.core.errors import BackendError
 from hopindex.core.models import Group, Job, UnitKind
+from hopindex.methods.extractive.analyses import decode_analysis
 from tests.backends.contracts.groups_contract import GroupsContract
 from tests.backends.contracts.state_contract import StateStoreContract
-from tests.backends.contracts.state_records import analysis, new_job, unit
+from tests.backends.contracts.state_records import analysis, encoded_analysis, new_job, unit
 
 ROUNDS = 40
 
@@ -207,8 +207,8 @@ def test_migration_copies_bridges_and_analyses(tmp_path: Path) -> None:
                           ("wiki", "ghost", dumps(["gone"])),
                           ("other", "paris", dumps(["b1"]))])
         conn.executemany("INSERT INTO analyses (idx, doc_id, data) VALUES (?, ?, ?)",
-                         [("wiki", "d1", encode_analysis(analysis(1))),
-                          ("other", "d1", encode_analysis(analysis(2)))])
+                         [("wiki", "d1", encoded_analysis(analysis(1))),
+                          ("other", "d1", encoded_analysis(analysis(2)))])
     conn.close()
     store = SqliteStateStore(path)
     try:
@@ -221,13 +221,10 @@ def test_migration_copies_bridges_and_analyses(tmp_path: Path) -> None:
         assert store.get_groups("other", "bridge", ["paris"])["paris"].members == ("d7",)
         assert store.namespaces_of_groups("wiki") == ["bridge"]
         copied = store.get_records("wiki", "extractive.analysis", ["d1"])
-        assert copied == {"d1": json.loads(encode_analysis(analysis(1)))}
-        assert decode_analysis(dumps(copied["d1"])) == analysis(1)
+        assert copied == {"d1": json.loads(encoded_analysis(analysis(1)))}
+        assert decode_analysis(copied["d1"]) == analysis(1)
         assert store.get_records("other", "extractive.analysis", ["d1"]) == {
-            "d1": json.loads(encode_analysis(analysis(2)))}
-        # The old tables are left as they were for the callers not yet moved over.
-        assert store.bridge_units_of_entities("wiki", ["paris"]) == {"paris": ["b2", "b1"]}
-        assert store.get_analyses("wiki", ["d1"]) == {"d1": analysis(1)}
+            "d1": json.loads(encoded_analysis(analysis(2)))}
         # A later replacement finds the copied members in the reverse index.
         assert store.replace_group("wiki", "bridge", "paris", ["b3"], ["d1"]) == ["b2", "b1"]
         assert store.groups_of_documents("wiki", "bridge", ["d2", "z9", "é1"]) == set()
@@ -236,6 +233,10 @@ def test_migration_copies_bridges_and_analyses(tmp_path: Path) -> None:
     with sqlite3.connect(path) as check:
         assert check.execute("SELECT version FROM schema_version").fetchall() == [
             (len(MIGRATIONS),)]
+        # The old tables are left as they were (a later migration drops them).
+        assert check.execute("SELECT unit_ids FROM bridges WHERE idx = 'wiki'"
+                             " AND entity = 'paris'").fetchall() == [(dumps(["b2", "b1"]),)]
+        assert check.execute("SELECT count(*) FROM analyses").fetchall() == [(2,)]
     check.close()
 
 

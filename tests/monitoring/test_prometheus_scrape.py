@@ -44,7 +44,7 @@ pytestmark = pytest.mark.integration
 DOCUMENTS = 24  # two stage-1 batches of 16 and 8: both prefork children may take one
 QUESTIONS = ("Which magazine was started first, Arthur's Magazine or First for Women?",
              "Were Scott Derrickson and Ed Wood of the same nationality?")
-METHODS = ("indexrag", "ircot", "naive", "extractive")
+METHODS = ("indexrag", "ircot", "bridgerag")  # every query method that reads an IndexRAG index
 API_READY_MARK = "hopindex API on "
 
 
@@ -87,7 +87,7 @@ def _check_worker_series(prom: PrometheusServer, job: Job) -> None:
     def w(name: str, **labels: str) -> float:
         return total(prom, "hopindex-worker", name, **labels)
 
-    for stage in ("stage1", "stage2"):
+    for stage in ("indexrag.stage1", "indexrag.stage2"):
         usage = job.llm[stage]
         assert usage.calls > 0, stage
         assert w("hopindex_llm_requests_total", stage=stage, outcome="ok") == usage.calls
@@ -100,8 +100,8 @@ def _check_worker_series(prom: PrometheusServer, job: Job) -> None:
         assert w("hopindex_ratelimit_wait_seconds_sum", stage=stage) == pytest.approx(
             usage.limiter_wait_s, abs=1e-3)
     batches = -(-job.count("indexrag.stage1").total // 16)  # stage1_batch_docs
-    assert w("hopindex_stage_tasks_total", stage="stage1", outcome="succeeded") == batches
-    assert w("hopindex_stage_task_duration_seconds_count", stage="stage1") == batches
+    assert w("hopindex_stage_tasks_total", stage="indexrag.stage1", outcome="succeeded") == batches
+    assert w("hopindex_stage_task_duration_seconds_count", stage="indexrag.stage1") == batches
     assert w("hopindex_stage_tasks_total", stage="control.finalize", outcome="succeeded") == 1
     assert job.count("indexrag.stage1").done == DOCUMENTS
     assert w("hopindex_documents_ingested_total", index=INDEX, outcome="indexed") == DOCUMENTS
@@ -177,7 +177,7 @@ def test_prometheus_reports_what_the_job_record_and_the_responses_report(
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         prom.wait_for('sum(hopindex_stage_tasks_total{stage="control.finalize"})',
                       lambda v: v == 1)
-        prom.wait_for('sum(hopindex_llm_requests_total{stage="stage2",outcome="ok"})',
+        prom.wait_for('sum(hopindex_llm_requests_total{stage="indexrag.stage2",outcome="ok"})',
                       lambda v: v == job.llm["indexrag.stage2"].calls)
         prom.wait_for("count(hopindex_state_exporter)", lambda v: v == 1)
         _check_worker_series(prom, job)

@@ -37,7 +37,7 @@ from hopindex.scheduler.webhooks import (
 )
 from hopindex.testing.redis_server import free_port
 from hopindex.workers.app import configure_app
-from hopindex.workers.runtime import Runtime, bind_runtime
+from hopindex.workers.runtime import Runtime, bind_runtime, current_runtime
 from tests.scheduler.webhook_receiver import WebhookReceiver
 
 SECRET = new_secret()
@@ -284,7 +284,8 @@ def test_emit_event_delivers_to_each_webhook_of_the_index(eager_log: SqliteEvent
     with WebhookReceiver() as mine, WebhookReceiver() as other:
         hook = register_webhook(eager_log, "curie", mine.url, None, allow_private=True)
         register_webhook(eager_log, "someone-else", other.url, None, allow_private=True)
-        event = emit_event(eager_log, EventType.INDEX_READY, "curie", "job-1", {"units": {}})
+        event = emit_event(current_runtime(), EventType.INDEX_READY, "curie", "job-1",
+                           {"units": {}})
         [(body, headers)] = mine.wait_for(lambda r: len(r) == 1, timeout_s=5)
         time.sleep(0.2)
         assert other.received == []
@@ -299,7 +300,7 @@ def test_emitting_does_not_wait_for_a_silent_receiver(eager_log: SqliteEventLog)
     with WebhookReceiver(hold=True) as receiver:
         hook = register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         started = time.monotonic()
-        event = emit_event(eager_log, EventType.JOB_STARTED, "curie", "job-1", {})
+        event = emit_event(current_runtime(), EventType.JOB_STARTED, "curie", "job-1", {})
         assert time.monotonic() - started < 0.5
         receiver.wait_held(1, timeout_s=5)
         receiver.hold = False
@@ -313,7 +314,7 @@ def test_a_failing_receiver_is_retried_until_it_answers(eager_log: SqliteEventLo
     with WebhookReceiver(status=503) as receiver:
         register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         started = time.monotonic()
-        emit_event(eager_log, EventType.JOB_FAILED, "curie", "job-1", {"reason": "boom"})
+        emit_event(current_runtime(), EventType.JOB_FAILED, "curie", "job-1", {"reason": "boom"})
         assert time.monotonic() - started < 0.5
         receiver.wait_for(lambda r: len(r) >= 2, timeout_s=10)
         receiver.status = 200
@@ -328,6 +329,6 @@ def test_a_removed_webhook_gets_nothing(eager_log: SqliteEventLog) -> None:
     with WebhookReceiver() as receiver:
         hook = register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         assert eager_log.delete_webhook(hook.webhook_id)
-        emit_event(eager_log, EventType.JOB_STARTED, "curie", "job-1", {})
+        emit_event(current_runtime(), EventType.JOB_STARTED, "curie", "job-1", {})
         time.sleep(0.2)
         assert receiver.received == []

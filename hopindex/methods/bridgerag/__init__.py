@@ -9,12 +9,14 @@ index-time work beyond embeddings, so it runs over any index.
 Modules: ``params`` (knobs and ablation conditions), ``prompts``, ``parsing``,
 ``svo`` and ``entities`` (the two asks), ``searches`` (hop-2 ANN passes), ``pool``,
 ``pit``, ``judge`` (in-process or on the judge queue), ``records`` (decision
-records), ``query`` (the pipeline, registered as a query method).
+records), ``report`` (a decision record for people), ``query`` (the pipeline,
+registered as a query method).
 """
 
 from hopindex.core.models import UnitKind
-from hopindex.methods.bridgerag.params import BridgeRagSettings
+from hopindex.methods.bridgerag.params import BridgeRagParams, BridgeRagSettings
 from hopindex.methods.bridgerag.query import METHOD, BridgeRagMethod
+from hopindex.methods.bridgerag.report import describe_trace
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 
 __all__ = ["BridgeRagMethod", "register"]
@@ -25,5 +27,6 @@ def register(registry: MethodRegistry) -> None:
         name=METHOD, factory=BridgeRagMethod,
         reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
         llm_use=LlmUse.REQUIRED, settings_type=BridgeRagSettings,
+        options_schema=BridgeRagParams.json_schema(), describe_trace=describe_trace,
         summary="hop-1 bridge, SVO and entity hop-2 pool, one batched bridge-conditioned "
                 "judge call, PIT fusion; evidence only"))

@@ -1,9 +1,9 @@
 """Which units a query method reads from an index, by the kinds the index holds.
 
 A method names tiers of kinds in order of preference; it reads the first tier
-whose first kind the index holds (facts are read where there are AKUs: an index
-of passages and extractive bridges is read through its passages). ``ircot`` and ``bridgerag`` read an index of facts (AKUs and
-bridging facts) through its facts, and any other index through its passages.
+whose first kind the index holds. ``ircot`` and ``bridgerag`` read an index of
+facts (AKUs and bridging facts) through its facts, and any other index (passages
+and extractive bridges, say) through its passages.
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import Hit, Unit
-from hopindex.methods.base import QueryOptions, Retrieval, SearchContext
+from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.phases import PhaseTimer, QueryPhase
-from hopindex.methods.base import FusionMode
 from hopindex.methods.retrieval.fusion import fuse
 
 

@@ -162,7 +162,7 @@ class JobStoreContract:
         def start(j: Job) -> None:
             j.state = JobState.RUNNING
             j.started_at = 42.0
-            j.counts[Stage.EMBED].done += 3
+            j.count(Stage.EMBED).done += 3
 
         updated = store.update_job(job.job_id, start)
         assert updated.state is JobState.RUNNING
