@@ -87,6 +87,10 @@ class Scope:
 
 
 LlmProvider = Callable[[], "LlmRunner | None"]
+# A query-time task a worker runs for a query method: its LLM (None when the worker has
+# none) and the task's JSON payload in, a JSON object out. It never raises for a failure
+# the query can fall back from: it says so in its answer.
+QueryTaskHandler = Callable[["LlmRunner | None", dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +274,10 @@ class QueryMethodSpec:
     settings_type: type[Any] | None = None
     options_schema: Mapping[str, Any] | None = None
     describe_trace: Callable[[dict[str, Any]], list[str]] | None = None
+    # Query-time work a query may send to a worker queue (bridgerag's judge), by name:
+    # the worker runs ``handler(llm, payload)``; the query sends ``<method>.<name>``
+    # through ``SearchContext.tasks``.
+    tasks: Mapping[str, QueryTaskHandler] = field(default_factory=dict)
 
 
 class MethodRegistry:

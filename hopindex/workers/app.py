@@ -14,7 +14,7 @@ from celery import Celery
 from hopindex.core.settings import Settings
 from hopindex.methods.plugin import PhaseKind
 from hopindex.monitoring.tasks import install_task_hooks
-from hopindex.scheduler.task_names import PHASE_TASKS, REAP
+from hopindex.scheduler.task_names import PHASE_TASKS, QUERY_TASK, REAP
 from hopindex.workers.base import HopindexTask, process_runtime
 from hopindex.workers.queues import ENGINE_QUEUE, ENGINE_TASK, Queue
 
@@ -22,7 +22,7 @@ TASK_MODULES = (
     "hopindex.workers.tasks.phases",
     "hopindex.workers.tasks.embed",
     "hopindex.workers.tasks.webhooks",
-    "hopindex.workers.tasks.judge",
+    "hopindex.workers.tasks.query",
     "hopindex.workers.tasks.engine",
     "hopindex.workers.tasks.control",
     "hopindex.workers.tasks.reaper",
@@ -41,8 +41,8 @@ TASK_ROUTES = {
     # queue of their own so they do not wait in line behind the embed backlog.
     ENGINE_TASK: {"queue": ENGINE_QUEUE},
     "hopindex.deliver_webhook": {"queue": Queue.WEBHOOKS.value},
-    # BridgeRAG's batched judge: query-time LLM work, scaled on its own.
-    "hopindex.judge": {"queue": Queue.JUDGE.value},
+    # Query methods' query-time LLM work (a batched judge), scaled on its own.
+    QUERY_TASK: {"queue": Queue.JUDGE.value},
     "hopindex.control.*": {"queue": Queue.CONTROL.value},
 }
 

@@ -15,6 +15,7 @@ from kombu.exceptions import OperationalError
 
 from hopindex.core.errors import BackendError, BackendUnavailableError
 from hopindex.core.logging import get_logger
+from hopindex.scheduler.task_names import QUERY_TASK
 from hopindex.workers.app import TASK_ROUTES, app
 
 log = get_logger(__name__)
@@ -52,8 +53,8 @@ class CeleryQueryTasks:
     """Sends query-time tasks to workers; the API process stays light."""
 
     def run_task(self, name: str, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        queue = TASK_ROUTES.get(name, {}).get("queue", "default")
+        queue = TASK_ROUTES.get(QUERY_TASK, {}).get("queue", "default")
         return send_and_wait(
-            name, {"payload": payload}, timeout_s,
+            QUERY_TASK, {"name": name, "payload": payload}, timeout_s,
             no_answer=(f"no worker answered {name} within {timeout_s:g}s: is a worker taking "
                        f"the {queue} queue running (hopindex worker --queues {queue})?"))

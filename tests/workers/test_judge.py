@@ -13,7 +13,8 @@ import redis
 
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
-from hopindex.methods.base import QueryOptions, QueryResult, SearchContext, create_method
+from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
+from hopindex.methods.registry import create_query, get_index_method, method_settings
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from hopindex.testing.workers import WorkerProcess
 from hopindex.workers.query_tasks import CeleryQueryTasks
@@ -35,12 +36,16 @@ class JudgeEnv:
               **params: str) -> QueryResult:
         """A bridgerag query whose judge runs on workers (``tasks``) or in-process (None)."""
         b = self.service.backends
-        settings = replace(self.service.settings, bridgerag_judge_timeout_s=timeout_s)
+        settings = replace(self.service.settings, method_env={
+            **self.service.settings.method_env,
+            "HOPINDEX_BRIDGERAG_JUDGE_TIMEOUT_S": str(timeout_s)})
         context = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                 documents=b.state, indexes=b.state, embedder=b.embedder,
-                                llm=b.llm, settings=settings, tasks=tasks)
-        return create_method("bridgerag", context).run_query(INDEX, question,
-                                                             QueryOptions(params=params))
+                                llm=b.llm, settings=settings, tasks=tasks,
+                                read_settings=lambda name: method_settings(settings, name),
+                                index_kinds=lambda _: get_index_method("extractive").writes)
+        return create_query("bridgerag", context).run_query(INDEX, question,
+                                                            QueryOptions(params=params))
 
 
 @pytest.fixture(scope="module")

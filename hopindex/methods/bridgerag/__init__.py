@@ -14,6 +14,7 @@ registered as a query method).
 """
 
 from hopindex.core.models import UnitKind
+from hopindex.methods.bridgerag.judge import judge_task
 from hopindex.methods.bridgerag.params import BridgeRagParams, BridgeRagSettings
 from hopindex.methods.bridgerag.query import METHOD, BridgeRagMethod
 from hopindex.methods.bridgerag.report import describe_trace
@@ -28,5 +29,6 @@ def register(registry: MethodRegistry) -> None:
         reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
         llm_use=LlmUse.REQUIRED, settings_type=BridgeRagSettings,
         options_schema=BridgeRagParams.json_schema(), describe_trace=describe_trace,
+        tasks={"judge": judge_task},
         summary="hop-1 bridge, SVO and entity hop-2 pool, one batched bridge-conditioned "
                 "judge call, PIT fusion; evidence only"))

@@ -1,8 +1,8 @@
 """The batched tripartite judge (paper §4.4, Appendix A): one call scores the whole pool.
 
 The request carries the prompt's inputs, already cut to ``passage_chars``, so it
-can travel as a task message: with a broker it runs on the ``judge`` queue
-(``hopindex.workers.tasks.judge``), without one in this process. Either way the
+can travel as a task message: with a broker it runs on the ``judge`` queue (the
+query-time task ``bridgerag.judge``, ``judge_task``), without one in this process. Either way the
 outcome says whether the scores can be used; when they cannot, the query ranks by
 SVO similarity (condition A) and its trace says why:
 
@@ -16,6 +16,7 @@ SVO similarity (condition A) and its trace says why:
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,16 @@ from hopindex.core.errors import (
     InvalidInputError,
     LlmOutputError,
 )
+from hopindex.core.logging import get_logger
 from hopindex.core.models import LlmUsage
 from hopindex.methods.base import SearchContext
 from hopindex.methods.bridgerag.parsing import judge_parser
 from hopindex.methods.bridgerag.prompts import judge_request
 
-JUDGE_TASK = "hopindex.judge"
+# The query-time task that scores a pool on a worker of the judge queue.
+JUDGE_TASK = "bridgerag.judge"
+
+log = get_logger(__name__)
 
 
 class JudgeStatus(enum.StrEnum):
@@ -122,6 +127,28 @@ def judge_in_process(llm: LlmRunner, request: JudgeRequest) -> JudgeOutcome:
     if len(scores) != len(request.candidates):  # the parser's contract; guards the zip later
         raise ValueError("judge scores must cover every candidate")
     return JudgeOutcome(JudgeStatus.SCORED, scores=scores, usage=usage.total())
+
+
+def judge_task(llm: LlmRunner | None, payload: dict[str, Any]) -> dict[str, Any]:
+    """The judge on a worker: its inputs come in the payload, not as ids, because they
+    exist nowhere else (the question, the entities the model named a moment ago) and are
+    bounded (at most 20 candidates cut to ``passage_chars``). Every failure comes back
+    as an outcome the waiting query falls back from; a query has its own deadline, so
+    nothing is retried."""
+    started = time.perf_counter()
+    request = JudgeRequest.from_payload(payload)
+    if llm is None:
+        outcome = JudgeOutcome(JudgeStatus.FAILED,
+                               error="no LLM is configured on this judge worker: set "
+                                     "HOPINDEX_LLM_MODEL (and HOPINDEX_LLM_BASE_URL)")
+    else:
+        try:
+            outcome = judge_in_process(llm, request)
+        except ConfigError as exc:  # a refused key: the query must hear why
+            outcome = JudgeOutcome(JudgeStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+    log.info("judge_finished", candidates=len(request.candidates), status=outcome.status.value,
+             llm_calls=outcome.usage.calls, duration_s=round(time.perf_counter() - started, 3))
+    return outcome.as_payload()
 
 
 def run_judge(context: SearchContext, request: JudgeRequest,

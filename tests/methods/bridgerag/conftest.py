@@ -20,6 +20,7 @@ from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord, Vector
 from hopindex.core.models import Hit
 from hopindex.core.settings import CacheMode, Settings
 from hopindex.methods.base import SearchContext
+from hopindex.methods.registry import get_index_method, method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.conftest import CURIE_CORPUS
@@ -101,7 +102,10 @@ class Env:
         fields: dict[str, Any] = {
             "vectors": CountingVectorStore(b.vectors), "keywords": b.keywords,
             "units": b.state, "documents": b.state, "indexes": b.state,
-            "embedder": b.embedder, "llm": b.llm, "settings": self.service.settings}
+            "embedder": b.embedder, "llm": b.llm, "settings": self.service.settings,
+            "read_settings": lambda name: method_settings(self.service.settings, name),
+            "index_kinds": lambda index: get_index_method(
+                self.service.backends.state.get_index(index).method).writes}  # type: ignore[union-attr]
         fields.update(changes)
         return SearchContext(**fields)
 

@@ -19,9 +19,10 @@ from hopindex.backends.protocols import UnitFilter
 from hopindex.backends.registry import open_llm
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult, Retrieval, create_method
+from hopindex.methods.base import QueryOptions, QueryResult, Retrieval
 from hopindex.methods.bridgerag.pit import fuse_pit
 from hopindex.methods.bridgerag.records import read_records
+from hopindex.methods.registry import create_query
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.methods.bridgerag.conftest import (
@@ -43,7 +44,7 @@ def run(env: Env, question: str, *, index: str = PASSAGES, llm: LlmRunner | None
         **params: str) -> tuple[QueryResult, CountingVectorStore]:
     """One query through a fresh context whose vector store counts its searches."""
     context = env.context(llm=llm) if llm is not None else env.context()
-    method = create_method("bridgerag", context)
+    method = create_query("bridgerag", context)
     result = method.run_query(index, question, QueryOptions(k=k, retrieval=retrieval,
                                                             params=params))
     assert isinstance(context.vectors, CountingVectorStore)
@@ -223,7 +224,7 @@ def test_direct_cosines_survive_a_lost_vector(env: Env) -> None:
     kept, _ = run(env, question, svo_k="1")
     context = env.context(vectors=CountingVectorStore(env.service.backends.vectors,
                                                       lose_vectors=True))
-    lost = create_method("bridgerag", context).run_query(
+    lost = create_query("bridgerag", context).run_query(
         PASSAGES, question, QueryOptions(params={"svo_k": "1"}))
     assert any("svo" not in p["found_by"] for p in kept.trace["pool"])
     assert [p["svo_score"] for p in lost.trace["pool"]] == pytest.approx(
