@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, SHARED_DATA, require, write_result
+from common import OUT, ROOT, WIKI_CORPUS, read_json, write_result
 
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import CacheMode, Settings
@@ -102,7 +102,7 @@ def ensure_2wiki(settings: Settings) -> None:
     with Hopindex(settings) as service:
         if service.backends.state.get_index(TWOWIKI) is not None:
             return
-        corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+        corpus = read_json(WIKI_CORPUS)
         print(f"building the 2Wiki index ({len(corpus)} passages; ingest_2wiki.py builds the "
               "same) ...", flush=True)
         records = [RawDocument(doc_id=None, title=r["title"], text=r["text"], metadata={},
@@ -162,7 +162,7 @@ def main() -> None:
                       f"LLM calls {row['llm_calls_mean']:.1f}")
         wiki = llm_settings(OUT / "2wiki-data", base_url)
         ensure_2wiki(wiki)
-        corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+        corpus = read_json(WIKI_CORPUS)
         step = max(1, len(corpus) // args.queries)
         wiki_questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
                           for i, r in enumerate(corpus[::step][: args.queries])]

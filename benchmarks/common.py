@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -12,14 +13,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+DATA = ROOT / "benchmarks" / "data"
 OUT = ROOT / "benchmarks" / "out"
+# The 2WikiMultiHopQA corpus (6,119 paragraphs) and its first 100 questions, gzipped.
+WIKI_CORPUS = DATA / "2wiki-corpus.json.gz"
+WIKI_QUESTIONS = DATA / "2wiki-100-questions.json.gz"
 
 
-def require(path: Path) -> Path:
+def read_json(path: Path) -> Any:
+    """A bundled data file (gzipped JSON); exits naming it when it is missing."""
     if not path.exists():
-        sys.exit(f"benchmark data missing: {path} (the repo expects ../shared beside it)")
-    return path
+        sys.exit(f"benchmark data missing: {path} (see benchmarks/data/NOTICE.md)")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def peak_rss_mb() -> float:

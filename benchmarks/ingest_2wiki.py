@@ -12,7 +12,6 @@ Then: re-ingest unchanged (target < 10% of the first) and add one document
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, SHARED_DATA, peak_rss_mb, require, write_result
+from common import OUT, WIKI_CORPUS, peak_rss_mb, read_json, write_result
 
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
@@ -33,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents")
     args = parser.parse_args()
-    corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+    corpus = read_json(WIKI_CORPUS)
     if args.limit:
         corpus = corpus[: args.limit]
     records = [RawDocument(doc_id=None, title=r["title"], text=r["text"], metadata={},

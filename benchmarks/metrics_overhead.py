@@ -16,7 +16,6 @@ not.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, SHARED_DATA, require, write_result
+from common import OUT, WIKI_CORPUS, read_json, write_result
 from query_latency import INDEX, TEMPLATES
 
 from hopindex.api.service import Hopindex
@@ -60,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=600)
     args = parser.parse_args()
-    corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+    corpus = read_json(WIKI_CORPUS)
     step = max(1, len(corpus) // args.queries)
     questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
                  for i, r in enumerate(corpus[::step][: args.queries])]

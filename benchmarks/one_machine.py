@@ -203,7 +203,7 @@ def run(args: argparse.Namespace, tmp: Path, redis_url: str) -> dict[str, object
             while not job.state.is_final and time.perf_counter() - started < JOB_TIMEOUT_S:
                 time.sleep(0.1)
                 job = reader.get_job(job.job_id)
-                if first_embed_s is None and job.counts[Stage.EMBED].done:
+                if first_embed_s is None and job.count(Stage.EMBED).done:
                     first_embed_s = time.perf_counter() - started
             ingest_s = time.perf_counter() - started
             clients.switch_to_after()

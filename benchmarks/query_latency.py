@@ -11,14 +11,13 @@ parts' p50 and <= 40 ms. Needs the index built by ingest_2wiki.py.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, SHARED_DATA, require, write_result
+from common import OUT, WIKI_CORPUS, read_json, write_result
 
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
@@ -34,11 +33,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
-    corpus = json.loads(require(SHARED_DATA / "2wiki-corpus" / "corpus.json").read_text())
+    corpus = read_json(WIKI_CORPUS)
     step = max(1, len(corpus) // args.queries)
     questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
                  for i, r in enumerate(corpus[::step][: args.queries])]
-    data_dir = require(OUT / "2wiki-data")
+    data_dir = OUT / "2wiki-data"
+    if not data_dir.exists():
+        sys.exit(f"{data_dir} is missing: run benchmarks/ingest_2wiki.py first")
     options = QueryOptions(k=10)
     with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
         b = service.backends

@@ -170,31 +170,12 @@ def test_broken_cycles_stay_broken(clean_tree: Path, pair: tuple[str, str]) -> N
     assert not in_one_cycle(cycle_groups(clean_tree), *pair)
 
 
-# Contracts the tree does not keep yet, each with what breaks it. Strict: a contract
-# that starts passing fails here until its mark is removed, so the list stays true.
-NOT_YET_KEPT = {
-    "acyclic-within-packages":
-        "methods.base imports methods.retrieval.fusion (FusionMode) while "
-        "methods.retrieval.search and .expansion import methods.base",
-    "monitoring-beside":
-        "backends.registry.open_llm_observer imports monitoring.llm: the observer "
-        "should be handed to the registry by the runtime that builds it",
-}
-
-
-@pytest.mark.parametrize("contract_id", [
-    pytest.param(contract_id, marks=pytest.mark.xfail(
-        reason=NOT_YET_KEPT[contract_id], raises=AssertionError, strict=True))
-    if contract_id in NOT_YET_KEPT else contract_id
-    for contract_id in CONTRACTS])
+@pytest.mark.parametrize("contract_id", CONTRACTS)
 def test_clean_tree_keeps_contract(clean_output: str, contract_id: str) -> None:
     """The package as it stands keeps this contract."""
     assert verdict(clean_output, contract_id) == "KEPT", clean_output
 
 
-@pytest.mark.xfail(reason="monitoring.tasks imports workers.runtime, which imports "
-                          "workers.app, which imports monitoring.tasks (Runtime is moving "
-                          "to the scheduler)", raises=AssertionError, strict=True)
 def test_clean_tree_has_no_module_cycle(clean_tree: Path) -> None:
     """No module of hopindex imports itself through others."""
     assert cycle_groups(clean_tree) == []

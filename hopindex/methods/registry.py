@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import threading
 from collections.abc import Mapping
 from importlib.metadata import entry_points
@@ -172,10 +173,23 @@ def method_variables() -> dict[str, tuple[str, dataclasses.Field[Any]]]:
     return found
 
 
+# Settings that moved into a method's own settings: the variables that replace them.
+RENAMED_SETTINGS = {
+    "HOPINDEX_TAU": "HOPINDEX_EXTRACTIVE_TAU (extractive) or HOPINDEX_INDEXRAG_TAU (indexrag)",
+    "HOPINDEX_BRIDGE_MAX_DOCS": "HOPINDEX_EXTRACTIVE_BRIDGE_MAX_DOCS",
+    "HOPINDEX_BRIDGE_MAX_SENTENCES": "HOPINDEX_EXTRACTIVE_BRIDGE_MAX_SENTENCES",
+}
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the environment, knowing every registered method's variables:
     a misspelt one is refused with the name it was probably meant to be."""
-    settings = Settings.from_env(environ, method_names=method_variables())
+    env = os.environ if environ is None else environ
+    renamed = [f"{old} was renamed: set {new}" for old, new in RENAMED_SETTINGS.items()
+               if old in env]
+    if renamed:
+        raise ConfigError("; ".join(renamed))
+    settings = Settings.from_env(env, method_names=method_variables())
     for name in settings_types():
         method_settings(settings, name)  # a bad value stops the process now, named
     return settings

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import re
 import threading
@@ -16,21 +15,17 @@ import redis
 
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.backends.state import redis_jobs
-from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_connection import glob_escape
-from hopindex.backends.state.redis_store import LAYOUT_VERSION, RedisStateStore
+from hopindex.backends.state.redis_store import RedisStateStore
 from hopindex.core.errors import BackendError, BackendUnavailableError
-from hopindex.core.models import Group, Job, UnitKind
-from hopindex.methods.extractive.analyses import decode_analysis
+from hopindex.core.models import Job, UnitKind
 from hopindex.testing.redis_server import free_port
 from tests.backends.contracts.groups_contract import GroupsContract
 from tests.backends.contracts.state_contract import StateStoreContract
 from tests.backends.contracts.state_records import (
     NER,
     TITLE,
-    analysis,
     doc,
-    encoded_analysis,
     mention,
     new_job,
     unit,
@@ -316,138 +311,3 @@ def test_use_after_close_is_a_backend_error(store: RedisStateStore) -> None:
         store.document_hashes("x")
     with pytest.raises(BackendError, match="closed"):
         store.replace_mentions("x", "d1", [], [NER])
-
-
-# -- the layout upgrade (groups and records) -------------------------------------------------
-
-
-def _bridge_id(name: str, key: str) -> str:
-    return unit(name, key, kind=UnitKind.BRIDGE).unit_id
-
-
-def _legacy_index(store: RedisStateStore, name: str) -> None:
-    """An index as the layout before groups left it: bridges, units, analyses."""
-    store.create_index(IndexInfo(name=name, method="extractive", created_at=time.time()))
-    store.put_units([unit(name, "b1", kind=UnitKind.BRIDGE, docs=("d2", "é1")),
-                     unit(name, "b2", kind=UnitKind.BRIDGE, docs=("z9", "d2", "d1"))])
-    # Written as that layout held them: hash entity → unit ids, hash doc id → analysis.
-    base, client = store._base(name), store._redis()
-    client.hset(base + "bridge", mapping={
-        "paris": dumps([_bridge_id(name, "b2"), _bridge_id(name, "b1")]),
-        "ghost": dumps(["gone"])})
-    client.hset(base + "analysis", mapping={"d1": encoded_analysis(analysis(1)),
-                                            "d:2*": encoded_analysis(analysis(2))})
-
-
-def _to_old_layout(raw: redis.Redis, prefix: str) -> None:
-    """Forget the layout version, as a database written before it existed."""
-    raw.delete(f"{prefix}:layout")
-
-
-def test_upgrade_copies_bridges_and_analyses(store: RedisStateStore, raw: redis.Redis,
-                                             redis_url: str,  # noqa: F811  # the imported fixture
-                                             prefix: str) -> None:
-    """Opening a database at the old layout moves each bridge into a "bridge" group whose
-    members are the sorted union of its units' documents, and each analysis, unchanged,
-    into an "extractive.analysis" record that still decodes to the same TextAnalysis."""
-    names = ["wiki", "other-1"]
-    for name in names:
-        _legacy_index(store, name)
-    _to_old_layout(raw, prefix)
-    again = RedisStateStore(redis_url, prefix=prefix)
-    try:
-        for name in names:
-            b1, b2 = _bridge_id(name, "b1"), _bridge_id(name, "b2")
-            assert again.get_groups(name, "bridge", ["paris", "ghost"]) == {
-                "paris": Group(namespace="bridge", key="paris", unit_ids=(b2, b1),
-                               members=("d1", "d2", "z9", "é1")),
-                "ghost": Group(namespace="bridge", key="ghost", unit_ids=("gone",),
-                               members=())}
-            assert again.groups_of_documents(name, "bridge", ["é1"]) == {"paris"}
-            assert again.namespaces_of_groups(name) == ["bridge"]
-            copied = again.get_records(name, "extractive.analysis", ["d1", "d:2*"])
-            assert copied == {"d1": json.loads(encoded_analysis(analysis(1))),
-                              "d:2*": json.loads(encoded_analysis(analysis(2)))}
-            assert decode_analysis(copied["d1"]) == analysis(1)
-            # The old keys are left as they were (a later upgrade drops them).
-            base = again._base(name)
-            assert json.loads(raw.hget(base + "bridge", "paris")) == [b2, b1]
-            assert raw.hget(base + "analysis", "d1") == encoded_analysis(analysis(1))
-        assert raw.get(f"{prefix}:layout") == str(LAYOUT_VERSION)
-        assert raw.get(f"{prefix}:layoutlease") is None
-    finally:
-        again.close()
-
-
-def test_upgrade_runs_once(store: RedisStateStore, raw: redis.Redis,
-                           redis_url: str,  # noqa: F811  # the imported fixture
-                           prefix: str) -> None:
-    """Once upgraded, reopening copies nothing again: a group removed since stays removed."""
-    _legacy_index(store, "wiki")
-    _to_old_layout(raw, prefix)
-    RedisStateStore(redis_url, prefix=prefix).close()
-    store.replace_group("wiki", "bridge", "paris", [], [])
-    store.delete_records("wiki", ["d1"])
-    RedisStateStore(redis_url, prefix=prefix).close()
-    assert store.list_group_keys("wiki", "bridge") == ["ghost"]
-    assert store.get_records("wiki", "extractive.analysis", ["d1"]) == {}
-
-
-def test_upgrade_keeps_records_already_in_place(store: RedisStateStore, raw: redis.Redis,
-                                                redis_url: str,  # noqa: F811  # the imported fixture
-                                                prefix: str) -> None:
-    """An upgrade redone after an interrupted one keeps the records already there and
-    adds the missing ones."""
-    _legacy_index(store, "wiki")
-    store.put_records("wiki", "extractive.analysis", {"d1": {"kept": True}})
-    _to_old_layout(raw, prefix)
-    RedisStateStore(redis_url, prefix=prefix).close()
-    assert store.get_records("wiki", "extractive.analysis", ["d1", "d:2*"]) == {
-        "d1": {"kept": True}, "d:2*": json.loads(encoded_analysis(analysis(2)))}
-
-
-def test_opener_waits_for_an_upgrade_in_progress(store: RedisStateStore, raw: redis.Redis,
-                                                 redis_url: str,  # noqa: F811  # the imported fixture
-                                                 prefix: str) -> None:
-    """While another opener holds the upgrade lease, a second waits, then upgrades once
-    the lease runs out."""
-    _legacy_index(store, "wiki")
-    _to_old_layout(raw, prefix)
-    raw.set(f"{prefix}:layoutlease", "other-opener", px=300)
-    started = time.perf_counter()
-    RedisStateStore(redis_url, prefix=prefix).close()
-    assert time.perf_counter() - started >= 0.2
-    assert store.list_group_keys("wiki", "bridge") == ["ghost", "paris"]
-
-
-def test_concurrent_openers_upgrade_once(store: RedisStateStore, raw: redis.Redis,
-                                         redis_url: str,  # noqa: F811  # the imported fixture
-                                         prefix: str) -> None:
-    """Several stores opened at once over an old layout all open, and the data is whole."""
-    _legacy_index(store, "wiki")
-    _to_old_layout(raw, prefix)
-    errors: list[BaseException] = []
-
-    def open_one() -> None:
-        try:
-            RedisStateStore(redis_url, prefix=prefix).close()
-        except BaseException as exc:  # reported below, not lost in the thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=open_one) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert store.groups_of_documents("wiki", "bridge", ["d1"]) == {"paris"}
-    assert len(store.get_records("wiki", "extractive.analysis", ["d1", "d:2*"])) == 2
-
-
-def test_refuses_a_newer_layout(store: RedisStateStore, raw: redis.Redis,
-                                redis_url: str,  # noqa: F811  # the imported fixture
-                                prefix: str) -> None:
-    """A database laid out by a newer hopindex is refused instead of misread."""
-    raw.set(f"{prefix}:layout", LAYOUT_VERSION + 1)
-    with pytest.raises(BackendError, match="newer"):
-        RedisStateStore(redis_url, prefix=prefix)

@@ -17,7 +17,7 @@ from hopindex.backends.state import SqliteStateStore
 from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.schema import MIGRATIONS
 from hopindex.core.errors import BackendError
-from hopindex.core.models import Group, Job, UnitKind
+from hopindex.core.models import FailedItem, Group, Job, UnitKind
 from hopindex.methods.extractive.analyses import decode_analysis
 from tests.backends.contracts.groups_contract import GroupsContract
 from tests.backends.contracts.state_contract import StateStoreContract
@@ -270,3 +270,70 @@ def test_group_queries_use_indexes(store: SqliteStateStore) -> None:
             plan = [str(row[-1]) for row in
                     conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()]
             assert expected in plan, plan
+
+
+# -- the qualified failed-item phases migration (schema version 5) ---------------------------
+
+QUALIFIED_PHASES_VERSION = 5
+
+
+def _put_legacy_failed(conn: sqlite3.Connection, index: str, phase: str, item: str,
+                       reason: str = "LLM unavailable") -> None:
+    """A failed-item row as ``put_failed_items`` wrote it (the phase is in the record too)."""
+    item_record = FailedItem(phase=phase, item=item, reason=reason, job_id="j0", failed_at=1.5)
+    conn.execute("INSERT INTO failed_items (idx, phase, item, data) VALUES (?, ?, ?, ?)",
+                 (index, phase, item, dumps(item_record.as_dict())))
+
+
+def _legacy_failed_file(path: Path, version: int) -> None:
+    """A file at ``version`` holding bare "stage1"/"stage2" items of an extractive index,
+    an indexrag index and an index no longer in the catalogue."""
+    conn = _file_at_version(path, version)
+    with conn:
+        conn.executemany("INSERT INTO indexes (name, method, created_at, options)"
+                         " VALUES (?, ?, 1.0, '{}')",
+                         [("wiki", "extractive"), ("news", "indexrag")])
+        for index in ("wiki", "news", "gone"):
+            _put_legacy_failed(conn, index, "stage1", "d1")
+            _put_legacy_failed(conn, index, "stage2", "paris")
+            _put_legacy_failed(conn, index, "purge", "u1")
+        # Recorded again under the new name after an upgraded job failed it once more.
+        _put_legacy_failed(conn, "news", "indexrag.stage1", "d1", "newer failure")
+    conn.close()
+
+
+def _failed(phase: str, item: str, reason: str = "LLM unavailable") -> FailedItem:
+    return FailedItem(phase=phase, item=item, reason=reason, job_id="j0", failed_at=1.5)
+
+
+@pytest.mark.parametrize("version", [QUALIFIED_PHASES_VERSION - 2, QUALIFIED_PHASES_VERSION - 1])
+def test_migration_qualifies_failed_item_phases(tmp_path: Path, version: int) -> None:
+    """Opening a file from before qualified phase names renames each index's "stage1" and
+    "stage2" items to "<method>.stage1"/"<method>.stage2" (key and record), keeps an item
+    already recorded under the new name, leaves "purge" alone and drops the old-named
+    items of an index missing from the catalogue; a second open changes nothing."""
+    path = tmp_path / "state.sqlite3"
+    _legacy_failed_file(path, version)
+    store = SqliteStateStore(path)
+    try:
+        assert store.list_failed_items("wiki") == [
+            _failed("extractive.stage1", "d1"), _failed("extractive.stage2", "paris"),
+            _failed("purge", "u1")]
+        assert store.list_failed_items("news") == [
+            _failed("indexrag.stage1", "d1", "newer failure"),
+            _failed("indexrag.stage2", "paris"), _failed("purge", "u1")]
+        assert store.list_failed_items("gone") == [_failed("purge", "u1")]
+        assert store.list_failed_items("wiki", "stage1") == []
+        # Clearing under the new name reaches the migrated item.
+        store.clear_failed_items("wiki", "extractive.stage2", ["paris"])
+        # A bare name written now would be renamed by a migration run twice.
+        store.put_failed_items("wiki", [_failed("stage2", "probe")])
+        before = store.list_failed_items("wiki") + store.list_failed_items("news")
+    finally:
+        store.close()
+    store = SqliteStateStore(path)
+    try:
+        assert store.list_failed_items("wiki") + store.list_failed_items("news") == before
+        assert _failed("stage2", "probe") in before
+    finally:
+        store.close()

@@ -9,6 +9,7 @@ import pytest
 from hopindex.core.errors import ConfigError
 from hopindex.core.models import Job, JobKind, LlmUsage
 from hopindex.core.settings import CacheMode, Settings
+from hopindex.methods.registry import load_settings, method_settings
 
 
 def test_defaults_are_embedded_and_without_llm() -> None:
@@ -69,7 +70,8 @@ def test_bad_values_name_their_variable(variable: str, value: str, message: str)
     ("HOPINDEX_LOG_FORMAT", "jsno", "HOPINDEX_LOG_FORMAT must be one of console, json, got 'jsno'"),
     ("HOPINDEX_LOG_LEVEL", "verbose", "HOPINDEX_LOG_LEVEL must be one of debug, info, warning"),
     ("HOPINDEX_LLM_TIMEOUT_S", "nan", "HOPINDEX_LLM_TIMEOUT_S must be a finite number"),
-    ("HOPINDEX_TAU", "1e400", "HOPINDEX_TAU must be an integer, got '1e400'"),
+    ("HOPINDEX_STAGE1_BATCH_DOCS", "1e400",
+     "HOPINDEX_STAGE1_BATCH_DOCS must be an integer, got '1e400'"),
     ("HOPINDEX_LOG_FORMATT", "json",
      r"unknown setting\(s\): HOPINDEX_LOG_FORMATT \(did you mean HOPINDEX_LOG_FORMAT\?\)"),
 ])
@@ -78,6 +80,31 @@ def test_strict_values_and_names(variable: str, value: str, message: str) -> Non
     naming the variable, the value and what is accepted, instead of a silent default."""
     with pytest.raises(ConfigError, match=message):
         Settings.from_env({variable: value})
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"HOPINDEX_EXTRACTIVE_TAU": "1e400"},
+     "HOPINDEX_EXTRACTIVE_TAU must be an integer, got '1e400'"),
+    ({"HOPINDEX_EXTRACTIVE_TAU": "1"}, "HOPINDEX_EXTRACTIVE_TAU must be at least 2, got 1"),
+    ({"HOPINDEX_BRIDGERAG_RECORDS": "csv"}, "HOPINDEX_BRIDGERAG_RECORDS must be one of off, jsonl"),
+    ({"HOPINDEX_EXTRACTIVE_TAUU": "3"},
+     r"HOPINDEX_EXTRACTIVE_TAUU \(did you mean HOPINDEX_EXTRACTIVE_TAU\?\)"),
+    ({"HOPINDEX_TAU": "5"}, "HOPINDEX_TAU was renamed: set HOPINDEX_EXTRACTIVE_TAU"),
+])
+def test_method_settings_are_parsed_by_their_method(environ: dict[str, str],
+                                                    message: str) -> None:
+    """A method's HOPINDEX_<METHOD>_* variables are parsed strictly by the method, and a
+    setting that moved to a method names its new variable."""
+    with pytest.raises(ConfigError, match=message):
+        load_settings(environ)
+
+
+def test_method_settings_reach_the_method() -> None:
+    """A valid method variable is the method's setting; others keep their defaults."""
+    settings = load_settings({"HOPINDEX_EXTRACTIVE_TAU": "7"})
+    assert method_settings(settings, "extractive").tau == 7
+    assert method_settings(settings, "indexrag").tau == 10
+    assert settings.to_env()["HOPINDEX_EXTRACTIVE_TAU"] == "7"
 
 
 def test_boolean_words_and_enum_case() -> None:

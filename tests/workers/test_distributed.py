@@ -72,7 +72,7 @@ def test_two_workers_build_the_same_units_as_the_eager_run(
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     logs = c.workers[0].log_text() + c.workers[1].log_text()
-    assert "stage=stage1" in c.workers[1].log_text()  # the second worker took part
+    assert "stage=indexrag.stage1" in c.workers[1].log_text()  # the second worker took part
     assert "Traceback" not in logs
 
 
@@ -110,5 +110,5 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
     assert_built_as_eager(c, job, got, expected)
     # Redelivered tasks were counted once: no stage reports more than its total.
     for stage in ("indexrag.stage1", Stage.EMBED, "indexrag.stage2"):
-        counts = job.counts[stage]
+        counts = job.count(stage)
         assert counts.done + counts.failed + counts.skipped == counts.total, stage

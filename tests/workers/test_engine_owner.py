@@ -143,7 +143,7 @@ def wait_while_recording(reader: Hopindex, job_id: str) -> tuple[Job, float]:
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while time.monotonic() < deadline:
         job = reader.get_job(job_id)
-        if job.counts[Stage.EMBED].done and first_embed == float("inf"):
+        if job.count(Stage.EMBED).done and first_embed == float("inf"):
             first_embed = time.monotonic()
         if job.state.is_final:
             return job, first_embed

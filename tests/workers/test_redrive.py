@@ -57,7 +57,7 @@ def _finish(c: Cluster, client: Hopindex, job: Job, expected: dict[str, str]) ->
     got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     for stage in ("indexrag.stage1", Stage.EMBED, "indexrag.stage2"):
-        counts = job.counts[stage]
+        counts = job.count(stage)
         assert counts.done + counts.failed + counts.skipped == counts.total, stage
     return job
 
@@ -82,7 +82,7 @@ def test_a_lost_stage1_task_is_sent_again(
         c.start_beat()
         job = _finish(c, client, job, expected)
     assert len(job.redrives) == 1, job.redrives
-    assert job.redrives[0].startswith(f"re-sent 1 of {DOCS // BATCH} tasks of stage1")
+    assert job.redrives[0].startswith(f"re-sent 1 of {DOCS // BATCH} tasks of indexrag.stage1")
 
 
 def test_a_lost_chord_callback_is_sent_again_with_the_results(
@@ -107,4 +107,4 @@ def test_a_lost_chord_callback_is_sent_again_with_the_results(
         c.start_beat()
         job = _finish(c, client, job, expected)
     assert len(job.redrives) == 1, job.redrives
-    assert job.redrives[0].startswith("re-sent the callback of stage1")
+    assert job.redrives[0].startswith("re-sent the callback of indexrag.stage1")

@@ -34,7 +34,8 @@ from hopindex.core.logging import get_logger
 log = get_logger(__name__)
 
 # 1: method-owned groups and records (the bridge catalogue and analyses copied in).
-LAYOUT_VERSION = 1
+# 2: failed items under qualified phase names ("stage1" → "<method>.stage1").
+LAYOUT_VERSION = 2
 # The upgrade renews its lease after each index, so the lease only has to outlive
 # one index's copy; an opener waits a little longer than that for a dead holder's
 # lease to run out, then redoes the upgrade (every copy step is repeatable).
@@ -114,21 +115,37 @@ class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
                 return
             started = time.perf_counter()
             # Index data is only written once the index is in the catalog, so the
-            # catalog names every index with something to copy.
-            names = [str(text(name)) for name in client.hkeys(self._key("indexes"))]
-            groups = records = 0
-            for name in names:
-                copied_groups, copied_records = self._copy_legacy_index(name)
-                groups += copied_groups
-                records += copied_records
-                client.pexpire(lease, UPGRADE_LEASE_MS)
-            client.set(self._key("layout"), LAYOUT_VERSION)
+            # catalog names every index with something to upgrade.
+            methods = {str(text(name)): str(json.loads(str(text(record)))["method"])
+                       for name, record in client.hgetall(self._key("indexes")).items()}
+            done = self._upgrade_steps(found, methods, lease)
             log.info("state_layout_upgraded", url=self.url, prefix=self._prefix,
-                     layout_from=found, layout_version=LAYOUT_VERSION, indexes=len(names),
-                     groups=groups, records=records,
-                     duration_s=round(time.perf_counter() - started, 3))
+                     layout_from=found, layout_version=LAYOUT_VERSION, indexes=len(methods),
+                     duration_s=round(time.perf_counter() - started, 3), **done)
         finally:
             self._script(_RELEASE_LEASE)(keys=[lease], args=[token])
+
+    def _upgrade_steps(self, found: int, methods: dict[str, str], lease: str) -> dict[str, int]:
+        """Run each layout step after ``found`` over every index (name → method) and
+        stamp its version, so an interrupted upgrade resumes at the step it was in.
+
+        The lease is renewed after each index. Returns what the steps moved.
+        """
+        client = self._redis()
+        done = {"groups": 0, "records": 0, "failed_items": 0}
+        if found < 1:
+            for name in methods:
+                groups, records = self._copy_legacy_index(name)
+                done["groups"] += groups
+                done["records"] += records
+                client.pexpire(lease, UPGRADE_LEASE_MS)
+            client.set(self._key("layout"), 1)
+        if found < 2:
+            for name, method in methods.items():
+                done["failed_items"] += self._qualify_legacy_failed_items(name, method)
+                client.pexpire(lease, UPGRADE_LEASE_MS)
+            client.set(self._key("layout"), 2)
+        return done
 
     def create_index(self, info: IndexInfo) -> IndexInfo:
         """Register an index; if the name exists, the stored record is returned unchanged."""

@@ -156,7 +156,29 @@ INSERT INTO records (idx, namespace, record_key, data)
 SELECT idx, 'extractive.analysis', doc_id, data FROM analyses;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# Failed items are recorded under qualified phase names ("extractive.stage1"). The
+# bare "stage1" and "stage2" of earlier releases take their index's method as prefix,
+# in the key and in the stored record, or no later job would ever re-plan or clear
+# them. An item already recorded under the new name is the newer failure and stays.
+# Items of an index gone from the catalogue have no method to take: they go.
+_V5 = """
+DELETE FROM failed_items
+WHERE phase IN ('stage1', 'stage2') AND idx NOT IN (SELECT name FROM indexes);
+DELETE FROM failed_items
+WHERE phase IN ('stage1', 'stage2') AND EXISTS (
+    SELECT 1 FROM indexes AS i CROSS JOIN failed_items AS q
+        ON q.idx = i.name AND q.phase = i.method || '.' || failed_items.phase
+        AND q.item = failed_items.item
+    WHERE i.name = failed_items.idx);
+UPDATE failed_items
+SET phase = (SELECT i.method FROM indexes AS i WHERE i.name = failed_items.idx)
+        || '.' || phase,
+    data = json_set(data, '$.phase',
+        (SELECT i.method FROM indexes AS i WHERE i.name = failed_items.idx) || '.' || phase)
+WHERE phase IN ('stage1', 'stage2');
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 # The tables every index owns rows in; deleting an index empties all of them.
 INDEX_TABLES: tuple[str, ...] = (
