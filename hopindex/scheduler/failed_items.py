@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from hopindex.backends.protocols import FailedItemStore
 from hopindex.core.models import FailedItem, ItemError, Job
 
-# Units a job replaced (stale bridges, passages of changed text) but ended before its
+# Units a job replaced (stale group units, passages of changed text) but ended before its
 # embed phase purged: outstanding like failed items, purged by the next job's embed phase.
 PURGE_PHASE = "purge"
 

@@ -24,5 +24,5 @@ FINALIZE = "hopindex.control.finalize"
 PING = "hopindex.control.ping"
 REAP = "hopindex.control.reap"
 DELIVER_WEBHOOK = "hopindex.deliver_webhook"
-# A query method's query-time work (bridgerag's judge), on the judge queue.
+# A query method's query-time work (a batched LLM judge, say), on the judge queue.
 QUERY_TASK = "hopindex.query_task"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Literal
 
 from hopindex.backends.state.connection import SqliteConnection, dumps, id_list
 from hopindex.core.errors import InvalidInputError
@@ -73,37 +74,35 @@ class CatalogueMixin(SqliteConnection):
     def mentions_of_entities(self, index: str,
                              entities: Sequence[str]) -> dict[str, list[EntityMention]]:
         """Each entity's mentions, one per (document, source); unmentioned entities are absent."""
-        if not entities:
-            return {}
-        with self._transaction("mentions_of_entities", write=False) as conn:
-            rows = conn.execute(
-                "SELECT entity, doc_id, source, count FROM mentions WHERE idx = ? AND entity IN"
-                " (SELECT value FROM json_each(?)) ORDER BY entity, doc_id, source",
-                (index, id_list(entities))).fetchall()
         result: dict[str, list[EntityMention]] = {}
-        for entity, doc_id, source, count in rows:
-            result.setdefault(entity, []).append(
-                EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
-                              count=count))
+        for mention in self._mentions_where(index, "mentions_of_entities", "entity", entities):
+            result.setdefault(mention.entity, []).append(mention)
         return result
 
     def mentions_of_documents(self, index: str,
                               doc_ids: Sequence[str]) -> dict[str, list[EntityMention]]:
         """Each document's mentions, one per (entity, source), sorted; documents with
         none are absent."""
-        if not doc_ids:
-            return {}
-        with self._transaction("mentions_of_documents", write=False) as conn:
-            rows = conn.execute(
-                "SELECT doc_id, entity, source, count FROM mentions WHERE idx = ? AND doc_id IN"
-                " (SELECT value FROM json_each(?)) ORDER BY doc_id, entity, source",
-                (index, id_list(doc_ids))).fetchall()
         result: dict[str, list[EntityMention]] = {}
-        for doc_id, entity, source, count in rows:
-            result.setdefault(doc_id, []).append(
-                EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
-                              count=count))
+        for mention in self._mentions_where(index, "mentions_of_documents", "doc_id", doc_ids):
+            result.setdefault(mention.doc_id, []).append(mention)
         return result
+
+    def _mentions_where(self, index: str, operation: str, column: Literal["entity", "doc_id"],
+                        values: Sequence[str]) -> list[EntityMention]:
+        """Mentions whose ``column`` (entity or doc_id) is one of ``values``, ordered by
+        that column, then the other, then the source."""
+        if not values:
+            return []
+        other = "doc_id" if column == "entity" else "entity"
+        with self._transaction(operation, write=False) as conn:
+            rows = conn.execute(
+                "SELECT entity, doc_id, source, count FROM mentions WHERE idx = ? AND "
+                # The column names are the two literals above, never input.
+                f"{column} IN (SELECT value FROM json_each(?)) "
+                f"ORDER BY {column}, {other}, source", (index, id_list(values))).fetchall()
+        return [EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
+                              count=count) for entity, doc_id, source, count in rows]
 
     def title_lexicon(self, index: str) -> dict[str, list[str]]:
         """Title entity → the documents it is the title of (sorted)."""

@@ -148,21 +148,12 @@ class RedisCatalogueMixin(RedisConnection):
     def mentions_of_entities(self, index: str,
                              entities: Sequence[str]) -> dict[str, list[EntityMention]]:
         """Each entity's mentions, one per (document, source); unmentioned entities are absent."""
-        wanted = sorted(set(entities))
-        base = self._base(index)
-
-        def add(pipe: Pipeline, chunk: Sequence[str]) -> None:
-            for entity in chunk:
-                pipe.hgetall(base + "ment:" + entity)
-
-        replies = self._batched("mentions_of_entities", wanted, add)
         result: dict[str, list[EntityMention]] = {}
-        for entity, fields in zip(wanted, replies, strict=True):
-            found = []
-            for field, count in fields.items():
-                source, _, doc_id = field.partition(":")
-                found.append(EntityMention(entity=entity, doc_id=doc_id,
-                                           source=MentionSource(source), count=int(count)))
+        for entity, fields in self._mention_hashes(index, "mentions_of_entities", "ment:",
+                                                   entities):
+            found = [EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
+                                   count=int(count))
+                     for source, doc_id, count in _fields(fields)]
             if found:
                 result[entity] = sorted(found, key=lambda m: (m.doc_id, m.source.value))
         return result
@@ -171,24 +162,27 @@ class RedisCatalogueMixin(RedisConnection):
                               doc_ids: Sequence[str]) -> dict[str, list[EntityMention]]:
         """Each document's mentions, one per (entity, source), sorted; documents with
         none are absent."""
-        wanted = sorted(set(doc_ids))
-        base = self._base(index)
-
-        def add(pipe: Pipeline, chunk: Sequence[str]) -> None:
-            for doc_id in chunk:
-                pipe.hgetall(base + "mdoc:" + doc_id)
-
-        replies = self._batched("mentions_of_documents", wanted, add)
         result: dict[str, list[EntityMention]] = {}
-        for doc_id, fields in zip(wanted, replies, strict=True):
-            found = []
-            for field, count in fields.items():
-                source, _, entity = field.partition(":")
-                found.append(EntityMention(entity=entity, doc_id=doc_id,
-                                           source=MentionSource(source), count=int(count)))
+        for doc_id, fields in self._mention_hashes(index, "mentions_of_documents", "mdoc:",
+                                                   doc_ids):
+            found = [EntityMention(entity=entity, doc_id=doc_id, source=MentionSource(source),
+                                   count=int(count))
+                     for source, entity, count in _fields(fields)]
             if found:
                 result[doc_id] = sorted(found, key=lambda m: (m.entity, m.source.value))
         return result
+
+    def _mention_hashes(self, index: str, operation: str, prefix: str,
+                        keys: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
+        """Each key's mention hash (``source:other`` → count), keys sorted and unique."""
+        wanted = sorted(set(keys))
+        base = self._base(index)
+
+        def add(pipe: Pipeline, chunk: Sequence[str]) -> None:
+            for key in chunk:
+                pipe.hgetall(base + prefix + key)
+
+        return list(zip(wanted, self._batched(operation, wanted, add), strict=True))
 
     def title_lexicon(self, index: str) -> dict[str, list[str]]:
         """Title entity → the documents it is the title of (sorted)."""
@@ -199,3 +193,12 @@ class RedisCatalogueMixin(RedisConnection):
         for entity, doc_id in sorted({_title_pair(m) for m in members}):
             lexicon.setdefault(entity, []).append(doc_id)
         return lexicon
+
+
+def _fields(fields: dict[str, str]) -> list[tuple[str, str, str]]:
+    """A mention hash's fields ``source:other`` → count as (source, other, count)."""
+    found = []
+    for field, count in fields.items():
+        source, _, other = field.partition(":")
+        found.append((source, other, count))
+    return found

@@ -1,4 +1,4 @@
-"""Query-time tasks: work a query method sends to the ``judge`` queue (bridgerag's judge).
+"""Query-time tasks: work a query method sends to the ``judge`` queue (a batched judge).
 
 One task for every method: it finds the method's handler in the registry by the
 task's qualified name (``<method>.<task>``) and runs it with this worker's LLM. It
