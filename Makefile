@@ -66,6 +66,7 @@ bench: setup
 	$(PY) benchmarks/indexrag_pipeline.py
 	$(PY) benchmarks/distributed_ingest.py
 	$(PY) benchmarks/one_machine.py
+	$(PY) benchmarks/sirerag_clustering.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

@@ -3,19 +3,25 @@
 hopindex's prompts must contain these markers for the test server to answer them as the
 real model would be asked to (shape, not quality). Classification, first match wins:
 
-1. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
+1. ``SUMMARY_MARKER`` (SiReRAG's summary instruction) → ``Summary:`` and the first sentence
+   of each text between the two ``SUMMARY_RULE`` lines (texts are one blank line apart).
+2. ``PROPOSITIONS_MARKER`` (the JSON key ``"proposition"``) → one proposition per sentence
+   of the passage after ``PARAGRAPH_LABEL``, its capitalised names as entities: a JSON
+   array, or ``{"propositions": [...]}`` in JSON mode (``llm_sirerag``). These two come
+   first because their prompts carry whole passages, which may hold other markers.
+3. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
    lines) → a JSON array of bridging facts, each joining facts of two documents.
-2. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
+4. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
    from the passage after ``DOCUMENT_LABEL``.
-3. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
+5. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
    (BridgeRAG's judge; ``Bridge entity N:`` lines count toward the scores).
-4. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
+6. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
    ``"entities": [e1, e2]`` when the prompt also names ``"entities"``.
-5. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
-6. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
+7. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
+8. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
    one reasoning step; see :func:`_ircot_reply`.
-7. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
-8. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
+9. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
+10. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hopindex.testing.llm_sirerag import propositions_reply, summary_reply
+from hopindex.testing.llm_text import NOT_NAME_WORDS, capitalised_spans, split_sentences, unique
+
 STAGE1_MARKER = '"qa_pairs"'
 STAGE1_ENTITIES_KEY = '"entities"'
 DOCUMENT_LABEL = "Document:"
@@ -43,6 +52,10 @@ IRCOT_ANSWER_PHRASE = "So the answer is"
 IRCOT_SEARCH_LABEL = "Search:"
 IRCOT_DONE = "DONE"
 REASONING_SO_FAR_LABEL = "Reasoning so far:"
+SUMMARY_MARKER = "Summarize the provided text, including as many key details as needed"
+SUMMARY_RULE = "-" * 21  # a line of its own before and after a summary's texts
+PROPOSITIONS_MARKER = '"proposition"'
+PARAGRAPH_LABEL = "Paragraph:"
 QUESTION_LABEL = "Question:"
 # Where the evidence of an answer or reasoning prompt starts (Fig. 7 and Fig. 8 labels).
 CONTEXT_LABELS = ("Context:", "Retrieved Information:", "Passages:", "Bridge:")
@@ -56,28 +69,15 @@ _SECTION_HEADER = re.compile(r"^===\s*Document:\s*(.*?)\s*===\s*$", re.MULTILINE
 _CANDIDATE_LINE = re.compile(r"^\s*\[([^\]\n]+)\]\s*(.*)$", re.MULTILINE)
 _BRIDGE_ENTITY_LINE = re.compile(r"^Bridge entity \d+:[ \t]*(.*)$", re.MULTILINE)
 _QUOTED_ENTITY = re.compile(r"about\s+[\"“]([^\"”\n]+)[\"”]")  # Fig. 6 quotes
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
-_CAPITALISED_SPAN = re.compile(
-    r"\b[A-Z][\w'’-]*(?:[ \t]+(?:(?:of|the|de|von|van|and|du|la)[ \t]+)?[A-Z][\w'’-]*)*")  # noqa: RUF001
 _WORD = re.compile(r"\w+")
 _YES_NO_START = re.compile(
     r"^(?:is|are|was|were|did|do|does|can|could|has|have|had|will|would)\b", re.IGNORECASE)
-# Capitalised only because they start a sentence or an instruction, not names.
-_NOT_NAME_WORDS = frozenset({
-    "a", "an", "the", "he", "she", "it", "they", "we", "you", "i", "his", "her", "its", "their",
-    "our", "your", "this", "that", "these", "those", "there", "here", "in", "on", "at", "by",
-    "for", "from", "with", "of", "to", "as", "and", "or", "but", "if", "when", "where", "who",
-    "what", "which", "why", "how", "yes", "no", "q", "answer", "question", "context",
-    "document", "title", "return", "given", "reasoning", "search", "retrieved", "information",
-    "write", "format", "extract", "each", "be", "do", "not", "only", "so", "after", "before",
-    "during",
-})
-_MIN_SENTENCE_WORDS = 3
-_MAX_SENTENCE_CHARS = 300
 _QUERY_COUNT = 3
 
 
 class TaskKind(enum.StrEnum):
+    SUMMARY = "summary"
+    PROPOSITIONS = "propositions"
     STAGE1 = "stage1"
     STAGE2 = "stage2"
     ANSWER = "answer"
@@ -89,7 +89,8 @@ class TaskKind(enum.StrEnum):
 
 
 # Kinds whose reply is JSON whatever the request's response_format says.
-JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES})
+JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES,
+                        TaskKind.PROPOSITIONS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,8 @@ def estimate_tokens(text: str) -> int:
 
 def classify(prompt: str) -> TaskKind:
     rules = (
+        (SUMMARY_MARKER in prompt, TaskKind.SUMMARY),
+        (PROPOSITIONS_MARKER in prompt, TaskKind.PROPOSITIONS),
         (STAGE2_SECTION_MARKER in prompt, TaskKind.STAGE2),
         (STAGE1_MARKER in prompt, TaskKind.STAGE1),
         (SCORES_MARKER in prompt and _CANDIDATE_LINE.search(prompt) is not None,
@@ -128,27 +131,36 @@ def compute_reply(messages: Sequence[str], *, max_tokens: int | None = None,
     """
     prompt = "\n\n".join(messages)
     kind = classify(prompt)
-    expects_json = json_mode or kind in JSON_KINDS
-    if kind is TaskKind.STAGE1:
-        return Reply(kind, _dumps(stage1_reply(prompt)), expects_json=True)
-    if kind is TaskKind.STAGE2:
-        return Reply(kind, _dumps(stage2_reply(prompt)), expects_json=True)
-    if kind is TaskKind.SCORES:
-        return Reply(kind, _dumps(_scores_reply(prompt)), expects_json=True)
-    if kind is TaskKind.QUERIES:
-        return Reply(kind, _dumps(_queries_reply(prompt)), expects_json=True)
+    if kind in JSON_KINDS:
+        return Reply(kind, _dumps(_json_reply(kind, prompt, json_mode=json_mode)),
+                     expects_json=True)
     if kind is TaskKind.ENTITY_PAIR:
         text = " | ".join(_entity_pair(prompt))
     elif kind is TaskKind.IRCOT:
         text = _ircot_reply(prompt)
     elif kind is TaskKind.ANSWER:
         text = short_answer(prompt)
+    elif kind is TaskKind.SUMMARY:
+        text = summary_reply(summary_texts(prompt))
     else:
         text = _summary(messages[-1] if messages else "")
-    if expects_json:
+    if json_mode:
         return Reply(kind, _dumps({"result": text}), expects_json=True)
     cut, truncated = _truncate(text, max_tokens)
     return Reply(kind, cut, expects_json=False, truncated=truncated)
+
+
+def _json_reply(kind: TaskKind, prompt: str, *, json_mode: bool) -> object:
+    if kind is TaskKind.PROPOSITIONS:
+        passage = _until_section_end(_after_first(prompt, PARAGRAPH_LABEL))
+        return propositions_reply(passage, json_mode=json_mode)
+    if kind is TaskKind.STAGE1:
+        return stage1_reply(prompt)
+    if kind is TaskKind.STAGE2:
+        return stage2_reply(prompt)
+    if kind is TaskKind.SCORES:
+        return _scores_reply(prompt)
+    return _queries_reply(prompt)  # the last of JSON_KINDS
 
 
 def corrupt_json(content: str) -> str:
@@ -168,35 +180,7 @@ def stage1_reply(prompt: str) -> dict[str, object]:
     passage = _passage_after(prompt, DOCUMENT_LABEL)
     pairs = [{"question": _question_for(sentence), "answer": sentence}
              for sentence in split_sentences(passage)]
-    return {"qa_pairs": pairs, "entities": _unique(capitalised_spans(passage))}
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of at least three words; a title line alone is not a fact."""
-    sentences: list[str] = []
-    for line in text.splitlines():
-        for piece in _SENTENCE_END.split(line.strip()):
-            sentence = " ".join(piece.split())
-            if len(sentence.split()) >= _MIN_SENTENCE_WORDS:
-                sentences.append(sentence[:_MAX_SENTENCE_CHARS])
-    if not sentences and text.strip():
-        sentences.append(" ".join(text.split())[:_MAX_SENTENCE_CHARS])
-    return sentences
-
-
-def capitalised_spans(text: str) -> list[str]:
-    """Runs of capitalised words, in order, with sentence-initial function words dropped."""
-    spans: list[str] = []
-    for match in _CAPITALISED_SPAN.finditer(text):
-        words = match.group(0).rstrip("’'").split()  # noqa: RUF001
-        while words and words[0].lower().strip(".") in _NOT_NAME_WORDS:
-            words = words[1:]
-        while words and words[-1].lower() in _NOT_NAME_WORDS:
-            words = words[:-1]
-        span = " ".join(words)
-        if len(span) > 1:
-            spans.append(span)
-    return spans
+    return {"qa_pairs": pairs, "entities": unique(capitalised_spans(passage))}
 
 
 def _question_for(sentence: str) -> str:
@@ -274,6 +258,25 @@ def stage2_reply(prompt: str) -> list[str]:
         chosen.append((mentioning or facts)[0].answer)
     return [f"{first.rstrip('. ')}; and {second}"
             for first, second in itertools.pairwise(chosen)]
+
+
+# --- SiReRAG's evidence ------------------------------------------------------------
+
+
+def summary_texts(prompt: str) -> list[str]:
+    """The texts between the first and the last ``SUMMARY_RULE`` line, split at blank lines."""
+    lines = prompt.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.strip() == SUMMARY_RULE]
+    if len(rules) < 2:
+        return []
+    evidence = "\n".join(lines[rules[0] + 1:rules[-1]])
+    return [text.strip() for text in re.split(r"\n\s*\n", evidence) if text.strip()]
+
+
+def _after_first(prompt: str, label: str) -> str:
+    # The first label, not the last: the passage after it may contain the label too.
+    start = prompt.find(label)
+    return prompt[start + len(label):] if start >= 0 else prompt
 
 
 # --- answers and reasoning -----------------------------------------------------------
@@ -355,7 +358,7 @@ def _scores_reply(prompt: str) -> dict[str, object]:
 def _queries_reply(prompt: str) -> dict[str, object]:
     question = _labelled_line(prompt, QUESTION_LABEL)
     first, second = _entity_pair(prompt)
-    queries = _unique([question, f"{first} {question}".strip(), f"{first} {second}"])
+    queries = unique([question, f"{first} {question}".strip(), f"{first} {second}"])
     queries += [question] * (_QUERY_COUNT - len(queries))
     reply: dict[str, object] = {"queries": queries[:_QUERY_COUNT]}
     if STAGE1_ENTITIES_KEY in prompt:
@@ -410,11 +413,7 @@ def _truncate(text: str, max_tokens: int | None) -> tuple[str, bool]:
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _NOT_NAME_WORDS]
-
-
-def _unique(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(item for item in items if item))
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in NOT_NAME_WORDS]
 
 
 def _dumps(value: object) -> str:
