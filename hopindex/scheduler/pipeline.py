@@ -25,7 +25,6 @@ from hopindex.core.models import Stage
 from hopindex.methods.plugin import (
     DocumentsPhase,
     GroupsPhase,
-    Phase,
     PhaseKind,
     Scope,
     phase_name,
@@ -163,9 +162,3 @@ def _mark_indexed(runtime: Runtime, job_id: str, index: str, doc_ids: list[str])
     documents = [d for d in state.get_documents(index, doc_ids) if d.doc_id not in failed]
     state.put_documents([replace(d, content_hash=content_hash(d.title, d.text))
                          for d in documents])
-
-
-def first_documents_phase(runtime: Runtime, index: str) -> Phase | None:
-    return next((p for p in runtime.index_method(index).phases
-                 if p.kind is PhaseKind.DOCUMENTS), None)
-

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from hopindex.backends.state.connection import SqliteConnection, dumps, id_list
 from hopindex.core.errors import InvalidInputError
@@ -124,12 +124,19 @@ class GroupsMixin(SqliteConnection):
 
     def namespaces_of_groups(self, index: str) -> list[str]:
         """Namespaces holding at least one group of the index, sorted."""
-        # One seek per namespace (a loose index scan) instead of reading every group.
-        with self._transaction("namespaces_of_groups", write=False) as conn:
+        return self._namespaces("namespaces_of_groups", "unit_groups", index)
+
+    def _namespaces(self, operation: str, table: Literal["unit_groups", "records"],
+                    index: str) -> list[str]:
+        """The distinct namespaces of ``table`` for the index, sorted: one seek per
+        namespace (a loose index scan over its (idx, namespace, ...) index) instead of
+        reading every row."""
+        with self._transaction(operation, write=False) as conn:
             rows = conn.execute(
+                # The table is one of the two literals above, never input.
                 "WITH RECURSIVE ns (name) AS ("
-                " SELECT min(namespace) FROM unit_groups WHERE idx = ?1"
-                " UNION ALL SELECT (SELECT min(namespace) FROM unit_groups"
+                f" SELECT min(namespace) FROM {table} WHERE idx = ?1"
+                f" UNION ALL SELECT (SELECT min(namespace) FROM {table}"
                 " WHERE idx = ?1 AND namespace > ns.name) FROM ns WHERE ns.name IS NOT NULL)"
                 " SELECT name FROM ns WHERE name IS NOT NULL", (index,)).fetchall()
         return [name for (name,) in rows]
@@ -175,13 +182,4 @@ class GroupsMixin(SqliteConnection):
 
     def list_record_namespaces(self, index: str) -> list[str]:
         """Namespaces holding at least one record of the index, sorted."""
-        # A loose index scan over the unique (idx, namespace, record_key) index, as in
-        # namespaces_of_groups.
-        with self._transaction("list_record_namespaces", write=False) as conn:
-            rows = conn.execute(
-                "WITH RECURSIVE ns (name) AS ("
-                " SELECT min(namespace) FROM records WHERE idx = ?1"
-                " UNION ALL SELECT (SELECT min(namespace) FROM records"
-                " WHERE idx = ?1 AND namespace > ns.name) FROM ns WHERE ns.name IS NOT NULL)"
-                " SELECT name FROM ns WHERE name IS NOT NULL", (index,)).fetchall()
-        return [name for (name,) in rows]
+        return self._namespaces("list_record_namespaces", "records", index)
