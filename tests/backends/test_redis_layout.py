@@ -5,49 +5,25 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.connection import dumps
-from hopindex.backends.state.redis_connection import glob_escape
 from hopindex.backends.state.redis_store import LAYOUT_VERSION, RedisStateStore
 from hopindex.core.errors import BackendError
 from hopindex.core.models import FailedItem, Group, UnitKind
 from hopindex.methods.extractive.analyses import decode_analysis
 from tests.backends.contracts.state_records import analysis, encoded_analysis, unit
-from tests.redis_server import (
-    redis_url,  # noqa: F401  # pytest fixture
-    unique_key,
-)
+from tests.redis_server import redis_url  # noqa: F401  # pytest fixture
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def prefix() -> str:
-    return unique_key("hopindex-test")
-
-
-@pytest.fixture
-def raw(redis_url: str) -> Iterator[redis.Redis]:  # noqa: F811  # the imported fixture
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def store(redis_url: str, prefix: str,  # noqa: F811  # the imported fixture
-          raw: redis.Redis) -> Iterator[RedisStateStore]:
-    store = RedisStateStore(redis_url, prefix=prefix)
-    yield store
-    store.close()
-    # The database may be shared: leave nothing of this test behind.
-    leftovers = list(raw.scan_iter(match=f"{glob_escape(prefix)}:*", count=1000))
-    if leftovers:
-        raw.unlink(*leftovers)
+def store(redis_store: RedisStateStore) -> RedisStateStore:
+    return redis_store
 
 
 # -- layout 1: groups and records ----------------------------------------------------------

@@ -32,8 +32,7 @@ from tests.backends.contracts.state_records import (
 )
 from tests.redis_server import (
     redis_url,  # noqa: F401  # pytest fixture
-    unique_key,
-)
+    )
 
 pytestmark = pytest.mark.integration
 
@@ -41,32 +40,8 @@ ROUNDS = 200
 FORK_ROUNDS = 40
 
 
-@pytest.fixture
-def prefix() -> str:
-    return unique_key("hopindex-test")
-
-
-@pytest.fixture
-def raw(redis_url: str) -> Iterator[redis.Redis]:  # noqa: F811  # the imported fixture
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
-
-
 def _keys(client: redis.Redis, prefix: str) -> list[str]:
     return sorted(client.scan_iter(match=f"{glob_escape(prefix)}:*", count=1000))
-
-
-@pytest.fixture
-def redis_store(redis_url: str, prefix: str,  # noqa: F811  # the imported fixture
-                raw: redis.Redis) -> Iterator[RedisStateStore]:
-    store = RedisStateStore(redis_url, prefix=prefix)
-    yield store
-    store.close()
-    # The database may be shared: leave nothing of this test behind.
-    leftovers = _keys(raw, prefix)
-    if leftovers:
-        raw.unlink(*leftovers)
 
 
 @pytest.fixture
