@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from hopindex.api.cli_context import open_service as _service
+from hopindex.api.cli_context import remote_commands as _remote
+from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_methods import (
     MethodName,
     RegistryHelpOption,
@@ -22,7 +24,6 @@ from hopindex.api.cli_support import (
     err_console,
     handle_errors,
     print_jobs,
-    print_outstanding,
     print_result,
     report_job,
     run_and_report,
@@ -30,35 +31,13 @@ from hopindex.api.cli_support import (
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, load_settings, query_method_names
 
-if TYPE_CHECKING:
-    from hopindex.api.remote_cli import RemoteCommands
-    from hopindex.api.service import Hopindex
-
-def _service() -> Hopindex:
-    # Imported late so `hopindex --help` starts fast without loading torch.
-    from hopindex.api.service import Hopindex
-
-    return Hopindex(load_settings())
-
-
-def _remote() -> RemoteCommands | None:
-    """The remote-mode commands when --api or HOPINDEX_API_URL names a server."""
-    settings = load_settings()
-    url = click.get_current_context().find_root().params.get("api_url") or settings.api_url
-    if not url:
-        return None
-    from hopindex.api.remote import ApiClient
-    from hopindex.api.remote_cli import RemoteCommands
-
-    return RemoteCommands(ApiClient(url, settings.api_key))
-
 
 @click.group()
 @click.version_option(package_name="hopindex")
 @click.option("--api", "api_url", default=None, metavar="URL",
               help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
-                   "ingest, query, jobs, events, delete and webhooks go through it, with "
-                   "the key in HOPINDEX_API_KEY.")
+                   "ingest, query, jobs, events, delete, repair, rebuild and webhooks go "
+                   "through it, with the key in HOPINDEX_API_KEY.")
 def main(api_url: str | None) -> None:
     """hopindex: multi-hop retrieval with cross-document reasoning done at index time.
 
@@ -161,34 +140,6 @@ def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
         return
     with _service() as service:
         report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
-
-
-@main.command()
-@click.option("--index", required=True)
-@click.option("--check", is_flag=True,
-              help="Only show the index's status and what it is missing; redo nothing.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
-@click.option("--no-wait", is_flag=True,
-              help="With workers: print the job id and return without waiting.")
-@handle_errors
-def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
-    """Redo INDEX's outstanding work, with no new input: documents not fully indexed
-    (a failed or cancelled job's) and items that failed for good (a phase's groups).
-
-    Exits 3 when some items fail again (they stay outstanding; the job says why).
-    """
-
-    if (remote := _remote()) is not None:
-        remote.repair(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
-        return
-    with _service() as service:
-        if check:
-            print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
-            return
-        run_and_report(service.backends.state, index, lambda: service.repair_index(index),
-                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
-                       no_wait=no_wait)
 
 
 @main.command()
@@ -394,5 +345,5 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          json_out=json_out, index_methods=list(index_methods))
 
 
-for _command in (worker, beat, serve, api_key):
+for _command in (repair, rebuild, worker, beat, serve, api_key):
     main.add_command(_command)

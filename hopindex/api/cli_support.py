@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -89,7 +90,7 @@ def print_jobs(found: list[Job], *, as_json: bool) -> None:
         click.echo(json.dumps([j.as_dict() for j in found], indent=2))
         return
     for job in found:
-        console.print(f"{job.job_id}  {job.kind.value:<6} {job.index:<16} "
+        console.print(f"{job.job_id}  {job.kind.value:<7} {job.index:<16} "
                       f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
                       f"{step_progress(job)} errors={len(job.errors)}", markup=False)
 
@@ -109,8 +110,11 @@ def step_progress(job: Job) -> str:
 
 
 def print_outstanding(index: str, described: dict[str, Any], *, as_json: bool) -> None:
-    """An index's status and what it is missing (``Outstanding.as_dict`` fields)."""
+    """An index's status, what it is missing and how stale its levels phases built on
+    request are (``Outstanding.as_dict`` fields)."""
     view = {k: described[k] for k in ("status", "outstanding", "running_jobs")}
+    # A server older than the levels built on request sends none.
+    view["levels"] = described.get("levels", [])
     if as_json:
         click.echo(json.dumps({"index": index, **view}, indent=2))
         return
@@ -122,6 +126,22 @@ def print_outstanding(index: str, described: dict[str, Any], *, as_json: bool) -
         console.print(f"  {item['phase']} {item['item']}: {item['reason']}", markup=False)
     if view["running_jobs"]:
         console.print(f"running jobs: {', '.join(view['running_jobs'])}", markup=False)
+    for level in view["levels"]:
+        for line in describe_level_build(level):
+            console.print(line, markup=False, soft_wrap=True)
+
+
+def describe_level_build(level: dict[str, Any]) -> list[str]:
+    """Lines on a levels phase built on request (``LevelStatus.as_dict``)."""
+    built = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(level["built_at"]))
+             if level["built_at"] is not None else "never")
+    automatic = f"{level['rebuild_share']:.0%}" if level["rebuild_share"] else "never"
+    lines = [f"{level['phase']}: {level['state']}, built {built}",
+             f"  changed since: {level['changed_since_build']} documents "
+             f"({level['changed_share']:.0%}); rebuilt automatically at: {automatic}"]
+    if level["stale"] and level["state"] != "building":
+        lines.append("  `hopindex rebuild --index INDEX` builds it again")
+    return lines
 
 
 def print_result(result: QueryResult, *, as_json: bool, trace: bool) -> None:

@@ -158,6 +158,9 @@ class ApiClient:
     def repair_index(self, index: str) -> Job:
         return Job.from_dict(self._json("POST", f"/v1/indexes/{_quote(index)}/repair"))
 
+    def rebuild_index(self, index: str) -> Job:
+        return Job.from_dict(self._json("POST", f"/v1/indexes/{_quote(index)}/rebuild"))
+
     def describe_index(self, index: str) -> dict[str, Any]:
         described: dict[str, Any] = self._json("GET", f"/v1/indexes/{_quote(index)}")
         return described

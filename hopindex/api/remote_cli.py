@@ -56,6 +56,16 @@ class RemoteCommands:
         run_and_report(self._jobs(), index, lambda: self.client.repair_index(index),
                        in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
+    def rebuild(self, index: str, *, check: bool, quiet: bool, as_json: bool,
+                no_wait: bool) -> None:
+        from hopindex.api.cli_support import print_outstanding, run_and_report
+
+        if check:
+            print_outstanding(index, self.client.describe_index(index), as_json=as_json)
+            return
+        run_and_report(self._jobs(), index, lambda: self.client.rebuild_index(index),
+                       in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
+
     def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
              follow: bool) -> None:
         from hopindex.api.cli_support import console, err_console, print_jobs

@@ -26,8 +26,10 @@ from hopindex.methods.registry import (
 )
 from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
+from hopindex.scheduler.level_builds import level_statuses
 from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
+from hopindex.scheduler.rebuild import submit_rebuild
 from hopindex.scheduler.recovery import recover_orphaned_jobs
 from hopindex.scheduler.repair import submit_repair
 from hopindex.scheduler.submit import submit_delete, submit_ingest
@@ -96,10 +98,18 @@ class Hopindex:
         self._require_index(index)
         return submit_repair(self.runtime, index, job_id=job_id)
 
-    def outstanding(self, index: str) -> Outstanding:
-        """The index's status (ready, building, partial) and what it is missing."""
+    def rebuild_index(self, index: str, job_id: str | None = None) -> Job:
+        """Build again the index's levels phases built only on request (a global tree),
+        over its documents as they are now, with no new input (scheduler/rebuild.py)."""
         self._require_index(index)
-        return outstanding_work(self.backends.state, index)
+        return submit_rebuild(self.runtime, index, job_id=job_id)
+
+    def outstanding(self, index: str) -> Outstanding:
+        """The index's status (ready, building, partial), what it is missing, and how
+        stale its levels phases built on request are."""
+        self._require_index(index)
+        return outstanding_work(self.backends.state, index,
+                                level_statuses(self.runtime, index))
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
@@ -139,7 +149,7 @@ class Hopindex:
                                          settings=self.settings, tasks=tasks,
                                          read_settings=lambda name: method_settings(
                                              self.settings, name),
-                                         index_kinds=self._index_kinds)
+                                         index_kinds=self._index_kinds, records=b.state)
         return self._search
 
     def _index_kinds(self, index: str) -> frozenset[UnitKind]:

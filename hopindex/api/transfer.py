@@ -11,7 +11,9 @@ an LLM again, and later ingests into it stay incremental.
 
 Groups and records are read through the state protocol by namespace, so the export
 knows no method: a method's namespaces go along whatever they are called. Records
-are a method's per-document state, keyed by document id (``RecordStore``).
+are a method's per-document state, keyed by document id (``RecordStore``), and the
+runtime's build state of the levels phases built on request (``runtime.levels``,
+keyed by phase: scheduler/level_builds.py).
 Export a quiet index: a job running meanwhile may be half captured. With a broker
 and the embedded engines, the vectors and postings are read and written through the
 engine owner (the engines in ``backends`` are then its, see workers/engine_route.py),
@@ -29,10 +31,13 @@ from hopindex.api import transfer_format as fmt
 from hopindex.api import transfer_v1 as v1
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, Vector, VectorRecord
 from hopindex.backends.registry import Backends
-from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
+from hopindex.core.errors import ConfigError, HopindexError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Document, Group, MentionSource, Unit
+from hopindex.methods.plugin import phase_name
+from hopindex.methods.registry import get_index_method
+from hopindex.scheduler.level_builds import on_request_phases
 
 log = get_logger(__name__)
 
@@ -83,7 +88,8 @@ def export_index(backends: Backends, index: str, path: Path) -> TransferSummary:
         _export_units(backends, index, doc_ids, out, summary)
         _export_mentions(backends, index, doc_ids, out, summary)
         _export_groups(backends, index, out, summary)
-        _export_records(backends, index, doc_ids, out, summary)
+        _export_records(backends, index, doc_ids + _level_build_keys(info.method), out,
+                        summary)
         fmt.write_record(out, {"type": "end", "counts": summary.as_dict()})
     partial.replace(path)
     log.info("index_exported", **summary.as_dict(), path=str(path))
@@ -139,11 +145,23 @@ def _export_groups(backends: Backends, index: str, out: IO[str],
                 summary.groups += 1
 
 
-def _export_records(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
+def _level_build_keys(method_name: str) -> list[str]:
+    """The keys of the runtime's records of the method's levels phases built on request
+    (their build state goes along, so the imported index is not rebuilt from scratch)."""
+    try:
+        method = get_index_method(method_name)
+    except HopindexError:
+        return []  # not installed here: the import rebuilds what it finds never built
+    return [phase_name(method.name, p) for p in on_request_phases(method)]
+
+
+def _export_records(backends: Backends, index: str, keys: list[str], out: IO[str],
                     summary: TransferSummary) -> None:
+    """The records of every namespace under ``keys``: document ids (a method's records
+    of documents) and the runtime's own keys."""
     state = backends.state
     for namespace in state.list_record_namespaces(index):
-        for batch in _batches(doc_ids, BATCH):
+        for batch in _batches(keys, BATCH):
             for key, value in state.get_records(index, namespace, batch).items():
                 fmt.write_record(out, fmt.record_record(namespace, key, value))
                 summary.records += 1

@@ -94,6 +94,7 @@ class JobKind(enum.StrEnum):
     INGEST = "ingest"
     DELETE = "delete"
     REPAIR = "repair"  # re-plans an index's outstanding items, no new input
+    REBUILD = "rebuild"  # builds the levels phases built only on request, no new input
 
 
 class Stage(enum.StrEnum):

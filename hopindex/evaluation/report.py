@@ -1,10 +1,11 @@
 """Evaluation reports: one run's figures as a terminal table, JSON, Markdown and a bar chart.
 
-Recall and latency are always shown; answer scores and LLM cost only when some
-method in the run has them, so a retrieval-only run reads as it always did. A run
-over several index methods adds an index-method column; every run that knows how
-its indexes were built shows their build cost per phase (``build_cost``) and notes
-the methods it skipped because they cannot read an index.
+Recall and latency (p50, p95 and TPQ, the mean) are always shown; answer scores and LLM
+cost only when some method in the run has them, so a retrieval-only run reads as it
+always did; the retrieval pool's size and TPER (``efficiency``) only when some method
+reports its pool. A run over several index methods adds an index-method column; every
+run that knows how its indexes were built shows their build cost per phase
+(``build_cost``) and notes the methods it skipped because they cannot read an index.
 
 matplotlib is imported only inside ``write_bar_chart``: the CLI imports this
 module on every start, and matplotlib costs a noticeable fraction of a second.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hopindex.evaluation.build_cost import BUILD_HEADER, BuildCost, build_rows
+from hopindex.evaluation.efficiency import EfficiencyRow, Tper, assign_tper
 
 _MISSING = "-"
 # Columns of names, left-aligned; every other column holds figures.
@@ -78,6 +80,8 @@ class MethodReport:
     recall: dict[int, float]
     latency_p50_ms: float
     latency_p95_ms: float
+    # Time per query: mean seconds. None only in reports written before it was recorded.
+    tpq_s: float | None = None
     extra: dict[str, float] = field(default_factory=dict)
     # None when the method gave no answer at all (retrieval only): shown as "-", not 0.
     answers: AnswerScores | None = None
@@ -85,10 +89,18 @@ class MethodReport:
     llm: LlmCostPerQuery | None = None
     # The index method of the index the method ran on; "" in reports written before.
     index_method: str = ""
+    # Units the method retrieved from, median over the questions; None when it names none.
+    pool_size: float | None = None
 
     @property
     def label(self) -> str:
         return f"{self.index_method}/{self.method}" if self.index_method else self.method
+
+    @property
+    def query_method(self) -> str:
+        # ``method`` is the spec label, METHOD[:TOKENS] (specs.py): rows of one query
+        # method under different parameters share a TPER baseline.
+        return self.method.partition(":")[0].strip()
 
 
 @dataclass
@@ -118,12 +130,24 @@ class EvalReport:
     def index_methods(self) -> list[str]:
         return list(dict.fromkeys(m.index_method for m in self.methods if m.index_method))
 
+    def tper(self) -> list[Tper | None]:
+        """Each row's TPER against the smallest pool of its query method on its index."""
+        # A run has one index per index method, so the index method stands for the index.
+        return assign_tper([EfficiencyRow(group=(m.index_method, m.query_method),
+                                          tpq_s=m.tpq_s, pool_size=m.pool_size)
+                            for m in self.methods])
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ks"] = list(self.ks)
         # JSON keys are strings; keep "5" rather than letting json.dumps coerce silently.
         for method in data["methods"]:
             method["recall"] = {str(k): v for k, v in method["recall"].items()}
+        # Derived from the rows, written for readers of the JSON; from_dict recomputes it.
+        for method, ratio in zip(data["methods"], self.tper(), strict=True):
+            method["tper"] = None if ratio is None else ratio.value
+            method["tper_baseline"] = (None if ratio is None
+                                       else self.methods[ratio.baseline].method)
         return data
 
     @classmethod
@@ -132,11 +156,13 @@ class EvalReport:
                                 recall={int(k): v for k, v in m["recall"].items()},
                                 latency_p50_ms=m["latency_p50_ms"],
                                 latency_p95_ms=m["latency_p95_ms"],
+                                tpq_s=m.get("tpq_s"),
                                 extra=dict(m.get("extra", {})),
                                 # .get: reports from before these figures lack the keys.
                                 answers=_optional(AnswerScores.from_dict, m.get("answers")),
                                 llm=_optional(LlmCostPerQuery.from_dict, m.get("llm")),
-                                index_method=m.get("index_method", ""))
+                                index_method=m.get("index_method", ""),
+                                pool_size=m.get("pool_size"))
                    for m in data["methods"]]
         return cls(dataset=data["dataset"], index=data["index"], created_at=data["created_at"],
                    methods=methods, ks=tuple(data["ks"]),
@@ -160,6 +186,7 @@ def _extra_keys(report: EvalReport) -> list[str]:
 _ANSWER_HEADER = ("EM", "F1", "Acc", "answered")
 _LLM_HEADER = ("LLM calls", "calls p95", "prompt tok", "prompt p95", "compl tok",
                "compl p95", "cache hits")
+_POOL_HEADER = ("pool", "TPER")
 
 
 def _has_answers(report: EvalReport) -> bool:
@@ -171,6 +198,11 @@ def _has_llm(report: EvalReport) -> bool:
     return any(method.llm is not None and method.llm.used for method in report.methods)
 
 
+def _has_pool(report: EvalReport) -> bool:
+    # Only methods that retrieve from a pool of units report one: others keep their table.
+    return any(method.pool_size is not None for method in report.methods)
+
+
 def _by_index_method(report: EvalReport) -> bool:
     # One index keeps the table it always had; several need saying which row is which.
     return len(report.index_methods) > 1
@@ -178,7 +210,8 @@ def _by_index_method(report: EvalReport) -> bool:
 
 def _header(report: EvalReport) -> list[str]:
     return [*(["index method"] if _by_index_method(report) else []), "method", "n",
-            *(f"R@{k}" for k in report.ks), "p50 ms", "p95 ms",
+            *(f"R@{k}" for k in report.ks), "p50 ms", "p95 ms", "TPQ s",
+            *(_POOL_HEADER if _has_pool(report) else ()),
             *(_ANSWER_HEADER if _has_answers(report) else ()),
             *(_LLM_HEADER if _has_llm(report) else ()),
             *_extra_keys(report)]
@@ -199,23 +232,44 @@ def _llm_cells(llm: LlmCostPerQuery | None) -> list[str]:
             f"{llm.completion_tokens_p95:.0f}", str(llm.cache_hits)]
 
 
+def _pool_text(pool: float) -> str:
+    # A median of whole numbers is whole unless the pool changed mid-run.
+    return f"{pool:.0f}" if pool.is_integer() else f"{pool:.1f}"
+
+
+def _pool_cells(pool: float | None, ratio: Tper | None) -> list[str]:
+    return [_MISSING if pool is None else _pool_text(pool),
+            _MISSING if ratio is None or ratio.value is None else f"{ratio.value:.2f}"]
+
+
 def _rows(report: EvalReport) -> list[list[str]]:
     extras = _extra_keys(report)
     show_answers = _has_answers(report)
     show_llm = _has_llm(report)
+    ratios = report.tper() if _has_pool(report) else None
     rows = []
-    for method in report.methods:
+    for n, method in enumerate(report.methods):
         recalls = [f"{method.recall[k]:.3f}" if k in method.recall else _MISSING
                    for k in report.ks]
         answers = _answer_cells(method.answers) if show_answers else []
         llm = _llm_cells(method.llm) if show_llm else []
+        pool = _pool_cells(method.pool_size, ratios[n]) if ratios is not None else []
+        tpq = _MISSING if method.tpq_s is None else f"{method.tpq_s:.3f}"
         extra = [f"{method.extra[key]:.3f}" if key in method.extra else _MISSING
                  for key in extras]
         first = [method.index_method] if _by_index_method(report) else []
         rows.append([*first, method.method, str(method.n_questions), *recalls,
-                     f"{method.latency_p50_ms:.1f}", f"{method.latency_p95_ms:.1f}",
-                     *answers, *llm, *extra])
+                     f"{method.latency_p50_ms:.1f}", f"{method.latency_p95_ms:.1f}", tpq,
+                     *pool, *answers, *llm, *extra])
     return rows
+
+
+def _tper_notes(report: EvalReport) -> list[str]:
+    """One line per baseline: the baseline shows TPER 1.00, this says which row it is."""
+    baselines = {r.baseline: r.baseline_pool for r in report.tper() if r is not None}
+    names = [m.label if _by_index_method(report) else m.method for m in report.methods]
+    return [f"TPER = (TPQ / TPQ_B) / (pool / pool_B), B = {names[n]} (pool {_pool_text(pool)})"
+            for n, pool in baselines.items()]
 
 
 def _aligned(header: list[str], rows: list[list[str]], left: Collection[str]) -> list[str]:
@@ -232,9 +286,10 @@ def _aligned(header: list[str], rows: list[list[str]], left: Collection[str]) ->
 
 def render_table(report: EvalReport) -> str:
     """A plain-text table: method left-aligned, figures right-aligned, one row per method;
-    then skipped methods and the build cost of each index."""
+    then each TPER baseline, skipped methods and the build cost of each index."""
     title = f"{report.dataset} · index {report.index} · {report.created_at}"
     lines = [title, *_aligned(_header(report), _rows(report), _TEXT_COLUMNS)]
+    lines.extend(f"note: {note}" for note in _tper_notes(report))
     lines.extend(f"note: {skipped.note}" for skipped in report.skipped)
     if report.builds:
         lines.extend(["", "build cost per index method",
@@ -257,9 +312,10 @@ def render_markdown(report: EvalReport) -> str:
         _markdown_rule(header),
     ]
     lines.extend(_markdown_row(row) for row in _rows(report))
-    if report.skipped:
+    notes = [*_tper_notes(report), *(skipped.note for skipped in report.skipped)]
+    if notes:
         lines.append("")
-        lines.extend(f"- {_markdown_cell(skipped.note)}" for skipped in report.skipped)
+        lines.extend(f"- {_markdown_cell(note)}" for note in notes)
     if report.builds:
         lines.extend(["", "**Build cost per index method**", "",
                       _markdown_row(list(BUILD_HEADER)),

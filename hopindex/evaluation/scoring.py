@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hopindex.evaluation.datasets import Question
+from hopindex.evaluation.efficiency import median_pool_size, pool_size_from_trace, time_per_query
 from hopindex.evaluation.metrics import (
     answer_accuracy,
     exact_match,
@@ -38,12 +39,14 @@ class QuestionOutcome:
     cache_hits: int = 0
     # The method degraded this query (bridgerag: its judge was unusable, condition A ran).
     degraded: bool = False
+    # Units the query retrieved from, when its method reports them (``efficiency``).
+    pool_size: int | None = None
 
 
 def score_question(question: Question, result: QueryResult, retrieved: Sequence[str], *,
                    ks: Sequence[int], latency_s: float) -> QuestionOutcome:
     """Recall@k for each k, answer scores against the gold answer and its aliases when the
-    method answered, and the query's LLM usage."""
+    method answered, the query's LLM usage and the size of the pool it retrieved from."""
     outcome = QuestionOutcome(
         qid=question.qid, latency_s=latency_s, retrieved=list(retrieved),
         recall={k: recall_at_k(retrieved, question.gold_passages, k) for k in ks},
@@ -51,7 +54,8 @@ def score_question(question: Question, result: QueryResult, retrieved: Sequence[
         prompt_tokens=result.usage.prompt_tokens,
         completion_tokens=result.usage.completion_tokens,
         cache_hits=result.usage.cache_hits,
-        degraded=result.trace.get("fallback") is not None)
+        degraded=result.trace.get("fallback") is not None,
+        pool_size=pool_size_from_trace(result.trace, where=f"trace.pool_size of {result.method}"))
     if result.answer is not None:
         outcome.exact_match = exact_match(result.answer, question.answers)
         outcome.f1 = token_f1(result.answer, question.answers)
@@ -95,17 +99,19 @@ def _llm_cost(outcomes: Sequence[QuestionOutcome]) -> LlmCostPerQuery:
 
 def summarize(method: str, outcomes: Sequence[QuestionOutcome],
               ks: Sequence[int]) -> MethodReport:
-    """One method's report: mean Recall@k, latency percentiles, answer scores (None when
-    the method gave no answer) and LLM cost per query."""
+    """One method's report: mean Recall@k, latency percentiles and mean (TPQ), answer scores
+    (None when the method gave no answer), LLM cost per query and the median pool size."""
     latencies_ms = [o.latency_s * 1000 for o in outcomes]
     return MethodReport(
         method=method, n_questions=len(outcomes),
         recall={k: _mean([o.recall[k] for o in outcomes]) for k in ks},
         latency_p50_ms=percentile(latencies_ms, 50) if outcomes else 0.0,
         latency_p95_ms=_p95(latencies_ms),
+        tpq_s=time_per_query([o.latency_s for o in outcomes]),
         # Only when some query degraded: other runs keep the columns they always had.
         extra=({"degraded": _mean([float(o.degraded) for o in outcomes])}
                if any(o.degraded for o in outcomes) else {}),
         answers=_answer_scores(outcomes),
         llm=_llm_cost(outcomes),
+        pool_size=median_pool_size([o.pool_size for o in outcomes if o.pool_size is not None]),
     )

@@ -13,6 +13,7 @@ from hopindex.backends.protocols import (
     Embedder,
     IndexCatalog,
     KeywordIndex,
+    RecordStore,
     UnitStore,
     VectorStore,
 )
@@ -180,6 +181,8 @@ class SearchContext:
     # index name: both come from the method registry, which this module cannot import.
     read_settings: Callable[[str], Any] | None = None
     index_kinds: Callable[[str], frozenset[UnitKind]] | None = None
+    # Index methods' own records (sirerag's tree plans), for methods that read them.
+    records: RecordStore | None = None
 
     def method_settings(self, method: str) -> Any:
         if self.read_settings is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hopindex.core.models import Sentence
+from hopindex.core.models import Document, Sentence
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +45,27 @@ def chunk_text(text: str, sentences: tuple[Sentence, ...], policy: ChunkPolicy) 
         chunk_end = end
     chunks.append(text[chunk_start:chunk_end].strip())
     return [c for c in chunks if c]
+
+
+def chunk_document(document: Document, sentences: tuple[Sentence, ...] = (),
+                   policy: ChunkPolicy = DEFAULT_POLICY) -> list[str]:
+    """Stage-1 inputs of a document: whole up to ``max_chars``, else overlapping chunks.
+
+    With sentence bounds the chunks end at sentences (the extractive method's
+    chunker); without, a plain character window keeps the 200-character overlap,
+    which ``chunk_text`` would lose when it has no sentence bounds to work with.
+    """
+    text = document.text
+    if len(text) <= policy.max_chars:
+        return [text] if text.strip() else []
+    if sentences:
+        return chunk_text(text, sentences, policy)
+    step = max(policy.max_chars - policy.overlap_chars, 1)
+    chunks: list[str] = []
+    for start in range(0, len(text), step):
+        chunk = text[start:start + policy.max_chars].strip()
+        if chunk:
+            chunks.append(chunk)
+        if start + policy.max_chars >= len(text):
+            break
+    return chunks

@@ -21,7 +21,10 @@ A phase is one of three kinds:
 - ``LEVELS`` (stage2 queue): work over the whole index, level by level (trees,
   global linking). The runtime asks ``plan_level`` for level 0's items, fans them
   out to ``build_level``, embeds what they wrote, asks for level 1, and so on until
-  the planner returns nothing. Each item is a group of the phase's namespace.
+  the planner returns nothing. Each item is a group of the phase's namespace. A
+  phase whose result is global (a tree over every passage) can ask to be rebuilt
+  only on request (``Rebuild.ON_REQUEST``): jobs that change documents then mark it
+  stale, and a rebuild job (or enough changed documents) builds it again.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore
+from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore, VectorStore
 from hopindex.core.errors import ConfigError
 from hopindex.core.models import Document, ItemError, Unit, UnitKind
 from hopindex.methods.base import QueryMethod, SearchContext
@@ -48,6 +51,13 @@ class LlmUse(enum.StrEnum):
     REQUIRED = "required"
 
 
+class Rebuild(enum.StrEnum):
+    """When a levels phase runs: in every job, or only when asked (see ``LevelsPhase``)."""
+
+    EVERY_JOB = "every_job"
+    ON_REQUEST = "on_request"
+
+
 class PhaseKind(enum.StrEnum):
     DOCUMENTS = "documents"
     GROUPS = "groups"
@@ -61,13 +71,16 @@ class Scope:
     ``doc_ids``: documents new or changed (an ingest) or not fully indexed (a
     repair); ``deleted``: documents a delete removed; ``touched``: group keys to
     rebuild, per namespace; ``notes``: lists a method keeps for its later phases
-    (the extractive method's titles that name no document any more).
+    (the extractive method's titles that name no document any more); ``rebuild``:
+    the qualified names of ``Rebuild.ON_REQUEST`` levels phases this job builds
+    again (a rebuild job names them all).
     """
 
     doc_ids: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     touched: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    rebuild: list[str] = field(default_factory=list)
 
     def touch(self, touched: Mapping[str, Sequence[str] | set[str]]) -> None:
         for namespace, keys in touched.items():
@@ -77,13 +90,15 @@ class Scope:
     def as_dict(self) -> dict[str, Any]:
         return {"doc_ids": list(self.doc_ids), "deleted": list(self.deleted),
                 "touched": {k: list(v) for k, v in sorted(self.touched.items())},
-                "notes": {k: list(v) for k, v in sorted(self.notes.items())}}
+                "notes": {k: list(v) for k, v in sorted(self.notes.items())},
+                "rebuild": list(self.rebuild)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scope:
         return cls(doc_ids=list(data.get("doc_ids", [])), deleted=list(data.get("deleted", [])),
                    touched={str(k): list(v) for k, v in data.get("touched", {}).items()},
-                   notes={str(k): list(v) for k, v in data.get("notes", {}).items()})
+                   notes={str(k): list(v) for k, v in data.get("notes", {}).items()},
+                   rebuild=[str(name) for name in data.get("rebuild", [])])
 
 
 LlmProvider = Callable[[], "LlmRunner | None"]
@@ -96,11 +111,13 @@ QueryTaskHandler = Callable[["LlmRunner | None", dict[str, Any]], dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class PhaseContext:
     """What a phase function may use: the index's state (documents, units, mentions,
-    groups and its own records), keyword search, the NLP analyser and the LLM (both
-    opened on first use), its method's settings, and the meter its LLM calls report to.
+    groups and its own records), keyword search, the stored vectors of units already
+    embedded (a tree clusters them), the NLP analyser and the LLM (both opened on first
+    use), its method's settings, and the meter its LLM calls report to.
 
     The state store is for reading, for the entity catalogue and for the method's own
-    records (``put_records``); units go back to the runtime as a phase's result.
+    records (``put_records``); units go back to the runtime as a phase's result. The
+    vector store is for reading (``get_vectors``): the runtime writes vectors.
     """
 
     index: str
@@ -112,10 +129,15 @@ class PhaseContext:
     usage: UsageMeter
     open_nlp: Callable[[], NlpAnalyzer]
     open_llm: LlmProvider
+    open_vectors: Callable[[], VectorStore]
 
     @property
     def nlp(self) -> NlpAnalyzer:
         return self.open_nlp()
+
+    @property
+    def vectors(self) -> VectorStore:
+        return self.open_vectors()
 
     def require_llm(self) -> LlmRunner:
         llm = self.open_llm()
@@ -192,6 +214,12 @@ class LevelsPhase:
     writes: frozenset[UnitKind] = frozenset()
     # A planner that never returns an empty level would run forever: a bound.
     max_levels: int = 32
+    # ON_REQUEST: built by the index's first job, by a rebuild job, and by a job after
+    # which the share of documents changed since the last build reaches
+    # ``rebuild_share(settings)`` (the method's settings; 0 or None: never
+    # automatically); any other job only marks it stale on the index record.
+    rebuild: Rebuild = Rebuild.EVERY_JOB
+    rebuild_share: Callable[[Any], float] | None = None
     kind: PhaseKind = PhaseKind.LEVELS
 
 

@@ -55,9 +55,9 @@ def registry() -> MethodRegistry:
 
 def _register_builtins(found: MethodRegistry) -> None:
     # Imported here: each package imports this module's inputs (base, plugin), not it.
-    from hopindex.methods import bridgerag, extractive, indexrag, ircot, naive
+    from hopindex.methods import bridgerag, extractive, indexrag, ircot, naive, sirerag
 
-    for package in (extractive, indexrag, naive, ircot, bridgerag):
+    for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag):
         package.register(found)
 
 

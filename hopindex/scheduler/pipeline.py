@@ -5,7 +5,9 @@
 A documents phase runs over the documents its ``select`` picks (by default the
 job's new or changed ones); a groups phase over the keys earlier phases touched in
 its namespace, plus those an earlier job failed; a levels phase once per level
-until its planner returns nothing. Every phase and embed step is one recorded
+until its planner returns nothing (and no failed item of a higher level is left). A
+levels phase built only on request is built, finished or skipped as
+scheduler/level_builds.py decides. Every phase and embed step is one recorded
 fan-out (scheduler/canvas.py), so a lost message is re-sent by the reaper.
 
 Each callback first claims its step on the job record (``start_phase``): one
@@ -25,12 +27,22 @@ from hopindex.core.models import Stage
 from hopindex.methods.plugin import (
     DocumentsPhase,
     GroupsPhase,
+    LevelsPhase,
+    PhaseContext,
     PhaseKind,
+    Rebuild,
     Scope,
     phase_name,
 )
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.failed_items import PURGE_PHASE, failed_item_ids, level_phase
+from hopindex.scheduler.level_builds import (
+    BuildMode,
+    build_scope,
+    decide_build,
+    finish_build,
+    has_failed_items,
+)
 from hopindex.scheduler.lifecycle import job_succeeded, start_phase
 from hopindex.scheduler.progress import batched
 from hopindex.scheduler.runtime import Runtime
@@ -67,17 +79,15 @@ def start_step(runtime: Runtime, job_id: str, index: str, *, position: int, leve
                            | set(failed_item_ids(state, index, qualified)))
             size = runtime.settings.stage2_batch_entities
         else:
-            if level >= phase.max_levels:
-                log.warning("levels_bounded", job_id=job_id, index=index, phase=qualified,
-                            max_levels=phase.max_levels)
-                position, level = position + 1, 0
-                continue
             step = level_phase(qualified, level)
-            items = sorted(set(phase.plan(context, level, scope))
-                           | set(failed_item_ids(state, index, step)))
-            if not items:
+            planned = _plan_level(context, job_id, phase, level, scope)
+            if planned is None:
                 position, level = position + 1, 0
                 continue
+            if not planned:
+                level += 1
+                continue
+            items = planned
             size = runtime.settings.stage2_batch_entities
         if not start_phase(runtime, job_id, step, qualified, len(items), kind=phase.kind.value):
             return
@@ -89,6 +99,38 @@ def start_step(runtime: Runtime, job_id: str, index: str, *, position: int, leve
         return
     fan_out(runtime, job_id, "finalize-send", [],
             runtime.signature(FINALIZE, job_id, index, scope.as_dict(), immutable=True))
+
+
+def _plan_level(context: PhaseContext, job_id: str, phase: LevelsPhase, level: int,
+                scope: Scope) -> list[str] | None:
+    """The items of levels ``phase`` at ``level``: what its planner plans and what failed
+    there before. None: the phase is over for this job; empty: nothing at this level,
+    but items of a higher level failed before and are planned again (a job with nothing
+    else to do finishes a partial tree)."""
+    state, index, qualified = context.state, context.index, context.phase
+    on_request = phase.rebuild is Rebuild.ON_REQUEST
+    if level >= phase.max_levels:
+        log.warning("levels_bounded", job_id=job_id, index=index, phase=qualified,
+                    max_levels=phase.max_levels)
+        if on_request:
+            finish_build(state, index, job_id, qualified)
+        return None
+    seen: Scope | None = scope
+    if on_request:
+        if level == 0 and decide_build(state, index, job_id, phase, qualified=qualified,
+                                       scope=scope, settings=context.settings
+                                       ) is BuildMode.SKIP:
+            return None
+        # None: the job only builds the failed items again (BuildMode.FINISH).
+        seen = build_scope(state, index, job_id, qualified, scope)
+    planned = phase.plan(context, level, seen) if seen is not None else []
+    items = sorted(set(planned) | set(failed_item_ids(state, index,
+                                                      level_phase(qualified, level))))
+    if items or has_failed_items(state, index, qualified, above=level):
+        return items
+    if on_request:
+        finish_build(state, index, job_id, qualified)
+    return None
 
 
 def after_phase(runtime: Runtime, results: list[dict[str, Any]], job_id: str, index: str, *,

@@ -59,6 +59,7 @@ _REDO_HINTS = {
     "ingest": "ingest the same input again to redo its unfinished documents",
     "delete": "delete the same ids again to finish it",
     "repair": "repair the index again to finish it",
+    "rebuild": "rebuild the index again, or repair it, to finish it",
 }
 
 

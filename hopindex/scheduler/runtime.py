@@ -52,7 +52,8 @@ class Runtime:
             state=backends.state, keywords=backends.keywords,
             settings=method_settings(self.settings, method.name),
             usage=usage if usage is not None else UsageMeter(),
-            open_nlp=lambda: backends.nlp, open_llm=lambda: backends.llm)
+            open_nlp=lambda: backends.nlp, open_llm=lambda: backends.llm,
+            open_vectors=lambda: backends.vectors)
 
     def require_llm(self, index: str, method: IndexMethod | None = None) -> LlmRunner | None:
         """The LLM when the index's method needs one; a clear error when it is missing."""

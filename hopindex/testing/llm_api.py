@@ -221,6 +221,9 @@ class OpenAiTestApi:
         if (fault is Fault.INVALID_JSON or poisoned) and reply.expects_json:
             content, outcome = corrupt_json(content), Outcome.INVALID_JSON
             log.debug("llm_fault_injected", endpoint=endpoint.value, fault=fault.value)
+        elif (not reply.expects_json and self.config.empty_text_marker
+              and any(self.config.empty_text_marker in c for c in contents)):
+            content, outcome = "", Outcome.EMPTY
         completion_tokens = estimate_tokens(content)
         self._counters.add_usage(prompt_tokens=prompt_tokens,
                                  completion_tokens=completion_tokens)

@@ -41,6 +41,9 @@ class LlmServerConfig:
     # Every JSON reply to a prompt containing this text is corrupted, repairs included:
     # a document that fails for good while the rest of its job succeeds.
     invalid_json_marker: str = ""
+    # Every text (not JSON) reply to a prompt containing this text comes back empty, as
+    # a model that produced nothing: a summary that fails for good.
+    empty_text_marker: str = ""
     # An injected 429 asks for this pause; short, so retrying clients stay fast in tests.
     fault_retry_after_s: float = 0.05
     # Longer than any client timeout; cancelled when the server stops.
@@ -78,6 +81,7 @@ class Outcome(enum.StrEnum):
     SERVER_ERROR = "500"
     TIMEOUT = "timeout"
     INVALID_JSON = "invalid_json"
+    EMPTY = "empty"
     OUTAGE = "outage"
     UNAUTHORIZED = "401"
     BAD_REQUEST = "400"

@@ -14,6 +14,7 @@ from hopindex.methods.registry import fitting_queries, method_variables
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS
+from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
 pytestmark = pytest.mark.integration
 
@@ -211,3 +212,45 @@ def test_config_lists_every_method_setting_with_its_effective_value(tmp_path: Pa
     assert "HOPINDEX_EXTRACTIVE_TAU=7\n" in plain.output
     bad = CliRunner().invoke(main, ["config"], env={**env, "HOPINDEX_EXTRACTIVE_TAU": "x"})
     assert bad.exit_code == 2 and "HOPINDEX_EXTRACTIVE_TAU" in bad.output
+
+
+@pytest.mark.usefixtures("sentences_plugin")
+def test_rebuild_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
+    """`rebuild --check` shows how stale an index's tree built on request is; `rebuild`
+    runs a rebuild job (listed by `jobs` under its kind) after which the tree reads
+    current; an index whose method builds no tree on request exits 2 naming the
+    method."""
+    def corpus(name: str, beta: str) -> str:
+        path = tmp_path / name
+        texts = {"a": "Paris is in France.", "b": beta, "c": "Rivers flow."}
+        path.write_text("".join(json.dumps({"id": k, "title": k.upper(), "text": v}) + "\n"
+                                for k, v in texts.items()))
+        return str(path)
+
+    assert cli.invoke(main, ["ingest", "--index", "lazy", "--method", "lazy_sentences",
+                             "--quiet", corpus("one.jsonl", "The river is the Seine.")]
+                      ).exit_code == 0
+    assert cli.invoke(main, ["ingest", "--index", "lazy", "--quiet",
+                             corpus("two.jsonl", "The river is the Marne.")]).exit_code == 0
+    checked = cli.invoke(main, ["rebuild", "--index", "lazy", "--check", "--json"])
+    assert checked.exit_code == 0, checked.output
+    [level] = json.loads(checked.output)["levels"]
+    assert (level["phase"], level["state"], level["changed_since_build"]) == (
+        "lazy_sentences.tree", "stale", 1)
+    shown = cli.invoke(main, ["rebuild", "--index", "lazy", "--check"])
+    assert "lazy_sentences.tree: stale" in shown.output
+    assert "changed since: 1 documents (33%)" in shown.output
+
+    rebuilt = cli.invoke(main, ["rebuild", "--index", "lazy", "--json"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    job = json.loads(rebuilt.output)
+    assert (job["kind"], job["state"]) == ("rebuild", "succeeded")
+    assert "rebuild" in cli.invoke(main, ["jobs", "--index", "lazy"]).output
+    again = cli.invoke(main, ["repair", "--index", "lazy", "--check"])
+    assert "lazy_sentences.tree: current" in again.output
+
+    assert cli.invoke(main, ["ingest", "--index", "curie", "--quiet",
+                             str(corpus_file(tmp_path))]).exit_code == 0
+    refused = cli.invoke(main, ["rebuild", "--index", "curie"])
+    assert refused.exit_code == 2
+    assert "built with 'extractive'" in refused.output and "nothing to rebuild" in refused.output

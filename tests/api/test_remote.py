@@ -97,8 +97,9 @@ def test_remote_round_trip_matches_the_server(cli: CliRunner, server: Background
 def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundServer,
                                             tmp_path: Path) -> None:
     """A folder uploads with its relative names (text ids match local ingest);
-    webhooks add/list/remove; a finished job cannot be cancelled, an unknown index, a
-    wrong key and an unreachable server all exit 2 with the reason."""
+    webhooks add/list/remove; `rebuild --check` shows the index has no trees built on
+    request, and `rebuild` of it, a finished job's cancel, an unknown index, a wrong
+    key and an unreachable server all exit 2 with the reason."""
     notes = tmp_path / "notes"
     (notes / "sub").mkdir(parents=True)
     (notes / "a.md").write_text("Ada Lovelace wrote about the Analytical Engine.")
@@ -117,6 +118,11 @@ def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundSe
     assert cli.invoke(main, ["webhooks", "remove", hook["id"]]).exit_code == 0
     assert cli.invoke(main, ["webhooks", "remove", hook["id"]]).exit_code == 2
 
+    checked = cli.invoke(main, ["rebuild", "--index", "notes", "--check", "--json"])
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output)["levels"] == []
+    refused = cli.invoke(main, ["rebuild", "--index", "notes"])
+    assert refused.exit_code == 2 and "nothing to rebuild" in refused.output
     job_id = json.loads(ingested.output)["job_id"]
     cancel = cli.invoke(main, ["jobs", "cancel", job_id])
     assert cancel.exit_code == 2 and "already succeeded" in cancel.output

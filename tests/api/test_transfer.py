@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from hopindex.api.cli import main
 from tests.conftest import CURIE_CORPUS
+from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
 pytestmark = pytest.mark.integration
 
@@ -192,3 +193,27 @@ def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
 
     busy = source.invoke(main, ["export", "--index", "nope", str(tmp_path / "x.jsonl")])
     assert busy.exit_code == 2 and "no index 'nope'" in busy.output
+
+
+@pytest.mark.usefixtures("sentences_plugin")
+def test_the_build_state_of_a_tree_built_on_request_moves_with_the_index(
+        tmp_path: Path) -> None:
+    """An index whose tree is stale (one document changed since its build) reads the same
+    after export and import: built by the same job, stale by the same document, so the
+    imported index is not built again from scratch by its next ingest."""
+    source = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "source")})
+    target = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "target")})
+    first = corpus_file(tmp_path / "first.jsonl", [0, 1, 2])
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps({"id": "d1", "title": CURIE_CORPUS[1].title,
+                                   "text": "Pierre Curie was a physicist."}) + "\n")
+    run(source, "ingest", "--index", "curie", "--method", "lazy_sentences", "--json",
+        str(first))
+    run(source, "ingest", "--index", "curie", "--json", str(changed))
+    [level] = run(source, "repair", "--index", "curie", "--check", "--json")["levels"]
+    assert (level["state"], level["changed_since_build"]) == ("stale", 1)
+    exported = tmp_path / "curie.jsonl"
+    summary = run(source, "export", "--index", "curie", str(exported))
+    assert summary["records"] == 1  # the tree's build state: the method keeps no others
+    run(target, "import", str(exported))
+    assert run(target, "repair", "--index", "curie", "--check", "--json")["levels"] == [level]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hopindex.evaluation.build_cost import BuildCost, BuildSource, PhaseCost
 from hopindex.evaluation.report import (
     AnswerScores,
@@ -32,9 +34,10 @@ def sample_report() -> EvalReport:
         ks=(2, 5),
         methods=[
             MethodReport(method="naive", n_questions=100, recall={2: 0.655, 5: 0.81},
-                         latency_p50_ms=12.25, latency_p95_ms=30.5, extra={"f1": 0.4321}),
+                         latency_p50_ms=12.25, latency_p95_ms=30.5, tpq_s=0.01425,
+                         extra={"f1": 0.4321}),
             MethodReport(method="extractive|v2", n_questions=100, recall={2: 0.702, 5: 0.874},
-                         latency_p50_ms=20.0, latency_p95_ms=41.75, extra={}),
+                         latency_p50_ms=20.0, latency_p95_ms=41.75, tpq_s=0.0225, extra={}),
         ],
     )
 
@@ -46,10 +49,13 @@ def test_render_table_aligns_columns_and_shows_every_figure() -> None:
     title, header, rule, naive, extractive = table.splitlines()
     assert "hotpotqa-100" in title
     assert "hp100" in title
-    assert header.split() == ["method", "n", "R@2", "R@5", "p50", "ms", "p95", "ms", "f1"]
+    assert header.split() == ["method", "n", "R@2", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s",
+                              "f1"]
     assert set(rule) == {"-"}
-    assert naive.split() == ["naive", "100", "0.655", "0.810", "12.2", "30.5", "0.432"]
-    assert extractive.split() == ["extractive|v2", "100", "0.702", "0.874", "20.0", "41.8", "-"]
+    assert naive.split() == ["naive", "100", "0.655", "0.810", "12.2", "30.5", "0.014",
+                             "0.432"]
+    assert extractive.split() == ["extractive|v2", "100", "0.702", "0.874", "20.0", "41.8",
+                                  "0.022", "-"]
     # Right-aligned: each R@5 value ends where the R@5 header ends.
     end = header.index("R@5") + len("R@5")
     assert naive[:end].endswith("0.810")
@@ -66,6 +72,7 @@ def test_write_json_round_trips_every_figure(tmp_path: Path) -> None:
     assert data["ks"] == [2, 5]
     assert data["methods"][0]["recall"] == {"2": 0.655, "5": 0.81}
     assert data["methods"][1]["latency_p95_ms"] == 41.75
+    assert data["methods"][1]["tpq_s"] == 0.0225
     assert data["methods"][0]["extra"] == {"f1": 0.4321}
     assert read_json(path) == report
 
@@ -78,10 +85,10 @@ def test_write_markdown_has_header_line_and_a_row_per_method(tmp_path: Path) -> 
     lines = path.read_text(encoding="utf-8").splitlines()
     assert lines[0] == ("**Dataset:** hotpotqa-100 · **Index:** hp100 · "
                         "**Date:** 2026-11-21T10:00:00+00:00")
-    assert lines[2] == "| method | n | R@2 | R@5 | p50 ms | p95 ms | f1 |"
-    assert lines[3] == "|:---|---:|---:|---:|---:|---:|---:|"
-    assert lines[4] == "| naive | 100 | 0.655 | 0.810 | 12.2 | 30.5 | 0.432 |"
-    assert lines[5] == "| extractive\\|v2 | 100 | 0.702 | 0.874 | 20.0 | 41.8 | - |"
+    assert lines[2] == "| method | n | R@2 | R@5 | p50 ms | p95 ms | TPQ s | f1 |"
+    assert lines[3] == "|:---|---:|---:|---:|---:|---:|---:|---:|"
+    assert lines[4] == "| naive | 100 | 0.655 | 0.810 | 12.2 | 30.5 | 0.014 | 0.432 |"
+    assert lines[5] == "| extractive\\|v2 | 100 | 0.702 | 0.874 | 20.0 | 41.8 | 0.022 | - |"
 
 
 def test_write_bar_chart_is_a_png(tmp_path: Path) -> None:
@@ -127,9 +134,9 @@ def llm_report() -> EvalReport:
         ks=(5,),
         methods=[
             MethodReport(method="naive", n_questions=100, recall={5: 0.785},
-                         latency_p50_ms=12.0, latency_p95_ms=30.0, llm=NO_LLM),
+                         latency_p50_ms=12.0, latency_p95_ms=30.0, tpq_s=0.015, llm=NO_LLM),
             MethodReport(method="ircot", n_questions=100, recall={5: 0.9},
-                         latency_p50_ms=2500.0, latency_p95_ms=6100.0,
+                         latency_p50_ms=2500.0, latency_p95_ms=6100.0, tpq_s=2.875,
                          answers=AnswerScores(answered=98, exact_match=0.4512, f1=0.5834,
                                               accuracy=0.5),
                          llm=LlmCostPerQuery(calls_mean=3.42, calls_p95=6.0,
@@ -145,13 +152,13 @@ def test_table_shows_answer_and_llm_columns_when_a_method_has_them() -> None:
     """With an answering method in the run, the table gains EM/F1/Acc/answered and the LLM
     cost columns; the retrieval-only row shows '-' for answers and zero LLM use."""
     _, header, _, naive, ircot = render_table(llm_report()).splitlines()
-    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms",
+    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s",
                               "EM", "F1", "Acc", "answered",
                               "LLM", "calls", "calls", "p95", "prompt", "tok", "prompt", "p95",
                               "compl", "tok", "compl", "p95", "cache", "hits"]
-    assert naive.split() == ["naive", "100", "0.785", "12.0", "30.0", "-", "-", "-", "-",
+    assert naive.split() == ["naive", "100", "0.785", "12.0", "30.0", "0.015", "-", "-", "-", "-",
                              "0.0", "0.0", "0", "0", "0", "0", "0"]
-    assert ircot.split() == ["ircot", "100", "0.900", "2500.0", "6100.0",
+    assert ircot.split() == ["ircot", "100", "0.900", "2500.0", "6100.0", "2.875",
                              "0.451", "0.583", "0.500", "98",
                              "3.4", "6.0", "2310", "4102", "62", "120", "17"]
 
@@ -162,8 +169,9 @@ def test_retrieval_only_run_keeps_the_old_columns() -> None:
     report = llm_report()
     del report.methods[1]
     header = render_table(report).splitlines()[1]
-    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms"]
-    assert render_markdown(report).splitlines()[2] == "| method | n | R@5 | p50 ms | p95 ms |"
+    assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s"]
+    assert render_markdown(report).splitlines()[2] == ("| method | n | R@5 | p50 ms | p95 ms | "
+                                                       "TPQ s |")
 
 
 def test_markdown_shows_answer_and_llm_columns() -> None:
@@ -172,12 +180,14 @@ def test_markdown_shows_answer_and_llm_columns() -> None:
     report = llm_report()
     report.methods[0].llm = None
     lines = render_markdown(report).splitlines()
-    assert lines[2] == ("| method | n | R@5 | p50 ms | p95 ms | EM | F1 | Acc | answered | "
+    assert lines[2] == ("| method | n | R@5 | p50 ms | p95 ms | TPQ s | EM | F1 | Acc | "
+                        "answered | "
                         "LLM calls | calls p95 | prompt tok | prompt p95 | compl tok | "
                         "compl p95 | cache hits |")
-    assert lines[3] == "|:---|" + "---:|" * 15
-    assert lines[4] == "| naive | 100 | 0.785 | 12.0 | 30.0 |" + " - |" * 11
-    assert lines[5] == ("| ircot | 100 | 0.900 | 2500.0 | 6100.0 | 0.451 | 0.583 | 0.500 | "
+    assert lines[3] == "|:---|" + "---:|" * 16
+    assert lines[4] == "| naive | 100 | 0.785 | 12.0 | 30.0 | 0.015 |" + " - |" * 11
+    assert lines[5] == ("| ircot | 100 | 0.900 | 2500.0 | 6100.0 | 2.875 | 0.451 | 0.583 | "
+                        "0.500 | "
                         "98 | 3.4 | 6.0 | 2310 | 4102 | 62 | 120 | 17 |")
 
 
@@ -198,8 +208,8 @@ def test_answer_and_llm_figures_round_trip_through_json(tmp_path: Path) -> None:
 
 
 def test_report_written_before_answer_and_llm_figures_still_loads() -> None:
-    """A method entry without the answers and llm keys (older code) loads with both None
-    and renders as before."""
+    """A method entry without the answers, llm, tpq_s and pool_size keys (older code) loads
+    with each None and renders as before, TPQ shown as '-'."""
     old = {"dataset": "hotpotqa-100", "index": "hp100",
            "created_at": "2026-11-21T10:00:00+00:00", "ks": [5],
            "methods": [{"method": "naive", "n_questions": 100, "recall": {"5": 0.785},
@@ -209,8 +219,10 @@ def test_report_written_before_answer_and_llm_figures_still_loads() -> None:
     assert report.methods[0].llm is None
     assert report.methods[0].recall == {5: 0.785}
     assert report.methods[0].index_method == "" and not report.builds and not report.skipped
-    assert render_table(report).splitlines()[1].split() == ["method", "n", "R@5", "p50", "ms",
-                                                            "p95", "ms"]
+    assert report.methods[0].tpq_s is None and report.methods[0].pool_size is None
+    table = render_table(report).splitlines()
+    assert table[1].split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s"]
+    assert table[3].split() == ["naive", "100", "0.785", "12.0", "30.0", "-"]
 
 
 def test_write_all_carries_answer_and_llm_figures(tmp_path: Path) -> None:
@@ -295,3 +307,99 @@ def test_comparison_round_trips_and_reaches_markdown_and_chart(tmp_path: Path) -
             "| 0 | 0 | 10 | 900 | 90 | 0 |") in markdown
     assert png_path.read_bytes().startswith(PNG_MAGIC)
     assert [m.label for m in report.methods] == ["plain/naive", "smart/ircot"]
+
+
+def pool_report() -> EvalReport:
+    """SiReRAG's comparison on its index: both trees, the similarity tree alone (the
+    smaller pool, so the baseline), and a method that reports no pool."""
+    def row(method: str, tpq_s: float, pool_size: float | None) -> MethodReport:
+        return MethodReport(method=method, n_questions=50, recall={5: 0.8},
+                            latency_p50_ms=tpq_s * 900, latency_p95_ms=tpq_s * 1800,
+                            tpq_s=tpq_s, index_method="sirerag", pool_size=pool_size)
+
+    return EvalReport(dataset="musique-50", index="mq", created_at="2026-11-21T10:00:00+00:00",
+                      ks=(5,), methods=[row("sirerag", 0.5, 3000.0),
+                                        row("sirerag:pool=similarity", 0.4, 2000.0),
+                                        row("naive", 0.05, None)])
+
+
+def test_table_shows_pool_and_tper_with_the_baseline_at_one() -> None:
+    """Rows with a pool gain pool and TPER columns after TPQ: both trees (0.5 s, 3000
+    units) against the similarity pool (0.4 s, 2000 units) is (0.5/0.4)/(1.5) = 0.83; the
+    baseline reads 1.00 and a note names it; the row without a pool shows '-'."""
+    lines = render_table(pool_report()).splitlines()
+    assert lines[1].split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s",
+                                "pool", "TPER"]
+    assert lines[3].split() == ["sirerag", "50", "0.800", "450.0", "900.0", "0.500", "3000",
+                                "0.83"]
+    assert lines[4].split() == ["sirerag:pool=similarity", "50", "0.800", "360.0", "720.0",
+                                "0.400", "2000", "1.00"]
+    assert lines[5].split() == ["naive", "50", "0.800", "45.0", "90.0", "0.050", "-", "-"]
+    assert lines[6] == ("note: TPER = (TPQ / TPQ_B) / (pool / pool_B), "
+                        "B = sirerag:pool=similarity (pool 2000)")
+    assert len(lines) == 7
+
+
+def test_markdown_shows_pool_and_tper_and_names_the_baseline() -> None:
+    """The Markdown table carries the same pool and TPER columns, and the baseline note in
+    the list under it."""
+    lines = render_markdown(pool_report()).splitlines()
+    assert lines[2] == "| method | n | R@5 | p50 ms | p95 ms | TPQ s | pool | TPER |"
+    assert lines[3] == "|:---|" + "---:|" * 7
+    assert lines[4] == "| sirerag | 50 | 0.800 | 450.0 | 900.0 | 0.500 | 3000 | 0.83 |"
+    assert lines[5] == ("| sirerag:pool=similarity | 50 | 0.800 | 360.0 | 720.0 | 0.400 | "
+                        "2000 | 1.00 |")
+    assert lines[6] == "| naive | 50 | 0.800 | 45.0 | 90.0 | 0.050 | - | - |"
+    assert lines[8] == ("- TPER = (TPQ / TPQ_B) / (pool / pool_B), "
+                        "B = sirerag:pool=similarity (pool 2000)")
+
+
+def test_a_lone_pool_shows_its_size_and_no_tper() -> None:
+    """One row with a pool has nothing to compare with: its pool shows, TPER is '-', and no
+    baseline is noted; a pool that changed mid-run shows its half-unit median."""
+    report = pool_report()
+    del report.methods[1]
+    report.methods[0].pool_size = 2999.5
+    lines = render_table(report).splitlines()
+    assert lines[3].split()[-2:] == ["2999.5", "-"]
+    assert not any(line.startswith("note:") for line in lines)
+
+
+def test_runs_without_pools_have_no_pool_columns() -> None:
+    """No row reports a pool: neither pool nor TPER appears, in the table or the Markdown."""
+    report = pool_report()
+    for method in report.methods:
+        method.pool_size = None
+    assert render_table(report).splitlines()[1].split()[-2:] == ["TPQ", "s"]
+    assert render_markdown(report).splitlines()[2].endswith("| TPQ s |")
+
+
+def test_pools_on_different_indexes_are_not_compared() -> None:
+    """In a run over two index methods, the same query method on each index is compared only
+    with rows on that index: one pool per index means no TPER anywhere."""
+    report = pool_report()
+    report.methods[1].index_method = "other"
+    lines = render_table(report).splitlines()
+    assert lines[1].split()[:3] == ["index", "method", "method"]
+    assert lines[3].split()[-2:] == ["3000", "-"]
+    assert lines[4].split()[-2:] == ["2000", "-"]
+    assert report.tper() == [None, None, None]
+
+
+def test_tpq_pool_and_tper_round_trip_through_json(tmp_path: Path) -> None:
+    """TPQ and pool size are stored per row and read back equal; TPER and its baseline are
+    written for readers of the JSON (null where there is none) and recomputed on reading."""
+    report = pool_report()
+    assert EvalReport.from_dict(report.to_dict()) == report
+    path = tmp_path / "pool.json"
+    write_json(report, path)
+    methods = json.loads(path.read_text(encoding="utf-8"))["methods"]
+    assert [m["tpq_s"] for m in methods] == [0.5, 0.4, 0.05]
+    assert [m["pool_size"] for m in methods] == [3000.0, 2000.0, None]
+    assert methods[0]["tper"] == pytest.approx(5 / 6)
+    assert [m["tper"] for m in methods[1:]] == [1.0, None]
+    assert [m["tper_baseline"] for m in methods] == ["sirerag:pool=similarity",
+                                                     "sirerag:pool=similarity", None]
+    loaded = read_json(path)
+    assert loaded == report
+    assert render_table(loaded) == render_table(report)

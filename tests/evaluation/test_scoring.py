@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hopindex.core.errors import InvalidInputError
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import LlmCostPerQuery
 from hopindex.evaluation.scoring import QuestionOutcome, score_question, summarize
@@ -140,3 +141,43 @@ def test_summarize_no_questions_gives_zeros_not_an_error() -> None:
     assert (report.latency_p50_ms, report.latency_p95_ms) == (0.0, 0.0)
     assert report.answers is None
     assert report.llm == LlmCostPerQuery(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+
+
+def test_score_question_reads_the_pool_size_from_the_trace() -> None:
+    """A trace with pool_size puts it in the outcome; a trace without one leaves None."""
+    traced = result(None)
+    traced.trace = {"pool": "similarity", "pool_size": 2000}
+    assert score_question(question(), traced, [GOLD_A], ks=(2,), latency_s=0.1).pool_size == 2000
+    assert score_question(question(), result(None), [GOLD_A], ks=(2,),
+                          latency_s=0.1).pool_size is None
+
+
+def test_a_malformed_pool_size_names_the_method_and_field() -> None:
+    """A pool size that is not a count stops scoring with an error naming the trace field
+    and the method that wrote it."""
+    bad = result(None)
+    bad.trace = {"pool_size": "2000"}
+    with pytest.raises(InvalidInputError) as raised:
+        score_question(question(), bad, [GOLD_A], ks=(2,), latency_s=0.1)
+    assert raised.value.where == "trace.pool_size of m"
+
+
+def test_summarize_gives_tpq_and_the_median_pool() -> None:
+    """TPQ is the mean latency in seconds ((0.1 + 0.2 + 0.9) / 3 = 0.4, where p50 is 0.2 s);
+    the pool is the median over the questions that reported one."""
+    outcomes = [outcome("a", latency_s=0.1), outcome("b", latency_s=0.2),
+                outcome("c", latency_s=0.9)]
+    for o, pool in zip(outcomes, (2000, None, 2002), strict=True):
+        o.pool_size = pool
+    report = summarize("sirerag:pool=similarity", outcomes, ks=(2,))
+    assert report.tpq_s == pytest.approx(0.4)
+    assert report.latency_p50_ms == pytest.approx(200.0)
+    assert report.pool_size == 2001.0
+
+
+def test_summarize_without_pools_reports_none() -> None:
+    """A method whose traces name no pool has pool_size None (no pool column), and TPQ 0 for
+    no questions, like its other figures."""
+    assert summarize("naive", [outcome("a")], ks=(2,)).pool_size is None
+    empty = summarize("naive", [], ks=(2,))
+    assert (empty.tpq_s, empty.pool_size) == (0.0, None)

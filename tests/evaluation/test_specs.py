@@ -48,3 +48,14 @@ def test_bad_specs_name_the_option() -> None:
         parse_param_pairs(["alpha"])
     assert raised.value.where == "--param"
     assert parse_param_pairs(["a=1", " b = x=y "]) == {"a": "1", "b": "x=y"}
+
+
+def test_a_pool_parameter_is_a_key_value_token() -> None:
+    """`--method poolrag --method poolrag:pool=similarity` (as SiReRAG's comparison of its
+    pools) gives two rows of one method, the second with the pool parameter; a method
+    without comparison variants is not expanded."""
+    specs = expand_method_specs(["poolrag", "poolrag:pool=similarity"])
+    assert specs == [MethodSpec(label="poolrag", method="poolrag"),
+                     MethodSpec(label="poolrag:pool=similarity", method="poolrag",
+                                params={"pool": "similarity"})]
+    assert parse_method_spec("poolrag:pool=both,k=5").params == {"pool": "both", "k": "5"}

@@ -1,4 +1,5 @@
-"""Method tests start LLM test servers the same way wherever they sit."""
+"""Method tests start LLM test servers, and services pointed at them, the same way
+wherever they sit."""
 
-# start_server is a fixture: imported so every method test can start LLM test servers.
-from tests.methods.indexrag.conftest import start_server  # noqa: F401
+# Fixtures: imported so every method test can start LLM test servers and services.
+from tests.methods.indexrag.conftest import make_llm_service, start_server  # noqa: F401

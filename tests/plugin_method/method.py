@@ -9,6 +9,11 @@
   two) into nodes joining their first sentences; level 1 is one root over the
   level-0 nodes; level 2 is empty.
 
+``lazy_sentences`` is the same method with its tree built only on request
+(``Rebuild.ON_REQUEST``): jobs that change documents leave it stale, a rebuild job
+builds it again, and so does a job after which the share of documents changed since
+the last build reaches ``HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE`` (0: never).
+
 Sentences are split on ". ", nothing cleverer: the method exists to exercise the
 runtime, not to index well. Every read goes through the state store, as a plugin
 outside this repository would have to.
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 
 from hopindex.core.errors import ConfigError
 from hopindex.core.ids import unit_id
-from hopindex.core.models import Document, Unit, UnitKind
+from hopindex.core.models import Document, ItemError, Unit, UnitKind
 from hopindex.methods.plugin import (
     DocumentsPhase,
     DocumentsResult,
@@ -35,10 +40,12 @@ from hopindex.methods.plugin import (
     LlmUse,
     Phase,
     PhaseContext,
+    Rebuild,
     Scope,
 )
 
 METHOD = "sentences"
+LAZY_METHOD = "lazy_sentences"
 WORDS = "words"
 TREE = "tree"
 PAIR_PREFIX = "pair:"
@@ -46,6 +53,8 @@ ROOT = "root"
 # Seconds each batch of every phase sleeps before its work: lets a test SIGKILL a
 # worker while it runs a phase. HOPINDEX_TEST_* variables are not settings.
 SLOW_PHASE_VARIABLE = "HOPINDEX_TEST_SLOW_PHASE_S"
+# Tree keys (comma-separated) whose build fails for good: a partial tree for a test.
+FAIL_TREE_VARIABLE = "HOPINDEX_TEST_FAIL_TREE_KEYS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,24 @@ class SentencesSettings:
         if self.max_group_size < 1:
             raise ConfigError("HOPINDEX_SENTENCES_MAX_GROUP_SIZE must be positive, "
                               f"got {self.max_group_size}")
+
+
+@dataclass(frozen=True, slots=True)
+class LazySentencesSettings:
+    """``HOPINDEX_LAZY_SENTENCES_MAX_GROUP_SIZE`` as for ``sentences``;
+    ``HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE``: the share of documents changed since the
+    tree's last build at which a job rebuilds it (0: only a rebuild job does)."""
+
+    max_group_size: int = 4
+    rebuild_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_group_size < 1:
+            raise ConfigError("HOPINDEX_LAZY_SENTENCES_MAX_GROUP_SIZE must be positive, "
+                              f"got {self.max_group_size}")
+        if not 0.0 <= self.rebuild_share <= 1.0:
+            raise ConfigError("HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE must be between 0 and "
+                              f"1, got {self.rebuild_share}")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -140,8 +167,8 @@ def _pairs(doc_ids: Sequence[str]) -> dict[str, list[str]]:
 def plan_tree(context: PhaseContext, level: int, scope: Scope) -> list[str]:
     state, index = context.state, context.index
     if level == 0:
-        if not scope.doc_ids and not scope.deleted:
-            return []  # nothing changed: the tree stands
+        if not scope.doc_ids and not scope.deleted and context.phase not in scope.rebuild:
+            return []  # nothing changed and no rebuild asked: the tree stands
         # Pairs that no longer exist are planned too: built as nothing, they are removed.
         existing = [k for k in state.list_group_keys(index, TREE) if k.startswith(PAIR_PREFIX)]
         return sorted(set(_pairs(list(state.document_hashes(index)))) | set(existing))
@@ -152,7 +179,13 @@ def plan_tree(context: PhaseContext, level: int, scope: Scope) -> list[str]:
 
 def build_tree(context: PhaseContext, level: int, keys: list[str]) -> GroupsResult:
     _pause()
-    return _build_pairs(context, keys) if level == 0 else _build_root(context, keys)
+    failing = set(filter(None, os.environ.get(FAIL_TREE_VARIABLE, "").split(",")))
+    result = _build_pairs(context, keys) if level == 0 else _build_root(context, keys)
+    for key in sorted(failing & set(keys)):
+        result.built.pop(key, None)
+        result.errors.append(ItemError(item=key, stage=context.phase,
+                                       reason=f"{FAIL_TREE_VARIABLE} names it"))
+    return result
 
 
 def _build_pairs(context: PhaseContext, keys: list[str]) -> GroupsResult:
@@ -204,3 +237,20 @@ class SentencesIndexMethod:
     def forget_documents(self, context: PhaseContext, doc_ids: Sequence[str]) -> Forgotten:
         return Forgotten(touched={WORDS: context.state.groups_of_documents(
             context.index, WORDS, doc_ids)})
+
+
+def _rebuild_share(settings: LazySentencesSettings) -> float:
+    return settings.rebuild_share
+
+
+class LazySentencesIndexMethod(SentencesIndexMethod):
+    """``sentences`` with its tree built on request (see the module docstring)."""
+
+    name = LAZY_METHOD
+    settings_type = LazySentencesSettings
+    phases: tuple[Phase, ...] = (
+        *SentencesIndexMethod.phases[:2],
+        LevelsPhase(name="tree", namespace=TREE, plan=plan_tree, build=build_tree,
+                    writes=frozenset({UnitKind.SUMMARY}), rebuild=Rebuild.ON_REQUEST,
+                    rebuild_share=_rebuild_share),
+    )

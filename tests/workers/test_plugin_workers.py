@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.models import Job, JobKind, JobState, Stage
+from hopindex.scheduler.level_builds import BuildState
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.workers import WorkerProcess
 from tests.methods.indexrag.conftest import llm_settings
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
-from tests.plugin_method.method import SLOW_PHASE_VARIABLE
+from tests.plugin_method.method import LAZY_METHOD, SLOW_PHASE_VARIABLE
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -45,12 +46,12 @@ def corpus(tmp_path: Path) -> Path:
     return hotpot_corpus(tmp_path, limit=DOCS)
 
 
-def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
-                     ) -> dict[str, tuple[str, str]]:
+def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path,
+                     method: str = "sentences") -> dict[str, tuple[str, str]]:
     """The units (id → kind, text) an in-process ingest with the plugin builds."""
-    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server),
-                               **METHOD_ENV)) as service:
-        job = service.ingest_paths(INDEX, [corpus], method="sentences")
+    with Hopindex(llm_settings(tmp_path / f"clean-{method}", server,
+                               **embedder_settings(server), **METHOD_ENV)) as service:
+        job = service.ingest_paths(INDEX, [corpus], method=method)
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return kinds_and_texts(service)
 
@@ -152,3 +153,40 @@ def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothi
         counts = job.counts[phase]
         assert counts.done + counts.failed + counts.skipped == counts.total, phase
     assert job.units_embedded == len(expected)
+
+
+def test_workers_leave_an_on_request_tree_stale_and_rebuild_it(
+        tmp_path: Path, corpus: Path, start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """On workers, the lazy_sentences tree (built on request) is built by the first
+    ingest and left as it was by an ingest adding a document, the index record saying
+    stale by one; a rebuild job, its scope carried through the task messages, builds
+    it over every document: the index then holds exactly an eager build's units of
+    the grown corpus."""
+    server = start_server()
+    (tmp_path / "grown").mkdir()
+    grown = hotpot_corpus(tmp_path / "grown", limit=DOCS, extra=[
+        {"title": "Zeta", "text": "Zeta is a letter. Zeta follows Epsilon."}])
+    expected = _eager_reference(tmp_path, server, grown, method=LAZY_METHOD)
+    c = cluster(server, stage2_batch_entities=8, **embedder_settings(server), **METHOD_ENV)
+    c.start("engines", "control,embed")
+    c.start("phases", PHASE_QUEUES)
+    tree = f"{LAZY_METHOD}.tree"
+    with Hopindex(c.settings) as client:
+        first = client.ingest_paths(INDEX, [corpus], method=LAZY_METHOD)
+        first = client.wait_for_job(first.job_id, timeout_s=JOB_TIMEOUT_S)
+        assert first.state is JobState.SUCCEEDED and first.count(tree).done > 0, first.reason
+        summaries = {k: v for k, v in kinds_and_texts(client).items() if v[0] == "summary"}
+        second = client.ingest_paths(INDEX, [grown])
+        second = client.wait_for_job(second.job_id, timeout_s=JOB_TIMEOUT_S)
+        assert second.state is JobState.SUCCEEDED and tree not in second.counts
+        assert {k: v for k, v in kinds_and_texts(client).items()
+                if v[0] == "summary"} == summaries
+        [level] = client.outstanding(INDEX).levels
+        assert (level.state, level.changed_since) == (BuildState.STALE, 1)
+        rebuilt = client.wait_for_job(client.rebuild_index(INDEX).job_id,
+                                      timeout_s=JOB_TIMEOUT_S)
+        assert (rebuilt.kind, rebuilt.state) == (JobKind.REBUILD, JobState.SUCCEEDED)
+        assert client.outstanding(INDEX).levels[0].state is BuildState.CURRENT
+        got = kinds_and_texts(client)
+    assert got == expected

@@ -138,7 +138,9 @@ class LlmClient:
             return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
                               cached=True)
         result = await self._call(request, usage)
-        if request.response_format is ResponseFormat.TEXT:
+        # An empty reply is the model failing, not an answer: caching it would make
+        # every later run of the same prompt fail the same way for free.
+        if request.response_format is ResponseFormat.TEXT and result.content.strip():
             await self._store(request.stage, key, result.content)
         return result
 

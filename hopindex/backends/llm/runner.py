@@ -77,18 +77,21 @@ class LlmRunner:
                      for r in requests]
             return await asyncio.gather(*tasks, return_exceptions=True)
 
-        results: list[T | HopindexError] = []
-        raised: list[BaseException] = []
-        for outcome in self._run(run_all()):
-            if not isinstance(outcome, BaseException):
-                results.append(outcome)
-            elif (failure := item_failure(outcome)) is not None:
-                results.append(failure)
-            else:
-                raised.append(outcome)
-        if raised:
-            raise next((e for e in raised if isinstance(e, ConfigError)), raised[0])
-        return results
+        return _item_outcomes(self._run(run_all()))
+
+    def complete_text_many(self, requests: Sequence[ChatRequest], parse: Callable[[str], T],
+                           usage: UsageMeter) -> list[T | HopindexError]:
+        """Text replies, concurrently and in order, each checked by ``parse`` (which
+        raises ``LlmOutputError`` for a reply the item cannot use: no repair attempt,
+        since a text reply has no shape to correct). Failures as ``complete_json_many``."""
+        async def one(request: ChatRequest) -> T:
+            result = await self._bounded(self._client.complete(request, usage))
+            return parse(result.content)
+
+        async def run_all() -> list[T | BaseException]:
+            return await asyncio.gather(*(one(r) for r in requests), return_exceptions=True)
+
+        return _item_outcomes(self._run(run_all()))
 
     def close(self) -> None:
         if self._closed:
@@ -128,3 +131,20 @@ def item_failure(error: BaseException) -> HopindexError | None:
     if isinstance(error, PermanentStageError | LlmUnavailableError):
         return error
     return None
+
+
+def _item_outcomes(outcomes: Sequence[T | BaseException]) -> list[T | HopindexError]:
+    """Each request's result or its item's failure; any other failure is raised (a
+    configuration error first) once every request has ended."""
+    results: list[T | HopindexError] = []
+    raised: list[BaseException] = []
+    for outcome in outcomes:
+        if not isinstance(outcome, BaseException):
+            results.append(outcome)
+        elif (failure := item_failure(outcome)) is not None:
+            results.append(failure)
+        else:
+            raised.append(outcome)
+    if raised:
+        raise next((e for e in raised if isinstance(e, ConfigError)), raised[0])
+    return results

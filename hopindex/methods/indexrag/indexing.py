@@ -14,12 +14,12 @@ from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit
+from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, parse_stage1, parse_stage2
 from hopindex.methods.indexrag.prompts import STAGE1, STAGE2, stage1_request, stage2_request
 from hopindex.methods.indexrag.units import (
     aku_unit,
     bridge_units,
-    chunk_document,
     document_entities,
     select_facts,
 )

@@ -5,38 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from hopindex.core.ids import unit_id
-from hopindex.core.models import Document, Sentence, Unit, UnitKind
+from hopindex.core.models import Document, Unit, UnitKind
 from hopindex.core.text import keep_entity, normalize_entity
-from hopindex.methods.chunking import DEFAULT_POLICY, ChunkPolicy, chunk_text
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, QaPair
 
 METHOD = "indexrag"
 MAX_DOCS_PER_ENTITY = 5
 MAX_FACTS_PER_DOC = 8
-
-
-def chunk_document(document: Document, sentences: tuple[Sentence, ...] = (),
-                   policy: ChunkPolicy = DEFAULT_POLICY) -> list[str]:
-    """Stage-1 inputs of a document: whole up to ``max_chars``, else overlapping chunks.
-
-    With sentence bounds the chunks end at sentences (the extractive method's
-    chunker); without, a plain character window keeps the 200-character overlap,
-    which ``chunk_text`` would lose when it has no sentence bounds to work with.
-    """
-    text = document.text
-    if len(text) <= policy.max_chars:
-        return [text] if text.strip() else []
-    if sentences:
-        return chunk_text(text, sentences, policy)
-    step = max(policy.max_chars - policy.overlap_chars, 1)
-    chunks: list[str] = []
-    for start in range(0, len(text), step):
-        chunk = text[start:start + policy.max_chars].strip()
-        if chunk:
-            chunks.append(chunk)
-        if start + policy.max_chars >= len(text):
-            break
-    return chunks
 
 
 def filtered_entities(surfaces: Iterable[str]) -> list[str]:

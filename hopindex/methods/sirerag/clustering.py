@@ -10,6 +10,8 @@ One pass over a set of nodes:
    soft: a node joins every component whose posterior exceeds
    ``membership_threshold``, and always the likeliest one, so no node is left out
    when many components split its probability.
+   The search over component counts stops early once ``bic_patience`` counts in a
+   row did not lower the BIC (see ``ClusterPolicy``).
 2. Local: inside each global cluster, the same with ``local_neighbors`` neighbours.
    Each local cluster is one output cluster.
 
@@ -64,6 +66,12 @@ class ClusterPolicy:
     metric: str = "cosine"  # UMAP's input metric
     local_neighbors: int = 10  # UMAP neighbours inside a global cluster
     max_components: int = 50  # the BIC search runs over 1..this many components
+    # The search stops once this many component counts in a row failed to beat the
+    # best BIC (0: every count, as the authors' code does). The BIC of a mixture in 10
+    # dimensions rises steadily past its minimum: over the HotpotQA-100 passages a
+    # patience of 5 already chose what the full search chose in every one of the 25
+    # searches, and 10 fits half as many mixtures, the largest ones skipped.
+    bic_patience: int = 10
     membership_threshold: float = 0.1  # a node joins every cluster it is this likely in
     max_cluster_tokens: int = 10_000  # above it a cluster is clustered again or cut
     max_depth: int = 4  # re-clustering passes below the first before cutting
@@ -76,6 +84,7 @@ class ClusterPolicy:
                 ("reduced_dims >= 1", self.reduced_dims >= 1),
                 ("local_neighbors >= 2", self.local_neighbors >= 2),
                 ("max_components >= 1", self.max_components >= 1),
+                ("bic_patience >= 0", self.bic_patience >= 0),
                 ("0 < membership_threshold < 1", 0 < self.membership_threshold < 1),
                 ("max_cluster_tokens >= 1", self.max_cluster_tokens >= 1),
                 ("max_depth >= 0", self.max_depth >= 0),
@@ -206,12 +215,17 @@ def mixture_clusters(points: Matrix, policy: ClusterPolicy) -> list[Indices]:
     data = np.asarray(points, dtype=np.float64)
     best: Any = None
     best_bic = math.inf
+    worse = 0
     for components in range(1, min(policy.max_components, len(data) - 1) + 1):
         mixture = GaussianMixture(n_components=components, random_state=policy.seed)
         mixture.fit(data)
         bic = float(mixture.bic(data))
         if bic < best_bic:
-            best, best_bic = mixture, bic
+            best, best_bic, worse = mixture, bic, 0
+        else:
+            worse += 1
+            if worse == policy.bic_patience:
+                break
     if best is None:
         raise ValueError(f"a mixture needs at least 2 points, got {len(data)}")
     return soft_memberships(np.asarray(best.predict_proba(data)), policy.membership_threshold)

@@ -18,7 +18,7 @@ from hopindex.core.ids import doc_id_from_title
 from hopindex.core.models import JobState, UnitKind
 from hopindex.core.settings import CacheMode
 from hopindex.methods.base import QueryOptions
-from hopindex.methods.indexrag.units import chunk_document
+from hopindex.methods.chunking import chunk_document
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw

@@ -16,9 +16,10 @@ import pytest
 from hopindex.api.service import Hopindex
 from hopindex.core.models import Document, Job, JobState, UnitKind
 from hopindex.methods.base import QueryOptions
+from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.indexing import plan_bridges
 from hopindex.methods.indexrag.parsing import ExtractedFacts, QaPair
-from hopindex.methods.indexrag.units import chunk_document, doc_facts_from_units, document_entities
+from hopindex.methods.indexrag.units import doc_facts_from_units, document_entities
 from hopindex.methods.registry import method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_limits import Endpoint, LlmServerStats, Outcome

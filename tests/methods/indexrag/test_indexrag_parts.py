@@ -11,6 +11,7 @@ from hopindex.backends.llm.client import LlmClient, LlmSettings
 from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.models import Document, ScoredUnit, Sentence, Unit, UnitKind
+from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.parsing import (
     DocFacts,
     ExtractedFacts,
@@ -22,7 +23,6 @@ from hopindex.methods.indexrag.prompts import stage1_request, stage2_request
 from hopindex.methods.indexrag.units import (
     aku_unit,
     bridge_units,
-    chunk_document,
     document_entities,
     select_facts,
 )

@@ -133,6 +133,16 @@ def test_a_midpoint_joins_both_mixture_components() -> None:
     assert all(80 in c for c in clusters)
 
 
+def test_the_patient_bic_search_chooses_what_the_full_search_chooses() -> None:
+    """Stopping ten component counts past the best BIC picks the same mixture as trying
+    every count, on five groups of points reduced as UMAP would."""
+    points = blobs(5, 30, dim=10, spread=0.3)
+    full = mixture_clusters(points, ClusterPolicy(bic_patience=0))
+    patient = mixture_clusters(points, ClusterPolicy(bic_patience=10))
+    assert [list(c) for c in patient] == [list(c) for c in full]
+    assert len(full) == 5
+
+
 # The rules, with stand-ins for UMAP or the mixture.
 
 def test_a_node_likely_in_two_components_joins_both() -> None:

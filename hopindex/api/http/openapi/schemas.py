@@ -27,6 +27,7 @@ from hopindex.methods.registry import (
     index_method_names,
     query_method_names,
 )
+from hopindex.scheduler.level_builds import BuildState
 from hopindex.scheduler.outstanding import IndexStatus
 
 Schema = dict[str, Any]
@@ -80,6 +81,30 @@ FAILED_ITEM = obj({"phase": {"type": "string"}, "item": {"type": "string"},
                    "reason": {"type": "string"}, "job_id": {"type": "string"},
                    "failed_at": TIMESTAMP}, ("phase", "item", "reason", "job_id", "failed_at"))
 
+OPTIONAL_STRING: Schema = {"type": ["string", "null"]}
+SHARE: Schema = {"type": "number", "minimum": 0}
+
+LEVEL_BUILD = obj({
+    "phase": {"type": "string", "description": "the levels phase, <method>.<phase>"},
+    "state": {"type": "string", "enum": [s.value for s in BuildState],
+              "description": "never_built; current; stale: documents changed since the "
+                             "build; building: a job builds it now; interrupted: the job "
+                             "building it ended first (the next job or a repair builds it)"},
+    "stale": {"type": "boolean", "description": "whether it may not reflect the documents "
+                                                "as they are now (any state but current)"},
+    "built_at": {**OPTIONAL_TIMESTAMP, "description": "the last finished build; null: never"},
+    "built_by": {**OPTIONAL_STRING, "description": "the job of that build"},
+    "documents_at_build": {"type": "integer", "minimum": 0},
+    "changed_since_build": {"type": "integer", "minimum": 0,
+                            "description": "documents added, changed or deleted since"},
+    "changed_share": {**SHARE, "description": "changed_since_build of the documents now"},
+    "rebuild_share": {**SHARE, "description": "the changed share at which a job rebuilds "
+                                              "it automatically; 0: on request only"},
+    "building_job": {**OPTIONAL_STRING, "description": "the job building it now (or that "
+                                                       "ended before it finished)"},
+}, ("phase", "state", "stale", "built_at", "built_by", "documents_at_build",
+    "changed_since_build", "changed_share", "rebuild_share", "building_job"))
+
 INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
     "documents": {"type": "integer", "minimum": 0},
     "units": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
@@ -96,7 +121,11 @@ INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
                   "description": "the first failed items, with their reasons"},
     }, ("documents", "failed", "items")),
     "running_jobs": {"type": "array", "items": {"type": "string"}},
-}, ("documents", "units", "status", "outstanding", "running_jobs"))]}
+    "levels": {"type": "array", "items": LEVEL_BUILD,
+               "description": "the levels phases the index's method builds only on request "
+                              "(global trees): how stale each is; POST "
+                              "/v1/indexes/{name}/rebuild builds them again"},
+}, ("documents", "units", "status", "outstanding", "running_jobs", "levels"))]}
 
 
 
@@ -289,6 +318,11 @@ def query_request(settings: Settings) -> Schema:
                         "properties": {"options": {"type": "object", "minProperties": 1}}}
         schema["then"] = {"required": ["method"],
                           "properties": {"method": {"enum": sorted(schemas)}}}
+        # Each method's options are its own schema's, not any method's.
+        schema["allOf"] = [{"if": {"required": ["method"],
+                                   "properties": {"method": {"const": method}}},
+                            "then": {"properties": {"options": or_null(options)}}}
+                           for method, options in sorted(schemas.items())]
     return schema
 
 

@@ -158,6 +158,14 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 **_ok(202, "the job redoing the index's outstanding work", ref("Job")),
                 **_errors(404, 409, 422, 429)}),
         },
+        "/v1/indexes/{name}/rebuild": {
+            "parameters": [INDEX_PARAM],
+            "post": _op("Rebuild an index", {
+                **_ok(202, "the job building the index's levels phases built on request "
+                           "(its trees) again over its documents as they are now",
+                      ref("Job")),
+                **_errors(404, 409, 422, 429)}),
+        },
         "/v1/indexes/{name}/query": {
             "parameters": [INDEX_PARAM],
             "post": _op("Query an index", {

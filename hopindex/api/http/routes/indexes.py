@@ -1,4 +1,4 @@
-"""``/v1/indexes``: create, list, describe, repair and delete indexes."""
+"""``/v1/indexes``: create, list, describe, repair, rebuild and delete indexes."""
 
 from __future__ import annotations
 
@@ -83,10 +83,22 @@ async def repair_index(request: web.Request) -> web.Response:
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
 
+async def rebuild_index(request: web.Request) -> web.Response:
+    """Build the index's levels phases built on request again (202 with the job; 400
+    when its method has none; 409 while a job runs)."""
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    service = ctx.service
+    job = await ctx.jobs.launch(lambda job_id: service.rebuild_index(name, job_id=job_id))
+    return web.json_response(job.as_dict(), status=202,
+                             headers={"Location": f"/v1/jobs/{job.job_id}"})
+
+
 ROUTES = [
     Route("GET", "/v1/indexes", list_indexes, Guard.READ),
     Route("POST", "/v1/indexes", create_index, Guard.WRITE),
     Route("GET", "/v1/indexes/{name}", get_index, Guard.READ),
     Route("DELETE", "/v1/indexes/{name}", delete_index, Guard.WRITE),
     Route("POST", "/v1/indexes/{name}/repair", repair_index, Guard.WRITE),
+    Route("POST", "/v1/indexes/{name}/rebuild", rebuild_index, Guard.WRITE),
 ]

@@ -1,0 +1,341 @@
+"""SiReRAG end to end against the local test server: build, rebuild, queries, repeatability.
+
+One eager build (no broker, embedded backends, the default embedder) of a ``sirerag``
+index from scratch, with the time it spends in the clustering step
+(``trees.cluster_nodes``, timed per tree and level in this process), in LLM calls and
+in the embedder; its peak RSS (this process's high-water mark); its LLM calls against
+what it should make (one proposition call per chunk, one summary call per planned
+cluster) and its tokens per phase. Then a second identical ingest (its LLM calls), and
+``sirerag``, ``sirerag:pool=similarity`` (RAPTOR's pool over the same index) and
+``naive`` over the questions: Recall@k, latency, TPQ, LLM calls, pool sizes, TPER, and
+``sirerag``'s p50 without its answer call against ``naive``'s. With ``--corpus
+hotpot``, a second build from scratch in another data dir must give the same trees.
+
+The test model's replies are deterministic stand-ins (``hopindex/testing/llm_sirerag.py``):
+the recall figures measure the pipeline, not a model.
+
+    .venv/bin/python benchmarks/sirerag_pipeline.py [--corpus hotpot|2wiki] [--limit 100]
+        [--latency-ms 0] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gzip
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import OUT, ROOT, WIKI_CORPUS, WIKI_QUESTIONS, peak_rss_mb, write_result
+
+from hopindex.api.service import Hopindex
+from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
+from hopindex.backends.llm.runner import LlmRunner
+from hopindex.core.models import Job, UnitKind
+from hopindex.core.settings import Settings
+from hopindex.evaluation.datasets import Question, load_questions
+from hopindex.evaluation.efficiency import tper
+from hopindex.evaluation.metrics import percentile
+from hopindex.evaluation.runner import evaluate_method
+from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.methods.chunking import chunk_document
+from hopindex.methods.phases import QueryPhase
+from hopindex.methods.sirerag import trees
+from hopindex.methods.sirerag.clustering import cluster_nodes
+from hopindex.methods.sirerag.method import SiReRagSettings
+from hopindex.testing.llm_limits import Endpoint
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+
+SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
+METHODS = ("sirerag", "sirerag:pool=similarity", "naive")
+CLUSTER_SHARE_TARGET = 0.25
+RSS_TARGET_MB = 3 * 1024
+LATENCY_RATIO_TARGET = 1.5
+
+
+@dataclass
+class BuildTimers:
+    """Seconds one build spends in the clustering step (per ``tree:level``), in LLM
+    calls (waited on by the build's thread) and in the embedder."""
+
+    cluster_s: dict[str, float] = field(default_factory=dict)
+    llm_s: float = 0.0
+    embed_s: float = 0.0
+    _local: threading.local = field(default_factory=threading.local)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """trees.py imports ``cluster_nodes`` by name: patched there. ``_cluster`` names
+        the tree and level the call is for."""
+        plan_cluster = trees._cluster
+
+        def labelled(context: Any, tree: trees.Tree, level: int, nodes: Any) -> Any:
+            self._local.key = trees.plan_key(tree, level)
+            return plan_cluster(context, tree, level, nodes)
+
+        def timed_cluster(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return cluster_nodes(*args, **kwargs)
+            finally:
+                key = getattr(self._local, "key", "?")
+                self.cluster_s[key] = self.cluster_s.get(key, 0.0) + time.perf_counter() - started
+
+        with ExitStack() as stack:
+            stack.enter_context(patch.object(trees, "_cluster", labelled))
+            stack.enter_context(patch.object(trees, "cluster_nodes", timed_cluster))
+            for name in ("complete_json_many", "complete_text_many"):
+                stack.enter_context(patch.object(LlmRunner, name, self._timer(
+                    getattr(LlmRunner, name), "llm_s")))
+            stack.enter_context(patch.object(SentenceTransformerEmbedder, "embed_texts",
+                                              self._timer(SentenceTransformerEmbedder.embed_texts,
+                                                          "embed_s")))
+            yield
+
+    def _timer(self, function: Callable[..., Any], attribute: str) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                setattr(self, attribute,
+                        getattr(self, attribute) + time.perf_counter() - started)
+        return timed
+
+    @property
+    def clustering_s(self) -> float:
+        return sum(self.cluster_s.values())
+
+
+@dataclass
+class Build:
+    job: Job
+    wall_s: float
+    timers: BuildTimers
+    calls: dict[str, int]  # test-server requests by kind during the build
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=("hotpot", "2wiki"), default="hotpot")
+    parser.add_argument("--limit", type=int, default=100, help="questions to evaluate")
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="test server latency per request")
+    parser.add_argument("--profile", type=Path,
+                        help="write a cProfile of the first build to this file")
+    args = parser.parse_args()
+    corpus_path, questions = _dataset(args.corpus)
+    questions = questions[: args.limit]
+    index = f"sirerag-{args.corpus}"
+    server = LlmTestServer(LlmServerConfig(latency_s=args.latency_ms / 1000)).start_in_thread()
+    try:
+        with _service(OUT / f"sirerag-{args.corpus}-data", server) as service:
+            build = _build(service, server, index, corpus_path, args.profile)
+            build_rss_mb = _high_water_mb()
+            figures = _build_figures(service, index, build)
+            figures["peak_rss_mb_build"] = round(build_rss_mb)
+            _print_build(figures)
+            before = server.stats.count(Endpoint.CHAT)
+            again = service.ingest_paths(index, [corpus_path], method="sirerag")
+            figures["second_ingest"] = {"llm_calls": server.stats.count(Endpoint.CHAT) - before,
+                                        "state": again.state.value}
+            print(f"second ingest: {figures['second_ingest']['llm_calls']} LLM calls "
+                  f"(target 0), {again.state.value}")
+            figures["queries"] = _queries(service, index, questions)
+            trees_a = _summary_nodes(service, index)
+        if args.corpus == "hotpot":
+            with _service(OUT / f"sirerag-{args.corpus}-data-b", server) as service:
+                second = _build(service, server, index, corpus_path, None)
+                trees_b = _summary_nodes(service, index)
+            figures["repeat_build"] = {
+                "wall_s": round(second.wall_s, 1),
+                "clustering_s": round(second.timers.clustering_s, 1),
+                "summaries": len(trees_b), "identical": trees_a == trees_b,
+                "differing_summaries": len(set(trees_a.items()) ^ set(trees_b.items()))}
+            print(f"second build from scratch: {second.wall_s:.1f}s (clustering "
+                  f"{second.timers.clustering_s:.1f}s, numba already compiled); trees "
+                  f"identical: {'yes' if trees_a == trees_b else 'no'} "
+                  f"({len(trees_a)} vs {len(trees_b)} summaries)")
+        figures.update(corpus=args.corpus, latency_ms=args.latency_ms,
+                       questions=len(questions), peak_rss_mb=round(_high_water_mb()),
+                       server=server.stats.as_dict())
+    finally:
+        server.stop()
+    path = write_result(f"sirerag-pipeline-{args.corpus}", figures)
+    print(f"wrote {path}")
+
+
+def _dataset(corpus: str) -> tuple[Path, list[Question]]:
+    if corpus == "hotpot":
+        return SAMPLE / "corpus.json", load_questions(SAMPLE / "questions.json")
+    # The readers take .json files: the bundled gzipped ones are unpacked under OUT.
+    OUT.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
+        if not source.exists():
+            sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
+        target = OUT / source.name.removesuffix(".gz")
+        with gzip.open(source, "rb") as fh:
+            target.write_bytes(fh.read())
+        paths.append(target)
+    return paths[0], load_questions(paths[1])
+
+
+@contextmanager
+def _service(data_dir: Path, server: LlmTestServer) -> Iterator[Hopindex]:
+    shutil.rmtree(data_dir, ignore_errors=True)
+    settings = Settings(data_dir=data_dir, llm_model=server.config.model,
+                        llm_base_url=server.base_url, llm_api_key="bench").resolved()
+    with Hopindex(settings) as service:
+        # The model loads before the clock: the build's wall time is the build's own.
+        service.backends.embedder.embed_texts(["Warm up the model."])
+        yield service
+
+
+def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Path,
+           profile: Path | None) -> Build:
+    timers = BuildTimers()
+    before = dict(server.stats.by_kind)
+    profiler = cProfile.Profile() if profile else None
+    with timers.installed():
+        started = time.perf_counter()
+        if profiler:
+            profiler.enable()
+        job = service.ingest_paths(index, [corpus_path], method="sirerag")
+        if profiler:
+            profiler.disable()
+        wall_s = time.perf_counter() - started
+    if profiler and profile:
+        profiler.dump_stats(profile)
+    after = server.stats.by_kind
+    return Build(job=job, wall_s=wall_s, timers=timers,
+                 calls={k: v - before.get(k, 0) for k, v in after.items()})
+
+
+def _build_figures(service: Hopindex, index: str, build: Build) -> dict[str, Any]:
+    state = service.backends.state
+    documents = state.get_documents(index, sorted(state.document_hashes(index)))
+    chunks = sum(len(chunk_document(d)) for d in documents)
+    levels = SiReRagSettings().levels
+    plan_keys = [trees.plan_key(tree, level) for tree in trees.Tree for level in range(levels + 1)]
+    plans = state.get_records(index, trees.PLANS, plan_keys)
+    planned = {key: {"nodes": plans[key].get("nodes", 0), "clusters": len(plans[key]["clusters"])}
+               for key in plan_keys if key in plans and plans[key]["clusters"]}
+    timers = build.timers
+    wall = build.wall_s
+    return {
+        "documents": len(documents), "chunks": chunks, "state": build.job.state.value,
+        "errors": len(build.job.errors), "build_s": round(wall, 1),
+        "clustering_s": round(timers.clustering_s, 1),
+        "clustering_share": round(timers.clustering_s / wall, 3),
+        "clustering_by_level_s": {k: round(v, 2) for k, v in sorted(timers.cluster_s.items())},
+        "llm_wait_s": round(timers.llm_s, 1), "embed_s": round(timers.embed_s, 1),
+        "other_s": round(wall - timers.clustering_s - timers.llm_s - timers.embed_s, 1),
+        "proposition_calls": build.calls.get("propositions", 0),
+        "summary_calls": build.calls.get("summary", 0),
+        "planned_clusters": sum(p["clusters"] for p in planned.values()),
+        "plans": planned,
+        "units": {k.value: v for k, v in state.count_units(index).items()},
+        "llm": build.job.as_dict()["llm"],
+        "calls_by_kind": build.calls,
+    }
+
+
+def _print_build(f: dict[str, Any]) -> None:
+    print(f"build: {f['documents']} documents in {f['build_s']}s ({f['state']}, "
+          f"{f['errors']} errors); clustering {f['clustering_s']}s = "
+          f"{f['clustering_share']:.1%} (target < {CLUSTER_SHARE_TARGET:.0%}), LLM waits "
+          f"{f['llm_wait_s']}s, embedding {f['embed_s']}s, other {f['other_s']}s; "
+          f"peak RSS {f['peak_rss_mb_build']} MB (target <= {RSS_TARGET_MB} MB)")
+    print(f"clustering per level: {f['clustering_by_level_s']}")
+    print(f"plans: {f['plans']}")
+    print(f"proposition calls {f['proposition_calls']} vs chunks {f['chunks']}; summary "
+          f"calls {f['summary_calls']} vs planned clusters {f['planned_clusters']}")
+    print(f"units: {f['units']}")
+    tokens = {s: (u["prompt_tokens"], u["completion_tokens"])
+              for s, u in f["llm"]["stages"].items()}
+    print(f"tokens per phase (prompt, completion): {tokens}")
+
+
+def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[str, Any]:
+    """The three methods over the questions, each query's phases kept for the answer
+    call's share."""
+    phases: list[dict[str, float]] = []
+    query = service.query
+
+    def recording(index: str, question: str, method: str | None = None,
+                  options: QueryOptions | None = None) -> QueryResult:
+        result = query(index, question, method=method, options=options)
+        phases.append(dict(result.usage.phases_s, total=result.latency_s))
+        return result
+
+    methods: dict[str, dict[str, Any]] = {}
+    with patch.object(service, "query", recording):
+        for method in METHODS:
+            phases.clear()
+            report, _ = evaluate_method(service, index, questions, method)
+            assert report.llm is not None
+            without_answer = [p["total"] - p.get(QueryPhase.ANSWER.value, 0.0) for p in phases]
+            methods[method] = {
+                "recall": report.recall, "latency_p50_ms": report.latency_p50_ms,
+                "latency_p95_ms": report.latency_p95_ms, "tpq_s": report.tpq_s,
+                "llm_calls_mean": report.llm.calls_mean,
+                "prompt_tokens_mean": report.llm.prompt_tokens_mean,
+                "pool_size": report.pool_size,
+                "p50_without_answer_ms": percentile(without_answer, 50) * 1000,
+                "answer_p50_ms": percentile(
+                    [p.get(QueryPhase.ANSWER.value, 0.0) for p in phases], 50) * 1000,
+            }
+    both, similarity = methods["sirerag"], methods["sirerag:pool=similarity"]
+    ratio = both["p50_without_answer_ms"] / methods["naive"]["latency_p50_ms"]
+    figures = {"methods": methods, "sirerag_p50_without_answer_over_naive_p50": ratio,
+               "tper_sirerag_vs_similarity": tper(both["tpq_s"], both["pool_size"] or 0,
+                                                  similarity["tpq_s"],
+                                                  similarity["pool_size"] or 0)}
+    for method, m in methods.items():
+        recall = "/".join(f"{m['recall'][k]:.3f}" for k in (1, 2, 5, 10, 20))
+        print(f"{method}: R@1/2/5/10/20 {recall}, p50 "
+              f"{m['latency_p50_ms']:.1f} ms, p95 {m['latency_p95_ms']:.1f} ms, TPQ "
+              f"{m['tpq_s'] * 1000:.1f} ms, calls/query {m['llm_calls_mean']:.2f}, pool "
+              f"{m['pool_size']}")
+    print(f"sirerag p50 without the answer call {both['p50_without_answer_ms']:.1f} ms "
+          f"(answer phase p50 {both['answer_p50_ms']:.1f} ms) vs naive p50 "
+          f"{methods['naive']['latency_p50_ms']:.1f} ms: {ratio:.2f}x "
+          f"(target <= {LATENCY_RATIO_TARGET}x); TPER {figures['tper_sirerag_vs_similarity']}")
+    return figures
+
+
+def _summary_nodes(service: Hopindex, index: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Every summary unit of both trees: source key → (text, children)."""
+    state = service.backends.state
+    unit_ids: set[str] = set()
+    for tree in trees.Tree:
+        groups = state.get_groups(index, tree.namespace,
+                                  state.list_group_keys(index, tree.namespace))
+        unit_ids.update(u for g in groups.values() for u in g.unit_ids)
+    return {u.source_key: (u.text, tuple(u.metadata.get("children", [])))
+            for u in state.get_units(index, sorted(unit_ids)) if u.kind is UnitKind.SUMMARY}
+
+
+def _high_water_mb() -> float:
+    """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return peak_rss_mb()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""SiReRAG on real worker processes and a real Redis: a stage2 worker killed in the middle
+of a summary level loses and duplicates nothing; the job ends with the trees an
+undisturbed in-process build makes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.service import Hopindex
+from hopindex.core.models import Job, JobState, Stage
+from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.indexrag.conftest import llm_settings
+from tests.workers.conftest import (
+    INDEX,
+    JOB_TIMEOUT_S,
+    Cluster,
+    embedder_settings,
+    engine_counts,
+    hotpot_corpus,
+    kinds_and_texts,
+)
+
+pytestmark = pytest.mark.integration
+
+DOCS = 24
+PHASE = "sirerag.similarity"
+# Each summary call takes this long, so a kill this long after a batch finished lands
+# inside the next one.
+LATENCY_S, MID_TASK_S = 0.5, 0.2
+
+
+def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
+                     ) -> dict[str, tuple[str, str]]:
+    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
+        job = s.ingest_paths(INDEX, [corpus], method="sirerag")
+        assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
+        return kinds_and_texts(s)
+
+
+def _wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool]) -> Job:
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        job = client.get_job(job_id)
+        if ready(job) or job.state.is_final:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} never reached the awaited point")
+
+
+def test_a_stage2_worker_killed_during_a_summary_level_loses_and_duplicates_nothing(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer],
+        cluster: Callable[..., Cluster]) -> None:
+    """SIGKILL the stage2 worker while it writes a level's summaries: the broker
+    redelivers its batch to a replacement, and the job succeeds with the eager run's
+    exact units (trees included), each embedded once, every item counted once."""
+    server = start_server(latency_s=LATENCY_S)
+    corpus = hotpot_corpus(tmp_path, limit=DOCS)
+    expected = _eager_reference(tmp_path, server, corpus)
+    # The control worker's first plan of a tree compiles UMAP (numba, ~10 s): the
+    # visibility timeout must outlast it, or Redis hands the message out twice.
+    c = cluster(server, stage2_batch_entities=2, visibility_timeout_s=30,
+                task_time_limit_s=25, job_stall_timeout_s=90, reaper_interval_s=2,
+                **embedder_settings(server))
+    c.start("engines", "control,embed", concurrency=2)
+    c.start_beat()
+    c.start("stage1", "stage1")
+    victim = c.start("stage2-1", "stage2", concurrency=2, pool="threads")
+    with Hopindex(c.settings) as client:
+        job = client.ingest_paths(INDEX, [corpus], method="sirerag")
+        job = _wait_until(client, job.job_id, lambda j: 0 < j.count(PHASE).done
+                          < j.count(PHASE).total)
+        assert job.state is JobState.RUNNING, "the summary level ended before the kill"
+        time.sleep(MID_TASK_S)
+        victim.kill()
+        c.start("stage2-2", "stage2", concurrency=2, pool="threads")
+        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        got = kinds_and_texts(client)
+        stored = sum(client.backends.state.count_units(INDEX).values())
+    c.stop_all()
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert not job.errors
+    assert got == expected
+    assert stored == len(expected)
+    assert engine_counts(c) == (len(expected), len(expected))
+    for phase in ("sirerag.propositions", "sirerag.aggregates", PHASE,
+                  "sirerag.relatedness", Stage.EMBED):
+        counts = job.counts[phase]
+        assert counts.done + counts.failed + counts.skipped == counts.total, phase
