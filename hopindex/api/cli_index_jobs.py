@@ -3,49 +3,46 @@ new input, and ``--check``, which shows what they would redo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from hopindex.api.cli_context import open_service, remote_commands
 from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report
+from hopindex.core.models import JobKind
+
+Command = Callable[..., None]
 
 
-@click.command()
-@click.option("--index", required=True)
-@click.option("--check", is_flag=True,
-              help="Only show the index's status and what it is missing; redo nothing.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
-@click.option("--no-wait", is_flag=True,
-              help="With workers: print the job id and return without waiting.")
-@handle_errors
+def index_job(check_help: str) -> Callable[[Command], click.Command]:
+    """The options of a job over one index with no new input, and the error handling."""
+    def decorate(function: Command) -> click.Command:
+        for option in reversed((
+                click.option("--index", required=True),
+                click.option("--check", is_flag=True, help=check_help),
+                click.option("--quiet", is_flag=True, help="No progress bar."),
+                click.option("--json", "as_json", is_flag=True,
+                             help="Print the job record as JSON."),
+                click.option("--no-wait", is_flag=True,
+                             help="With workers: print the job id and return without "
+                                  "waiting."))):
+            function = option(function)
+        return click.command()(handle_errors(function))
+    return decorate
+
+
+@index_job("Only show the index's status and what it is missing; redo nothing.")
 def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
     """Redo INDEX's outstanding work, with no new input: documents not fully indexed
     (a failed or cancelled job's) and items that failed for good (a phase's groups).
 
     Exits 3 when some items fail again (they stay outstanding; the job says why).
     """
-
-    if (remote := remote_commands()) is not None:
-        remote.repair(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
-        return
-    with open_service() as service:
-        if check:
-            print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
-            return
-        run_and_report(service.backends.state, index, lambda: service.repair_index(index),
-                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
-                       no_wait=no_wait)
+    _run_job(index, JobKind.REPAIR, check=check, quiet=quiet, as_json=as_json,
+             no_wait=no_wait)
 
 
-@click.command()
-@click.option("--index", required=True)
-@click.option("--check", is_flag=True,
-              help="Only show the index's status and how stale its trees are; build nothing.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
-@click.option("--no-wait", is_flag=True,
-              help="With workers: print the job id and return without waiting.")
-@handle_errors
+@index_job("Only show the index's status and how stale its trees are; build nothing.")
 def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
     """Build INDEX's trees again (the levels phases its method builds only on request)
     over its documents as they are now, with no new input.
@@ -54,14 +51,22 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
     Exits 2 when the index's method builds nothing on request or a job of the index is
     running, 3 when some items fail (they stay outstanding; the job says why).
     """
+    _run_job(index, JobKind.REBUILD, check=check, quiet=quiet, as_json=as_json,
+             no_wait=no_wait)
 
+
+def _run_job(index: str, kind: JobKind, *, check: bool, quiet: bool, as_json: bool,
+             no_wait: bool) -> None:
+    """Show the index's status (``check``), or submit the job and report it."""
     if (remote := remote_commands()) is not None:
-        remote.rebuild(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
+        send = remote.repair if kind is JobKind.REPAIR else remote.rebuild
+        send(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
         return
     with open_service() as service:
         if check:
             print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
             return
-        run_and_report(service.backends.state, index, lambda: service.rebuild_index(index),
+        submit = service.repair_index if kind is JobKind.REPAIR else service.rebuild_index
+        run_and_report(service.backends.state, index, lambda: submit(index),
                        in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
                        no_wait=no_wait)

@@ -5,7 +5,6 @@ tests/workers/test_plugin_workers.py runs it on worker processes)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.models import Job, JobState, Unit
 from hopindex.methods import registry
 from hopindex.readers import RawDocument
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
 from tests.methods.indexrag.conftest import llm_settings
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
@@ -41,15 +40,6 @@ TREE = {("summary", "Paris is in France. The river is the Seine."),
         ("summary", "Paris is in France. The river is the Seine. rivers flow.")}
 WORDS = {("proposition_aggregate", "Paris is in France. Paris has a river. Paris lies on it."),
          ("proposition_aggregate", "The city is old. The river is the Seine. The sea is far.")}
-
-
-@pytest.fixture
-def server() -> Iterator[LlmTestServer]:
-    """The LLM test server, for its embeddings."""
-    started = LlmTestServer(LlmServerConfig())
-    started.start_in_thread()
-    yield started
-    started.stop()
 
 
 def _service(tmp_path: Path, server: LlmTestServer, name: str = "data",

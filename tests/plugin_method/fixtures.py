@@ -16,6 +16,7 @@ import pytest
 
 import tests
 from hopindex.methods import registry as registry_module
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 DISTRIBUTION = "hopindex_sentences_test-0.0.1"
 REPO_ROOT = Path(tests.__file__).resolve().parents[1]
@@ -43,3 +44,12 @@ def sentences_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     monkeypatch.setattr(registry_module, "_registry", None)
     yield site
     # monkeypatch puts back the registry cached before the test (or None).
+
+
+@pytest.fixture
+def server() -> Iterator[LlmTestServer]:
+    """The LLM test server, for its embeddings."""
+    started = LlmTestServer(LlmServerConfig())
+    started.start_in_thread()
+    yield started
+    started.stop()

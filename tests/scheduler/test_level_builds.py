@@ -7,7 +7,6 @@ it. Run in-process with the test plugin's ``lazy_sentences`` method (its tree is
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from hopindex.scheduler.level_builds import (
     read_build,
 )
 from hopindex.scheduler.outstanding import IndexStatus
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
 from tests.methods.indexrag.conftest import llm_settings
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
@@ -47,15 +46,6 @@ FIRST_TREE = {"Paris is in France. The river is the Seine.", "Rivers flow.",
               "Paris is in France. The river is the Seine. Rivers flow."}
 CHANGED_B = raw("Beta", "The river is the Marne. Paris lies on it.", doc_id="b")
 CHANGED_C = raw("Gamma", "Lakes are still. The sea is far.", doc_id="c")
-
-
-@pytest.fixture
-def server() -> Iterator[LlmTestServer]:
-    """The LLM test server, for its embeddings."""
-    started = LlmTestServer(LlmServerConfig())
-    started.start_in_thread()
-    yield started
-    started.stop()
 
 
 def _service(tmp_path: Path, server: LlmTestServer, **method_env: str) -> Hopindex:

@@ -4,6 +4,7 @@ event log, real ``hopindex worker`` subprocesses, and the LLM test server."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import as_file, files
@@ -175,3 +176,15 @@ def eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
         job = s.ingest_paths(INDEX, [corpus])
         assert job.state is JobState.SUCCEEDED and not job.errors
         return kinds_and_texts(s)
+
+
+def wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool],
+               timeout_s: float = JOB_TIMEOUT_S) -> Job:
+    """The job once ``ready`` holds for it or it ended, polled every 50 ms."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = client.get_job(job_id)
+        if ready(job) or job.state.is_final:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} never reached the awaited point")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.models import JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.workers import WorkerProcess
 from tests.workers.conftest import (
@@ -22,6 +22,7 @@ from tests.workers.conftest import (
     embedder_settings,
     hotpot_corpus,
     unit_texts,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -39,17 +40,6 @@ MID_TASK_S = 0.2
 def _kill_mid_task(victim: WorkerProcess) -> None:
     time.sleep(MID_TASK_S)
     victim.kill()
-
-
-def _wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
-                timeout_s: float = JOB_TIMEOUT_S) -> Job:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = service.get_job(job_id)
-        if ready(job) or job.state.is_final:
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached the awaited point")
 
 
 def test_two_workers_build_the_same_units_as_the_eager_run(
@@ -95,12 +85,12 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
     victim = c.start("llm-1", "stage1,stage2", concurrency=2, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage1").done
+        job = wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage1").done
                           < j.count("indexrag.stage1").total // 2)
         assert job.state is JobState.RUNNING, "stage 1 ended before the kill"
         _kill_mid_task(victim)
         victim = c.start("llm-2", "stage1,stage2", concurrency=2, pool="threads")
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage2").done
+        job = wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage2").done
                           < j.count("indexrag.stage2").total // 2)
         assert job.state is JobState.RUNNING, "stage 2 ended before the kill"
         _kill_mid_task(victim)

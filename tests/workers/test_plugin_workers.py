@@ -26,6 +26,7 @@ from tests.workers.conftest import (
     engine_counts,
     hotpot_corpus,
     kinds_and_texts,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("sentences_plugin")]
@@ -54,16 +55,6 @@ def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path,
         job = service.ingest_paths(INDEX, [corpus], method=method)
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return kinds_and_texts(service)
-
-
-def _wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool]) -> Job:
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
-        job = client.get_job(job_id)
-        if ready(job) or job.state.is_final:
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached the awaited point")
 
 
 def _kill_mid_task(victim: WorkerProcess) -> None:
@@ -135,12 +126,12 @@ def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothi
     victim = c.start("phases-1", PHASE_QUEUES, concurrency=2, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus], method="sentences")
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.words").done
+        job = wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.words").done
                           < j.count("sentences.words").total // 2)
         assert job.state is JobState.RUNNING, "the words phase ended before the kill"
         _kill_mid_task(victim)
         victim = c.start("phases-2", PHASE_QUEUES, concurrency=2, pool="threads")
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.tree").done
+        job = wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.tree").done
                           < j.count("sentences.tree").total)
         assert job.state is JobState.RUNNING, "the tree phase ended before the kill"
         _kill_mid_task(victim)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.models import JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import (
@@ -22,6 +22,7 @@ from tests.workers.conftest import (
     engine_counts,
     hotpot_corpus,
     kinds_and_texts,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -39,16 +40,6 @@ def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
         job = s.ingest_paths(INDEX, [corpus], method="sirerag")
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return kinds_and_texts(s)
-
-
-def _wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool]) -> Job:
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
-        job = client.get_job(job_id)
-        if ready(job) or job.state.is_final:
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached the awaited point")
 
 
 def test_a_stage2_worker_killed_during_a_summary_level_loses_and_duplicates_nothing(
@@ -71,7 +62,7 @@ def test_a_stage2_worker_killed_during_a_summary_level_loses_and_duplicates_noth
     victim = c.start("stage2-1", "stage2", concurrency=2, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus], method="sirerag")
-        job = _wait_until(client, job.job_id, lambda j: 0 < j.count(PHASE).done
+        job = wait_until(client, job.job_id, lambda j: 0 < j.count(PHASE).done
                           < j.count(PHASE).total)
         assert job.state is JobState.RUNNING, "the summary level ended before the kill"
         time.sleep(MID_TASK_S)

@@ -9,8 +9,11 @@ their only one, the first entity (by key) keeps it, so it is neither lost nor
 indexed twice. A proposition naming no entity is in no aggregate.
 
 Which entities skip depends on other entities' counts, which an entity's own
-documents do not decide: an ingest rebuilds the aggregates of the entities its
-documents name, and a rebuild job every aggregate.
+documents do not decide. An ingest rebuilds the aggregates of the entities its
+documents name, so an entity whose single proposition another entity came to hold
+(or stopped holding) through other documents keeps its earlier decision until one
+of its own documents changes: until then a proposition may be indexed twice or,
+after another document's change, be in no aggregate.
 """
 
 from __future__ import annotations
