@@ -330,10 +330,17 @@ def webhooks_remove(webhook_id: str) -> None:
 @click.option("--limit", default=0, help="Only the first N questions (0: all).")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), default=None,
               help="Write the report here (.json; .md and .png beside it).")
+@click.option("--curve", "curve_out", type=click.Path(path_type=Path), default=None,
+              help="Write a PNG of cumulative LLM tokens (index build + N queries) against "
+                   "N, one line per method, marking where one pays back its build.")
+@click.option("--curve-queries", type=click.IntRange(min=1), default=None,
+              help="How far --curve runs, in queries (default: past the last break-even "
+                   "point, at least 1000).")
 @handle_errors
 def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...], fmt: str,
                  index_methods: tuple[str, ...], methods: tuple[str, ...], limit: int,
-                 json_out: Path | None) -> None:
+                 json_out: Path | None, curve_out: Path | None,
+                 curve_queries: int | None) -> None:
     """Recall@{1,2,5,10,20}, latency, and for LLM methods EM/F1/Acc and LLM cost per query;
     with --index-method, per index method too, beside what building its index cost."""
     from hopindex.api.evaluate import run_eval_command
@@ -342,7 +349,8 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
         run_eval_command(service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
-                         json_out=json_out, index_methods=list(index_methods))
+                         json_out=json_out, index_methods=list(index_methods),
+                         curve_out=curve_out, curve_queries=curve_queries)
 
 
 for _command in (repair, rebuild, worker, beat, serve, api_key):

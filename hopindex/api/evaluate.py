@@ -8,7 +8,9 @@ from pathlib import Path
 from rich.console import Console
 
 from hopindex.api.service import Hopindex
+from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Job
+from hopindex.evaluation.charts import write_curve_chart
 from hopindex.evaluation.compare import IngestCorpus, compare_indexes, plan_targets
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
 from hopindex.evaluation.report import EvalReport, render_table, write_all
@@ -34,12 +36,25 @@ def corpus_ingest(service: Hopindex, dataset_path: Path, dataset_format: Dataset
     return ingest
 
 
+def _check_curve_options(curve_out: Path | None, curve_queries: int | None) -> None:
+    # Checked before the run: a bad option must not cost an evaluation's time.
+    if curve_out is not None and curve_out.suffix.lower() != ".png":
+        raise InvalidInputError(f"the curve is written as PNG: name a .png file, got "
+                                f"{str(curve_out)!r}", where="--curve")
+    if curve_queries is not None and curve_out is None:
+        raise InvalidInputError("sets how far the --curve chart runs: give --curve too",
+                                where="--curve-queries")
+
+
 def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset_path: Path,
                      corpus_paths: list[Path], fmt: str, methods: list[str], limit: int,
                      json_out: Path | None, index_methods: list[str] | None = None,
+                     curve_out: Path | None = None, curve_queries: int | None = None,
                      ) -> EvalReport:
     """Without ``index_methods``: ``index`` itself, with its own method's default query
-    methods. With them: one index ``<index>-<method>`` per index method."""
+    methods. With them: one index ``<index>-<method>`` per index method. ``curve_out``:
+    a PNG of cumulative tokens up to ``curve_queries`` queries (None: the default)."""
+    _check_curve_options(curve_out, curve_queries)
     dataset_format = _FORMATS[fmt]
     questions = load_questions(dataset_path, dataset_format)
     if limit:
@@ -56,4 +71,9 @@ def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset
         base.parent.mkdir(parents=True, exist_ok=True)
         write_all(report, base)
         console.print(f"wrote {base}.json, {base}.md, {base}.png")
+    if curve_out is not None:
+        horizon = write_curve_chart(report, curve_out, horizon=curve_queries)
+        # soft_wrap: a path broken across lines cannot be copied.
+        console.print(f"wrote {curve_out} (cumulative tokens, 0 to {horizon:,} queries)",
+                      markup=False, soft_wrap=True)
     return report

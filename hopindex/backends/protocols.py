@@ -260,9 +260,11 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class NlpAnalyzer(Protocol):
-    """Sentence bounds and named entities for a batch of texts."""
+    """Sentence bounds and named entities for a batch of texts; noun chunks (which need
+    the slower dependency parse) only when asked for."""
 
     def analyze_texts(self, texts: Sequence[str]) -> list[TextAnalysis]: ...
+    def find_noun_chunks(self, texts: Sequence[str]) -> list[tuple[str, ...]]: ...
 
 
 @runtime_checkable

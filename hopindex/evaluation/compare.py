@@ -18,6 +18,7 @@ from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind, JobState, UnitKind
 from hopindex.evaluation.build_cost import BuildCost, BuildSource, build_cost
+from hopindex.evaluation.build_tokens import assign_build_tokens
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport, SkippedMethod
 from hopindex.evaluation.runner import DEFAULT_KS, QuestionOutcome, evaluate_method
@@ -188,6 +189,8 @@ def compare_indexes(service: Hopindex, targets: Sequence[Target], *, base: str, 
                                         ks=ks, on_question=on_question)
             report.index_method = plan.target.index_method
             reports.append(report)
-    return EvalReport(dataset=dataset, index=base,
-                      created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                      methods=reports, ks=tuple(ks), builds=builds, skipped=skipped)
+    run = EvalReport(dataset=dataset, index=base,
+                     created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                     methods=reports, ks=tuple(ks), builds=builds, skipped=skipped)
+    assign_build_tokens(run, service.list_jobs)
+    return run

@@ -6,9 +6,10 @@ always did; the retrieval pool's size and TPER (``efficiency``) only when some m
 reports its pool. A run over several index methods adds an index-method column; every
 run that knows how its indexes were built shows their build cost per phase
 (``build_cost``) and notes the methods it skipped because they cannot read an index.
+Rows that know their index's build tokens make cumulative-token curves (``token_curve``):
+where one pays back its build against another is noted under the table.
 
-matplotlib is imported only inside ``write_bar_chart``: the CLI imports this
-module on every start, and matplotlib costs a noticeable fraction of a second.
+Charts are drawn in ``charts``, which imports matplotlib only when it draws.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hopindex.evaluation.build_cost import BUILD_HEADER, BuildCost, build_rows
+from hopindex.evaluation.build_tokens import BuildTokens, BuildTokensSource
+from hopindex.evaluation.charts import write_bar_chart
 from hopindex.evaluation.efficiency import EfficiencyRow, Tper, assign_tper
+from hopindex.evaluation.token_curve import TokenCurve, break_evens, default_horizon
 
 _MISSING = "-"
 # Columns of names, left-aligned; every other column holds figures.
@@ -55,6 +59,15 @@ class LlmCostPerQuery:
     completion_tokens_mean: float
     completion_tokens_p95: float
     cache_hits: int
+    # 95th percentile of a question's prompt + completion tokens: not derivable from the
+    # two percentiles above. None only in reports written before it was recorded.
+    tokens_p95: float | None = None
+
+    @property
+    def tokens_mean(self) -> float:
+        """Mean prompt + completion tokens per question: the mean of sums is the sum of
+        the means, so it is derived rather than stored."""
+        return self.prompt_tokens_mean + self.completion_tokens_mean
 
     @property
     def used(self) -> bool:
@@ -70,7 +83,7 @@ class LlmCostPerQuery:
                    prompt_tokens_p95=data["prompt_tokens_p95"],
                    completion_tokens_mean=data["completion_tokens_mean"],
                    completion_tokens_p95=data["completion_tokens_p95"],
-                   cache_hits=data["cache_hits"])
+                   cache_hits=data["cache_hits"], tokens_p95=data.get("tokens_p95"))
 
 
 @dataclass
@@ -91,6 +104,8 @@ class MethodReport:
     index_method: str = ""
     # Units the method retrieved from, median over the questions; None when it names none.
     pool_size: float | None = None
+    # What building the index it queried cost in tokens; None in reports written before.
+    build_tokens: BuildTokens | None = None
 
     @property
     def label(self) -> str:
@@ -137,6 +152,14 @@ class EvalReport:
                                           tpq_s=m.tpq_s, pool_size=m.pool_size)
                             for m in self.methods])
 
+    def token_curves(self) -> list[TokenCurve]:
+        """A cumulative-token curve per row that knows its build tokens and its LLM use
+        (reports from before either was recorded have none), named as the table names it."""
+        return [TokenCurve(label=name, build_tokens=float(m.build_tokens.tokens),
+                           tokens_per_query=m.llm.tokens_mean)
+                for name, m in zip(_row_names(self), self.methods, strict=True)
+                if m.build_tokens is not None and m.llm is not None]
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ks"] = list(self.ks)
@@ -148,6 +171,17 @@ class EvalReport:
             method["tper"] = None if ratio is None else ratio.value
             method["tper_baseline"] = (None if ratio is None
                                        else self.methods[ratio.baseline].method)
+        for method, row in zip(data["methods"], self.methods, strict=True):
+            if row.llm is not None:
+                method["llm"]["tokens_mean"] = row.llm.tokens_mean
+        # Everything a reader needs to redraw the curves; from_dict recomputes it.
+        curves = self.token_curves()
+        data["token_curve"] = {
+            "default_horizon": default_horizon(curves),
+            "curves": [{"method": c.label, "build_tokens": c.build_tokens,
+                        "tokens_per_query": c.tokens_per_query} for c in curves],
+            "break_even": [{"method": p.payer, "against": p.against, "at": p.at,
+                            "queries": p.queries} for p in break_evens(curves)]}
         return data
 
     @classmethod
@@ -162,7 +196,9 @@ class EvalReport:
                                 answers=_optional(AnswerScores.from_dict, m.get("answers")),
                                 llm=_optional(LlmCostPerQuery.from_dict, m.get("llm")),
                                 index_method=m.get("index_method", ""),
-                                pool_size=m.get("pool_size"))
+                                pool_size=m.get("pool_size"),
+                                build_tokens=_optional(BuildTokens.from_dict,
+                                                       m.get("build_tokens")))
                    for m in data["methods"]]
         return cls(dataset=data["dataset"], index=data["index"], created_at=data["created_at"],
                    methods=methods, ks=tuple(data["ks"]),
@@ -185,7 +221,7 @@ def _extra_keys(report: EvalReport) -> list[str]:
 
 _ANSWER_HEADER = ("EM", "F1", "Acc", "answered")
 _LLM_HEADER = ("LLM calls", "calls p95", "prompt tok", "prompt p95", "compl tok",
-               "compl p95", "cache hits")
+               "compl p95", "tokens/q", "tokens p95", "cache hits")
 _POOL_HEADER = ("pool", "TPER")
 
 
@@ -229,7 +265,9 @@ def _llm_cells(llm: LlmCostPerQuery | None) -> list[str]:
         return [_MISSING] * len(_LLM_HEADER)
     return [f"{llm.calls_mean:.1f}", f"{llm.calls_p95:.1f}", f"{llm.prompt_tokens_mean:.0f}",
             f"{llm.prompt_tokens_p95:.0f}", f"{llm.completion_tokens_mean:.0f}",
-            f"{llm.completion_tokens_p95:.0f}", str(llm.cache_hits)]
+            f"{llm.completion_tokens_p95:.0f}", f"{llm.tokens_mean:.0f}",
+            _MISSING if llm.tokens_p95 is None else f"{llm.tokens_p95:.0f}",
+            str(llm.cache_hits)]
 
 
 def _pool_text(pool: float) -> str:
@@ -264,12 +302,33 @@ def _rows(report: EvalReport) -> list[list[str]]:
     return rows
 
 
+def _row_names(report: EvalReport) -> list[str]:
+    return [m.label if _by_index_method(report) else m.method for m in report.methods]
+
+
 def _tper_notes(report: EvalReport) -> list[str]:
     """One line per baseline: the baseline shows TPER 1.00, this says which row it is."""
     baselines = {r.baseline: r.baseline_pool for r in report.tper() if r is not None}
-    names = [m.label if _by_index_method(report) else m.method for m in report.methods]
+    names = _row_names(report)
     return [f"TPER = (TPQ / TPQ_B) / (pool / pool_B), B = {names[n]} (pool {_pool_text(pool)})"
             for n, pool in baselines.items()]
+
+
+def _token_notes(report: EvalReport) -> list[str]:
+    """Where each row pays back its build against another, soonest first, and whose build
+    tokens were summed from job records; nothing when no row used an LLM."""
+    if not _has_llm(report):
+        return []
+    summed = {m.build_tokens.index: m.build_tokens for m in report.methods
+              if m.build_tokens is not None
+              and m.build_tokens.source is BuildTokensSource.JOBS}
+    return ([point.note for point in break_evens(report.token_curves())]
+            + [tokens.note for tokens in summed.values()])
+
+
+def _notes(report: EvalReport) -> list[str]:
+    return [*_tper_notes(report), *(skipped.note for skipped in report.skipped),
+            *_token_notes(report)]
 
 
 def _aligned(header: list[str], rows: list[list[str]], left: Collection[str]) -> list[str]:
@@ -286,11 +345,11 @@ def _aligned(header: list[str], rows: list[list[str]], left: Collection[str]) ->
 
 def render_table(report: EvalReport) -> str:
     """A plain-text table: method left-aligned, figures right-aligned, one row per method;
-    then each TPER baseline, skipped methods and the build cost of each index."""
+    then each TPER baseline, skipped methods, break-even points and the build cost of
+    each index."""
     title = f"{report.dataset} · index {report.index} · {report.created_at}"
     lines = [title, *_aligned(_header(report), _rows(report), _TEXT_COLUMNS)]
-    lines.extend(f"note: {note}" for note in _tper_notes(report))
-    lines.extend(f"note: {skipped.note}" for skipped in report.skipped)
+    lines.extend(f"note: {note}" for note in _notes(report))
     if report.builds:
         lines.extend(["", "build cost per index method",
                       *_aligned(list(BUILD_HEADER), build_rows(report.builds),
@@ -312,7 +371,7 @@ def render_markdown(report: EvalReport) -> str:
         _markdown_rule(header),
     ]
     lines.extend(_markdown_row(row) for row in _rows(report))
-    notes = [*_tper_notes(report), *(skipped.note for skipped in report.skipped)]
+    notes = _notes(report)
     if notes:
         lines.append("")
         lines.extend(f"- {_markdown_cell(note)}" for note in notes)
@@ -349,43 +408,6 @@ def read_json(path: Path) -> EvalReport:
 
 def write_markdown(report: EvalReport, path: Path) -> None:
     _prepare(path).write_text(render_markdown(report), encoding="utf-8")
-
-
-def write_bar_chart(report: EvalReport, path: Path) -> None:
-    """Grouped bars: one group per k, one bar per method, the value printed on each bar."""
-    # The object API with the Agg canvas: no pyplot global state and no GUI
-    # backend, so this is safe in servers, threads and headless CI.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    n_methods = max(len(report.methods), 1)
-    group_width = 0.8
-    bar_width = group_width / n_methods
-    figure = Figure(figsize=(max(6.0, 1.2 + len(report.ks) * (0.6 + 0.5 * n_methods)), 4.5),
-                    dpi=120)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    positions = list(range(len(report.ks)))
-    for offset, method in enumerate(report.methods):
-        shift = -group_width / 2 + bar_width * (offset + 0.5)
-        present = [(x, method.recall[k]) for x, k in zip(positions, report.ks, strict=True)
-                   if k in method.recall]
-        bars = axes.bar([x + shift for x, _ in present], [v for _, v in present],
-                        width=bar_width, label=method.label if _by_index_method(report)
-                        else method.method)
-        axes.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
-    axes.set_xticks(positions, [f"R@{k}" for k in report.ks])
-    axes.set_xlabel("k (passages retrieved)")
-    axes.set_ylabel("Recall@k")
-    axes.set_ylim(0, 1.1)
-    axes.set_title(f"{report.dataset} — index {report.index} — {report.created_at}",
-                   fontsize=10)
-    if report.methods:
-        # Outside the axes: any spot inside can hide a bar once recalls near 1.
-        axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    axes.grid(axis="y", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(_prepare(path), format="png")
 
 
 def write_all(report: EvalReport, out_base: Path) -> tuple[Path, Path, Path]:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hopindex.api.service import Hopindex
+from hopindex.evaluation.build_tokens import assign_build_tokens
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport
 from hopindex.evaluation.scoring import QuestionOutcome, score_question, summarize
@@ -59,9 +60,12 @@ def evaluate(service: Hopindex, index: str, dataset: str, questions: Sequence[Qu
     reports = [evaluate_method(service, index, questions, spec.label, ks=ks,
                                on_question=on_question)[0]
                for spec in expand_method_specs(methods)]
-    return EvalReport(dataset=dataset, index=index,
-                      created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                      methods=reports, ks=tuple(ks))
+    report = EvalReport(dataset=dataset, index=index,
+                        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                        methods=reports, ks=tuple(ks))
+    # No build in this run: the index's job records say what building it cost.
+    assign_build_tokens(report, service.list_jobs)
+    return report
 
 
 def default_report_base(out_dir: Path, index: str) -> Path:

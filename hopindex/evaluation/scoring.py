@@ -90,11 +90,12 @@ def _llm_cost(outcomes: Sequence[QuestionOutcome]) -> LlmCostPerQuery:
     calls = [float(o.llm_calls) for o in outcomes]
     prompt = [float(o.prompt_tokens) for o in outcomes]
     completion = [float(o.completion_tokens) for o in outcomes]
+    tokens = [p + c for p, c in zip(prompt, completion, strict=True)]
     return LlmCostPerQuery(
         calls_mean=_mean(calls), calls_p95=_p95(calls),
         prompt_tokens_mean=_mean(prompt), prompt_tokens_p95=_p95(prompt),
         completion_tokens_mean=_mean(completion), completion_tokens_p95=_p95(completion),
-        cache_hits=sum(o.cache_hits for o in outcomes))
+        cache_hits=sum(o.cache_hits for o in outcomes), tokens_p95=_p95(tokens))
 
 
 def summarize(method: str, outcomes: Sequence[QuestionOutcome],

@@ -24,6 +24,7 @@ class QueryPhase(enum.StrEnum):
     REASON = "reason"  # LLM reasoning steps (IRCoT)
     JUDGE = "judge"  # an LLM judging candidates (bridge judge)
     ANSWER = "answer"  # the answer LLM call
+    EXTRACT = "extract"  # local models (or rules) rewriting sub-questions, extracting spans
     EXPAND = "expand"  # units to their source passages (provenance)
 
 

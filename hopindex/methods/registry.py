@@ -55,9 +55,17 @@ def registry() -> MethodRegistry:
 
 def _register_builtins(found: MethodRegistry) -> None:
     # Imported here: each package imports this module's inputs (base, plugin), not it.
-    from hopindex.methods import bridgerag, extractive, indexrag, ircot, naive, sirerag
+    from hopindex.methods import (
+        bridgerag,
+        compactrag,
+        extractive,
+        indexrag,
+        ircot,
+        naive,
+        sirerag,
+    )
 
-    for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag):
+    for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag, compactrag):
         package.register(found)
 
 

@@ -9,19 +9,24 @@ real model would be asked to (shape, not quality). Classification, first match w
    of the passage after ``PARAGRAPH_LABEL``, its capitalised names as entities: a JSON
    array, or ``{"propositions": [...]}`` in JSON mode (``llm_sirerag``). These two come
    first because their prompts carry whole passages, which may hold other markers.
-3. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
+3. CompactRAG's three prompts (``llm_compactrag``), whose passages and retrieved pairs
+   may hold later kinds' markers: ``QA_MARKER`` (``[Entity List]:``) → QA pairs, one per
+   sentence; ``SYNTHESIZE_MARKER`` (``"thought"``) → ``{"thought", "answer"}``;
+   ``DECOMPOSE_MARKER`` (``"ref"``) → one or two sub-questions. The first and the last
+   are wrapped under a key in JSON mode, bare arrays otherwise.
+4. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
    lines) → a JSON array of bridging facts, each joining facts of two documents.
-4. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
+5. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
    from the passage after ``DOCUMENT_LABEL``.
-5. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
+6. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
    (BridgeRAG's judge; ``Bridge entity N:`` lines count toward the scores).
-6. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
+7. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
    ``"entities": [e1, e2]`` when the prompt also names ``"entities"``.
-7. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
-8. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
+8. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
+9. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
    one reasoning step; see :func:`_ircot_reply`.
-9. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
-10. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
+10. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
+11. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
 """
 
 from __future__ import annotations
@@ -35,9 +40,17 @@ import math
 import re
 import struct
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hopindex.testing.llm_compactrag import (
+    DECOMPOSE_MARKER,
+    QA_MARKER,
+    SYNTHESIZE_MARKER,
+    decompose_reply,
+    qa_reply,
+    synthesize_reply,
+)
 from hopindex.testing.llm_sirerag import propositions_reply, summary_reply
 from hopindex.testing.llm_text import NOT_NAME_WORDS, capitalised_spans, split_sentences, unique
 
@@ -85,12 +98,21 @@ class TaskKind(enum.StrEnum):
     QUERIES = "queries"
     ENTITY_PAIR = "entity_pair"
     SCORES = "scores"
+    QA_PAIRS = "qa_pairs"
+    DECOMPOSE = "decompose"
+    SYNTHESIZE = "synthesize"
     OTHER = "other"
 
 
 # Kinds whose reply is JSON whatever the request's response_format says.
 JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES,
-                        TaskKind.PROPOSITIONS})
+                        TaskKind.PROPOSITIONS, TaskKind.QA_PAIRS, TaskKind.DECOMPOSE,
+                        TaskKind.SYNTHESIZE})
+
+
+_COMPACTRAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
+    TaskKind.QA_PAIRS: qa_reply, TaskKind.DECOMPOSE: decompose_reply,
+    TaskKind.SYNTHESIZE: synthesize_reply}
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +132,9 @@ def classify(prompt: str) -> TaskKind:
     rules = (
         (SUMMARY_MARKER in prompt, TaskKind.SUMMARY),
         (PROPOSITIONS_MARKER in prompt, TaskKind.PROPOSITIONS),
+        (QA_MARKER in prompt, TaskKind.QA_PAIRS),
+        (SYNTHESIZE_MARKER in prompt, TaskKind.SYNTHESIZE),
+        (DECOMPOSE_MARKER in prompt, TaskKind.DECOMPOSE),
         (STAGE2_SECTION_MARKER in prompt, TaskKind.STAGE2),
         (STAGE1_MARKER in prompt, TaskKind.STAGE1),
         (SCORES_MARKER in prompt and _CANDIDATE_LINE.search(prompt) is not None,
@@ -154,6 +179,9 @@ def _json_reply(kind: TaskKind, prompt: str, *, json_mode: bool) -> object:
     if kind is TaskKind.PROPOSITIONS:
         passage = _until_section_end(_after_first(prompt, PARAGRAPH_LABEL))
         return propositions_reply(passage, json_mode=json_mode)
+    compactrag = _COMPACTRAG_REPLIES.get(kind)
+    if compactrag is not None:
+        return compactrag(prompt, json_mode=json_mode)
     if kind is TaskKind.STAGE1:
         return stage1_reply(prompt)
     if kind is TaskKind.STAGE2:

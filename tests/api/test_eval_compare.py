@@ -62,16 +62,19 @@ def test_cli_compares_index_methods_with_their_build_cost(
         tmp_path: Path, dataset: Path, start_server: Server) -> None:
     """One eval builds hq-extractive and hq-indexrag, reports each index method's build
     cost per phase (extractive: no LLM call; indexrag: calls in stage1 and stage2) and
-    a row for each of its default query methods, as table, JSON, Markdown and PNG."""
+    a row for each of its default query methods, as table, JSON, Markdown and PNG; with
+    --curve, each row's build tokens (its index's build) and the cumulative-token PNG."""
     server = start_server()
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
                          "HOPINDEX_LLM_MODEL": server.config.model,
                          "HOPINDEX_LLM_BASE_URL": server.base_url,
                          "OPENAI_API_KEY": "sk-test"})
     out = tmp_path / "reports" / "compare.json"
+    curve = tmp_path / "charts" / "tokens.png"
     result = cli.invoke(main, ["eval", "--index", "hq", "--dataset", str(dataset),
                                "--format", "hotpotqa", "--index-method", "extractive",
-                               "--index-method", "indexrag", "--json", str(out)])
+                               "--index-method", "indexrag", "--json", str(out),
+                               "--curve", str(curve)])
     assert result.exit_code == 0, result.output
     assert "build cost per index method" in result.output
     report = read_json(out)
@@ -99,6 +102,37 @@ def test_cli_compares_index_methods_with_their_build_cost(
     markdown = out.with_suffix(".md").read_text()
     assert "Build cost per index method" in markdown and "indexrag.stage2" in markdown
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+
+    assert "tokens/q" in result.output and "tokens p95" in result.output
+    assert f"wrote {curve} (cumulative tokens, 0 to 1,000 queries)" in result.output
+    assert curve.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    built_tokens = {b.index: b.total().prompt_tokens + b.total().completion_tokens
+                    for b in report.builds}
+    assert built_tokens["hq-indexrag"] > 0 == built_tokens["hq-extractive"]
+    assert all(m.build_tokens is not None
+               and m.build_tokens.tokens == built_tokens[f"hq-{m.index_method}"]
+               for m in report.methods)
+    curves = json.loads(out.read_text())["token_curve"]["curves"]
+    assert len(curves) == len(report.methods)
+
+
+def test_bad_curve_options_are_refused_before_anything_runs(
+        tmp_path: Path, dataset: Path) -> None:
+    """--curve names a .png file and --curve-queries needs --curve and a count of 1 or
+    more: each mistake exits 2 naming the option, before any index is built."""
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
+    base = ["eval", "--index", "bad", "--dataset", str(dataset), "--format", "hotpotqa"]
+    for extra, message in ((["--curve", str(tmp_path / "c.svg")],
+                            "--curve: the curve is written as PNG"),
+                           (["--curve-queries", "50"], "--curve-queries: sets how far"),
+                           (["--curve", str(tmp_path / "c.png"), "--curve-queries", "0"],
+                            "--curve-queries")):
+        result = cli.invoke(main, [*base, *extra])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+    assert not (tmp_path / "c.png").exists()
+    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
+        assert service.backends.state.get_index("bad") is None
 
 
 def test_a_rerun_reuses_the_indexes_and_calls_no_llm(

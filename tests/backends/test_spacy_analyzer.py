@@ -91,3 +91,13 @@ def test_unknown_model_is_a_config_error() -> None:
     """A model name spaCy cannot find is a ConfigError naming it."""
     with pytest.raises(ConfigError, match="no_such_spacy_model"):
         SpacyAnalyzer("no_such_spacy_model").analyze_texts(["text"])
+
+
+def test_noun_chunks_come_from_the_parse_in_text_order(analyzer: SpacyAnalyzer) -> None:
+    """Noun chunks (the parser's, loaded on first use) per text, in order, each once; an
+    empty batch costs nothing."""
+    (chunks, empty) = analyzer.find_noun_chunks(
+        ["Marie Curie was a physicist born in Warsaw. Marie Curie won a prize.", ""])
+    assert chunks == ("Marie Curie", "a physicist", "Warsaw", "a prize")
+    assert empty == ()
+    assert analyzer.find_noun_chunks([]) == []

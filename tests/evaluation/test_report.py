@@ -124,7 +124,7 @@ def test_write_all_writes_three_files_keeping_dots_in_the_base(tmp_path: Path) -
 
 NO_LLM = LlmCostPerQuery(calls_mean=0.0, calls_p95=0.0, prompt_tokens_mean=0.0,
                          prompt_tokens_p95=0.0, completion_tokens_mean=0.0,
-                         completion_tokens_p95=0.0, cache_hits=0)
+                         completion_tokens_p95=0.0, cache_hits=0, tokens_p95=0.0)
 
 
 def llm_report() -> EvalReport:
@@ -143,24 +143,27 @@ def llm_report() -> EvalReport:
                                              prompt_tokens_mean=2310.4,
                                              prompt_tokens_p95=4102.0,
                                              completion_tokens_mean=61.6,
-                                             completion_tokens_p95=120.0, cache_hits=17)),
+                                             completion_tokens_p95=120.0, cache_hits=17,
+                                             tokens_p95=4210.0)),
         ],
     )
 
 
 def test_table_shows_answer_and_llm_columns_when_a_method_has_them() -> None:
     """With an answering method in the run, the table gains EM/F1/Acc/answered and the LLM
-    cost columns; the retrieval-only row shows '-' for answers and zero LLM use."""
+    cost columns, tokens per query (prompt + completion: 2310.4 + 61.6 = 2372) and their
+    p95 among them; the retrieval-only row shows '-' for answers and zero LLM use."""
     _, header, _, naive, ircot = render_table(llm_report()).splitlines()
     assert header.split() == ["method", "n", "R@5", "p50", "ms", "p95", "ms", "TPQ", "s",
                               "EM", "F1", "Acc", "answered",
                               "LLM", "calls", "calls", "p95", "prompt", "tok", "prompt", "p95",
-                              "compl", "tok", "compl", "p95", "cache", "hits"]
+                              "compl", "tok", "compl", "p95", "tokens/q", "tokens", "p95",
+                              "cache", "hits"]
     assert naive.split() == ["naive", "100", "0.785", "12.0", "30.0", "0.015", "-", "-", "-", "-",
-                             "0.0", "0.0", "0", "0", "0", "0", "0"]
+                             "0.0", "0.0", "0", "0", "0", "0", "0", "0", "0"]
     assert ircot.split() == ["ircot", "100", "0.900", "2500.0", "6100.0", "2.875",
                              "0.451", "0.583", "0.500", "98",
-                             "3.4", "6.0", "2310", "4102", "62", "120", "17"]
+                             "3.4", "6.0", "2310", "4102", "62", "120", "2372", "4210", "17"]
 
 
 def test_retrieval_only_run_keeps_the_old_columns() -> None:
@@ -183,12 +186,12 @@ def test_markdown_shows_answer_and_llm_columns() -> None:
     assert lines[2] == ("| method | n | R@5 | p50 ms | p95 ms | TPQ s | EM | F1 | Acc | "
                         "answered | "
                         "LLM calls | calls p95 | prompt tok | prompt p95 | compl tok | "
-                        "compl p95 | cache hits |")
-    assert lines[3] == "|:---|" + "---:|" * 16
-    assert lines[4] == "| naive | 100 | 0.785 | 12.0 | 30.0 | 0.015 |" + " - |" * 11
+                        "compl p95 | tokens/q | tokens p95 | cache hits |")
+    assert lines[3] == "|:---|" + "---:|" * 18
+    assert lines[4] == "| naive | 100 | 0.785 | 12.0 | 30.0 | 0.015 |" + " - |" * 13
     assert lines[5] == ("| ircot | 100 | 0.900 | 2500.0 | 6100.0 | 2.875 | 0.451 | 0.583 | "
                         "0.500 | "
-                        "98 | 3.4 | 6.0 | 2310 | 4102 | 62 | 120 | 17 |")
+                        "98 | 3.4 | 6.0 | 2310 | 4102 | 62 | 120 | 2372 | 4210 | 17 |")
 
 
 def test_answer_and_llm_figures_round_trip_through_json(tmp_path: Path) -> None:

@@ -116,6 +116,20 @@ def test_summarize_gives_mean_and_p95_llm_cost_per_query() -> None:
     assert llm.used
 
 
+def test_tokens_per_query_are_prompt_plus_completion_per_question() -> None:
+    """The tokens of a question are its prompt plus its completion tokens: their mean is
+    the sum of the two means, but their p95 is taken over each question's sum, not the
+    sum of the two p95s (here 1000, where the p95s add up to 1802)."""
+    outcomes = [outcome("a", calls=1, prompt=1000, completion=0),
+                outcome("b", calls=1, prompt=0, completion=1000),
+                outcome("c", calls=1, prompt=10, completion=10)]
+    llm = summarize("compactrag", outcomes, ks=(2,)).llm
+    assert llm is not None
+    assert llm.tokens_mean == pytest.approx(2020 / 3)
+    assert llm.tokens_p95 == pytest.approx(1000)
+    assert llm.prompt_tokens_p95 + llm.completion_tokens_p95 == pytest.approx(1802)
+
+
 def test_summarize_retrieval_only_method_has_no_answer_scores() -> None:
     """A method that answered nothing has answers None and an LLM cost of zero, which
     counts as unused; recall and latency are summarised as before."""
@@ -140,7 +154,7 @@ def test_summarize_no_questions_gives_zeros_not_an_error() -> None:
     assert report.recall == {1: 0.0, 5: 0.0}
     assert (report.latency_p50_ms, report.latency_p95_ms) == (0.0, 0.0)
     assert report.answers is None
-    assert report.llm == LlmCostPerQuery(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    assert report.llm == LlmCostPerQuery(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, tokens_p95=0.0)
 
 
 def test_score_question_reads_the_pool_size_from_the_trace() -> None:

@@ -60,9 +60,12 @@ class LlmRunner:
                       usage: UsageMeter) -> T:
         return self._run(self._bounded(self._client.complete_json(request, parse, usage)))
 
-    def complete_json_many(self, requests: Sequence[ChatRequest], parse: Callable[[Any], T],
+    def complete_json_many(self, requests: Sequence[ChatRequest],
+                           parse: Callable[[Any], T] | Sequence[Callable[[Any], T]],
                            usage: UsageMeter) -> list[T | HopindexError]:
-        """All requests concurrently (up to the process's in-flight cap), in order.
+        """All requests concurrently (up to the process's in-flight cap), in order;
+        ``parse`` checks every reply, or is one check per request (a reply judged
+        against its own request's input).
 
         A request that fails because of its item gives its error in its place, so one
         bad document or entity fails alone (see ``item_failure``). Any other failure is
@@ -72,9 +75,13 @@ class LlmRunner:
         state) failing, which the task retries, or a bug, which must not hide in a job
         record.
         """
+        parses = [parse] * len(requests) if callable(parse) else list(parse)
+        if len(parses) != len(requests):
+            raise ValueError(f"{len(requests)} requests and {len(parses)} parsers")
+
         async def run_all() -> list[T | BaseException]:
-            tasks = [self._bounded(self._client.complete_json(r, parse, usage))
-                     for r in requests]
+            tasks = [self._bounded(self._client.complete_json(r, check, usage))
+                     for r, check in zip(requests, parses, strict=True)]
             return await asyncio.gather(*tasks, return_exceptions=True)
 
         return _item_outcomes(self._run(run_all()))

@@ -24,6 +24,10 @@ entity spans. A blank line always starts a sentence (see ``_paragraph_breaks``),
 which the corpus, having no newlines, does not exercise.
 ``n_process=2`` would bring senter + ner to 6.4 s but competes with the
 embedder for the same cores and cannot run inside daemonic Celery workers.
+
+Noun chunks need the tagger and the dependency parser: they come from a second
+pipeline of the same model (NER and the lemmatizer excluded), loaded the first time
+they are asked for, so analyses that do not need them never pay for the parse.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ DEFAULT_MAX_LENGTH = 2_000_000
 # pipelines are not documented as thread-safe, so each has a lock for ``pipe``.
 _PIPELINES: dict[str, tuple[Any, threading.Lock]] = {}
 _PIPELINES_LOCK = threading.Lock()
+_PARSERS: dict[str, tuple[Any, threading.Lock]] = {}
+_PARSER_EXCLUDED = ("ner", "lemmatizer")
 
 
 def _load(model: str) -> tuple[Any, threading.Lock]:
@@ -126,6 +132,25 @@ def _analysis(text: str, doc: Any) -> TextAnalysis:
     return TextAnalysis(sentences=tuple(sentences), entities=entities)
 
 
+def _load_parser(model: str) -> tuple[Any, threading.Lock]:
+    with _PIPELINES_LOCK:
+        loaded = _PARSERS.get(model)
+        if loaded is not None:
+            return loaded
+        import spacy
+
+        try:
+            nlp = spacy.load(model, exclude=list(_PARSER_EXCLUDED))
+        except OSError as exc:
+            raise ConfigError(f"HOPINDEX_NLP_URL: spaCy model {model!r} is not installed "
+                              f"or not a model folder: {exc}") from exc
+        if not nlp.has_pipe("parser"):
+            raise ConfigError(f"HOPINDEX_NLP_URL: spaCy model {model!r} has no 'parser' "
+                              "component, which noun chunks need")
+        _PARSERS[model] = (nlp, threading.Lock())
+        return _PARSERS[model]
+
+
 class SpacyAnalyzer:
     """``NlpAnalyzer`` over a spaCy pipeline cut down to sentence splitting and NER."""
 
@@ -160,3 +185,22 @@ class SpacyAnalyzer:
                 raise BackendError(f"spaCy analysis of {len(texts)} texts failed: "
                                    f"{exc}") from exc
         return [_analysis(text, doc) for text, doc in zip(texts, docs, strict=True)]
+
+    def find_noun_chunks(self, texts: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each text's noun chunks, in text order, each once."""
+        if not texts:
+            return []
+        nlp, lock = _load_parser(self._model)
+        longest = max(len(t) for t in texts)
+        if longest > self._max_length:
+            raise InvalidInputError(f"a text of {longest} characters exceeds the NLP "
+                                    f"limit of {self._max_length}", where="text")
+        with lock:
+            nlp.max_length = max(nlp.max_length, self._max_length)
+            try:
+                docs = list(nlp.pipe(texts, batch_size=self._batch_size))
+            except Exception as exc:  # spaCy and thinc raise ValueError, KeyError, ...
+                raise BackendError(f"spaCy noun chunks of {len(texts)} texts failed: "
+                                   f"{exc}") from exc
+        return [tuple(dict.fromkeys(chunk.text.strip() for chunk in doc.noun_chunks
+                                    if chunk.text.strip())) for doc in docs]

@@ -1,0 +1,85 @@
+"""The tokens it took to build the index each row of a run queried: the start of that
+row's cumulative-token curve (``token_curve``).
+
+An index built or reused in the run has its build cost (``build_cost``): its tokens are
+that build's. Otherwise (a run that records no build, or a reused index no job on record
+built) they are summed from the index's own job records, every finished job's LLM
+usage. Tokens are prompt + completion tokens the provider answered for; calls the
+response cache served cost none.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hopindex.evaluation.build_cost import BuildSource
+
+if TYPE_CHECKING:
+    from hopindex.core.models import Job
+    from hopindex.evaluation.report import EvalReport
+
+# An index's jobs newest first, at most ``limit`` of them (Hopindex.list_jobs).
+ListJobs = Callable[[str, int], Sequence["Job"]]
+# How many of an index's jobs are summed: far more than an evaluated index has.
+JOBS_READ = 10_000
+
+
+class BuildTokensSource(enum.StrEnum):
+    """Where a row's build tokens come from."""
+
+    BUILD = "build"  # the run's build cost of the index (report.builds)
+    JOBS = "jobs"  # the sum over the index's finished jobs on record
+
+
+@dataclass(frozen=True, slots=True)
+class BuildTokens:
+    """Prompt + completion tokens spent building ``index``; ``jobs`` the number of job
+    records they were summed from (the run's build: its one job, or none)."""
+
+    index: str
+    tokens: int
+    source: BuildTokensSource
+    jobs: int = 0
+
+    @property
+    def note(self) -> str:
+        return (f"build tokens of {self.index}: {self.tokens:,}, summed from the records "
+                f"of its {self.jobs} finished job{'' if self.jobs == 1 else 's'}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BuildTokens:
+        return cls(index=data["index"], tokens=data["tokens"],
+                   source=BuildTokensSource(data["source"]), jobs=data["jobs"])
+
+
+def tokens_from_jobs(index: str, jobs: Iterable[Job]) -> BuildTokens:
+    """Prompt + completion tokens over the finished jobs, every phase; a failed or
+    cancelled job's calls were paid for all the same."""
+    finished = [job for job in jobs if job.state.is_final]
+    tokens = sum(usage.prompt_tokens + usage.completion_tokens
+                 for job in finished for usage in job.llm.values())
+    return BuildTokens(index=index, tokens=tokens, source=BuildTokensSource.JOBS,
+                       jobs=len(finished))
+
+
+def assign_build_tokens(report: EvalReport, list_jobs: ListJobs) -> None:
+    """Set each row's ``build_tokens``: its index's build in the run when one is on
+    record, else the sum over the index's job records (read once per index)."""
+    builds = {build.index_method: build for build in report.builds}
+    from_jobs: dict[str, BuildTokens] = {}
+    for row in report.methods:
+        build = builds.get(row.index_method)
+        if build is not None and build.source is not BuildSource.REUSED_UNRECORDED:
+            total = build.total()
+            row.build_tokens = BuildTokens(
+                index=build.index, tokens=total.prompt_tokens + total.completion_tokens,
+                source=BuildTokensSource.BUILD, jobs=1 if build.job_id else 0)
+            continue
+        # A row of a run without builds (runner.evaluate) queried the run's one index.
+        index = build.index if build is not None else report.index
+        if index not in from_jobs:
+            from_jobs[index] = tokens_from_jobs(index, list_jobs(index, JOBS_READ))
+        row.build_tokens = from_jobs[index]

@@ -1,0 +1,139 @@
+"""Query side of ``compactrag``: exactly two LLM calls, whatever the number of hops.
+
+1. Call 1 decomposes the question into sub-questions, each referring to at most one
+   earlier one (``parse_decomposition`` never fails: a reply it cannot read leaves
+   the question as its one sub-question, noted in the trace).
+2. Per sub-question, in dependency order, with no LLM: rewrite it with the answer of
+   the one it refers to, retrieve the top QA units (``fetch_factor`` times as many
+   fetched, duplicate questions dropped, as the authors' code does), extract the
+   answer span from them (``modules.py``: local models or model-free defaults).
+3. Call 2 answers from the question and each sub-question's retrieved pairs.
+
+Passages are the retrieved units' documents, taken in turn from each sub-question's
+ranked list (its best unit, then the next sub-question's best, …), so every hop is
+represented early.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hopindex.backends.llm.usage import UsageMeter
+from hopindex.backends.protocols import UnitFilter
+from hopindex.core.models import Hit, Unit, UnitKind
+from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
+from hopindex.methods.compactrag.method import METHOD
+from hopindex.methods.compactrag.modules import QaContext, open_modules
+from hopindex.methods.compactrag.parsing import QaPair, normalise_question, parse_decomposition
+from hopindex.methods.compactrag.prompts import (
+    SynthesisStep,
+    decompose_request,
+    synthesize_request,
+)
+from hopindex.methods.compactrag.text_replies import parse_synthesis
+from hopindex.methods.phases import PhaseTimer, QueryPhase
+from hopindex.methods.retrieval.expansion import expand_to_passages
+
+_QA = UnitFilter(kinds=(UnitKind.QA_PAIR,))
+
+
+class CompactRagMethod:
+    name = METHOD
+
+    def __init__(self, context: SearchContext) -> None:
+        self._context = context
+
+    def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
+        started = time.perf_counter()
+        context = self._context
+        llm = context.require_llm(self.name)
+        settings = context.method_settings(METHOD)
+        extractor, rewriter = open_modules(settings.extractor, settings.rewriter)
+        usage = UsageMeter()
+        timer = PhaseTimer()
+        with timer.phase(QueryPhase.REWRITE):
+            reply = llm.complete(decompose_request(question), usage)
+        decomposition = parse_decomposition(reply.content, question)
+        answers: dict[int, tuple[str, str]] = {}  # sub-question index → (text, answer)
+        steps: list[SynthesisStep] = []
+        ranked: list[list[tuple[Unit, float]]] = []
+        trace_steps: list[dict[str, Any]] = []
+        for sub in decomposition.sub_questions:
+            referenced = answers.get(sub.ref) if sub.ref is not None else None
+            with timer.phase(QueryPhase.EXTRACT):
+                rewritten = rewriter.rewrite_question(
+                    sub.text, referenced[1] if referenced else None,
+                    referenced[0] if referenced else None)
+            found = self._retrieve(index, rewritten, settings.top_k, settings.fetch_factor,
+                                   timer)
+            with timer.phase(QueryPhase.EXTRACT):
+                extracted = extractor.extract_answer(rewritten, [
+                    QaContext(question=str(u.metadata.get("question", "")),
+                              answer=str(u.metadata.get("answer", "")), score=score)
+                    for u, score in found])
+            answers[sub.index] = (rewritten, extracted.text)
+            ranked.append(found)
+            steps.append(SynthesisStep(question=rewritten, answer=extracted.text, pairs=tuple(
+                QaPair(question=str(u.metadata.get("question", "")),
+                       answer=str(u.metadata.get("answer", ""))) for u, _ in found)))
+            trace_steps.append({"index": sub.index, "q": sub.text, "ref": sub.ref,
+                                "rewritten": rewritten, "answer": extracted.text,
+                                "units": [u.unit_id for u, _ in found]})
+        with timer.phase(QueryPhase.ANSWER):
+            final = llm.complete(synthesize_request(question, steps), usage)
+        synthesis = parse_synthesis(final.content)
+        with timer.phase(QueryPhase.EXPAND):
+            hits, units = _interleave(ranked)
+            passages = expand_to_passages(index, hits, units, context.units, options.k,
+                                          documents=context.documents)
+        result = QueryResult(
+            question=question, method=self.name, index=index, passages=passages,
+            answer=synthesis.answer,
+            trace={"sub_questions": trace_steps,
+                   "degraded": decomposition.degraded + synthesis.degraded})
+        result.usage.add_llm(usage.total())
+        result.usage.phases_s = timer.phases_s
+        result.latency_s = time.perf_counter() - started
+        return result
+
+    def _retrieve(self, index: str, question: str, top_k: int, fetch_factor: int,
+                  timer: PhaseTimer) -> list[tuple[Unit, float]]:
+        """The top ``top_k`` QA units for ``question``, each question once."""
+        with timer.phase(QueryPhase.EMBED):
+            vector = self._context.embedder.embed_query(question)
+        with timer.phase(QueryPhase.DENSE_SEARCH):
+            hits = self._context.vectors.search_vectors(index, vector, top_k * fetch_factor,
+                                                        _QA)
+        with timer.phase(QueryPhase.LOAD_UNITS):
+            units = {u.unit_id: u for u in self._context.units.get_units(
+                index, [h.unit_id for h in hits])}
+        kept: list[tuple[Unit, float]] = []
+        seen: set[str] = set()
+        for hit in hits:
+            unit = units.get(hit.unit_id)
+            if unit is None:
+                continue
+            key = normalise_question(str(unit.metadata.get("question", unit.text)))
+            if key not in seen:
+                seen.add(key)
+                kept.append((unit, hit.score))
+            if len(kept) == top_k:
+                break
+        return kept
+
+
+def _interleave(ranked: Sequence[Sequence[tuple[Unit, float]]]
+                ) -> tuple[list[Hit], dict[str, Unit]]:
+    """Each sub-question's first unit, then each one's second, …, each unit once."""
+    hits: list[Hit] = []
+    units: dict[str, Unit] = {}
+    for rank in range(max((len(r) for r in ranked), default=0)):
+        for found in ranked:
+            if rank < len(found):
+                unit, score = found[rank]
+                if unit.unit_id not in units:
+                    units[unit.unit_id] = unit
+                    hits.append(Hit(unit_id=unit.unit_id, score=score))
+    return hits, units

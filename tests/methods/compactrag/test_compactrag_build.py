@@ -1,0 +1,95 @@
+"""CompactRAG against the local test server: the QA knowledge base, and queries of
+exactly two LLM calls whatever the number of sub-questions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from hopindex.core.models import JobState, UnitKind
+from hopindex.methods.base import QueryOptions
+from hopindex.methods.chunking import chunk_document
+from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import CURIE_CORPUS, raw
+from tests.methods.indexrag.conftest import LlmServiceFactory
+
+pytestmark = pytest.mark.integration
+
+StartServer = Callable[..., LlmTestServer]
+POISON = "zq-poison-7f3a"
+SHARED = "Marie Curie was born in Warsaw."
+CORPUS = [*CURIE_CORPUS,
+          raw("Warsaw notes", f"{SHARED} Warsaw is the capital of Poland."),
+          raw("Curie facts", f"{SHARED} Curie won two Nobel Prizes.")]
+
+
+def _calls(server: LlmTestServer, kind: str) -> int:
+    return server.stats.by_kind.get(kind, 0)
+
+
+def test_the_knowledge_base_holds_one_unit_per_question(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """One QA call per chunk; every unit is ``question\\nanswer``; a question two
+    documents state is one unit citing both; an unchanged re-ingest calls nothing."""
+    server = start_server()
+    service = make_llm_service(server)
+    job = service.ingest_documents("curie", CORPUS, method="compactrag")
+    assert job.state is JobState.SUCCEEDED, job.reason
+    state = service.backends.state
+    documents = state.get_documents("curie", sorted(state.document_hashes("curie")))
+    assert _calls(server, "qa_pairs") == sum(len(chunk_document(d)) for d in documents)
+    units = state.units_of_documents("curie", [d.doc_id for d in documents])
+    assert units and all(u.kind is UnitKind.QA_PAIR for u in units)
+    assert all(u.text == f"{u.metadata['question']}\n{u.metadata['answer']}" for u in units)
+    questions = [u.metadata["question"].lower() for u in units]
+    assert len(questions) == len(set(questions))
+    shared = [u for u in units if len(u.source_doc_ids) > 1]
+    assert shared, "the sentence both documents state is one unit citing both"
+    before = dict(server.stats.by_kind)
+    again = service.ingest_documents("curie", CORPUS)
+    assert again.state is JobState.SUCCEEDED
+    assert server.stats.by_kind == before
+
+
+@pytest.mark.parametrize("question", [
+    "Where was Marie Curie born?",
+    "Which country has the capital where Marie Curie was born, and who did she marry?",
+])
+def test_a_query_makes_exactly_two_llm_calls(
+        question: str, start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """One decomposition and one synthesis call, counted by the server, whatever the
+    number of sub-questions; the answer, passages and token usage come back."""
+    server = start_server()
+    service = make_llm_service(server)
+    service.ingest_documents("curie", CORPUS, method="compactrag")
+    before = sum(server.stats.by_kind.values())
+    result = service.query("curie", question, method="compactrag", options=QueryOptions(k=3))
+    assert sum(server.stats.by_kind.values()) - before == 2
+    assert _calls(server, "decompose") == 1 and _calls(server, "synthesize") == 1
+    assert result.usage.llm_calls == 2
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+    assert result.answer
+    assert result.passages and len(result.passages) <= 3
+    steps = result.trace["sub_questions"]
+    assert steps and all(s["units"] for s in steps)
+
+
+def test_a_passage_whose_pairs_stay_invalid_fails_alone(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """Invalid JSON after the one repair: that document alone fails, named under
+    ``compactrag.qa``, and the next job (a repair with the model fixed) indexes it."""
+    server = start_server(invalid_json_marker=POISON)
+    service = make_llm_service(server)
+    bad = raw("Broken", f"This passage makes the model reply {POISON} badly.", doc_id="broken")
+    job = service.ingest_documents("curie", [*CORPUS, bad], method="compactrag")
+    assert job.state is JobState.SUCCEEDED_WITH_ERRORS
+    assert [(e.item, e.stage) for e in job.errors] == [("broken", "compactrag.qa")]
+    assert service.backends.state.document_hashes("curie")["broken"] == ""
+    service.close()
+    fixed = start_server()
+    service = make_llm_service(fixed)
+    job = service.repair_index("curie")
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert _calls(fixed, "qa_pairs") == 1
+    assert service.backends.state.units_of_documents("curie", ["broken"])
