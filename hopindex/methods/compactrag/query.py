@@ -92,7 +92,9 @@ class CompactRagMethod:
             question=question, method=self.name, index=index, passages=passages,
             answer=synthesis.answer,
             trace={"sub_questions": trace_steps,
-                   "degraded": decomposition.degraded + synthesis.degraded})
+                   "degraded": decomposition.degraded + synthesis.degraded,
+                   "modules": {"extractor": settings.extractor or "top-answer",
+                               "rewriter": settings.rewriter or "substitution"}})
         result.usage.add_llm(usage.total())
         result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started

@@ -4,6 +4,7 @@ exactly two LLM calls whatever the number of sub-questions."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +74,7 @@ def test_a_query_makes_exactly_two_llm_calls(
     assert result.passages and len(result.passages) <= 3
     steps = result.trace["sub_questions"]
     assert steps and all(s["units"] for s in steps)
+    assert result.trace["modules"] == {"extractor": "top-answer", "rewriter": "substitution"}
 
 
 def test_a_passage_whose_pairs_stay_invalid_fails_alone(
@@ -93,3 +95,27 @@ def test_a_passage_whose_pairs_stay_invalid_fails_alone(
     assert job.state is JobState.SUCCEEDED, job.reason
     assert _calls(fixed, "qa_pairs") == 1
     assert service.backends.state.units_of_documents("curie", ["broken"])
+
+
+def test_local_models_answer_the_sub_questions_between_the_two_calls(
+        tiny_models: tuple[Path, Path], start_server: StartServer,
+        make_llm_service: LlmServiceFactory) -> None:
+    """With the extractor and rewriter set to local model folders, a query still makes
+    exactly two LLM calls, and each sub-question's answer is a span of its retrieved
+    QA units (the tiny random models show the mechanics, not quality)."""
+    extractor, rewriter = tiny_models
+    server = start_server()
+    service = make_llm_service(server, method_env={
+        "HOPINDEX_COMPACTRAG_EXTRACTOR": str(extractor),
+        "HOPINDEX_COMPACTRAG_REWRITER": str(rewriter)})
+    service.ingest_documents("curie", CORPUS, method="compactrag")
+    before = sum(server.stats.by_kind.values())
+    result = service.query("curie", "Where was Marie Curie born, and who did she marry?",
+                           method="compactrag")
+    assert sum(server.stats.by_kind.values()) - before == 2
+    assert result.trace["modules"] == {"extractor": str(extractor), "rewriter": str(rewriter)}
+    units = {u.unit_id: u for u in service.backends.state.get_units(
+        "curie", [u for s in result.trace["sub_questions"] for u in s["units"]])}
+    for step in result.trace["sub_questions"]:
+        texts = " ".join(units[u].text for u in step["units"]).lower()
+        assert step["answer"].lower() in texts

@@ -3,7 +3,6 @@ local-model versions over tiny random-weight models built and saved in the test.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -29,13 +28,7 @@ from hopindex.methods.compactrag.modules import (
     open_modules,
     rewrite_prompt,
 )
-
-EINSTEIN = [
-    QaContext("Where was Albert Einstein born?", "Ulm, Germany", 0.9),
-    QaContext("What is the height of the Eiffel Tower?", "324 meters", 0.4),
-    QaContext("Who directed Lilli's Marriage?", "Jaap Speyer", 0.2),
-]
-
+from tests.methods.compactrag.tiny_models import EINSTEIN
 
 # --- TopAnswerExtractor --------------------------------------------------------------
 
@@ -222,71 +215,6 @@ def test_importing_the_modules_does_not_import_torch_or_transformers() -> None:
 # --- Local models (tiny, random weights, built offline) -------------------------------
 
 # The tiny tokenizers know the words of the test texts (the rest read as unknown).
-_WORDS = re.findall(r"[a-z]+", " ".join(f"{unit.question} {unit.answer}" for unit in EINSTEIN)
-                    .lower() + " he it rewrite question so that names entity earlier")
-
-
-def _word_level_tokenizer(specials: list[str], template: str, pair: str | None,
-                          max_length: int, *, pad: str, unk: str) -> Any:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {word: index for index, word in
-             enumerate(specials + sorted(set(_WORDS)) + list("?.,:'()0123456789"))}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    marks = [token for token in specials if token in template + (pair or "")]
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=template, pair=pair, special_tokens=[(token, vocab[token]) for token in marks])
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=max_length,
-                                   pad_token=pad, unk_token=unk)
-
-
-def _save_tiny_extractor(folder: Path) -> None:
-    import torch
-    from transformers import BertConfig, BertForQuestionAnswering
-
-    tokenizer = _word_level_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
-                                      "[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1", 64,
-                                      pad="[PAD]", unk="[UNK]")
-    torch.manual_seed(0)
-    model = BertForQuestionAnswering(BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64))
-    tokenizer.save_pretrained(folder)
-    model.save_pretrained(folder)
-
-
-def _save_tiny_rewriter(folder: Path) -> None:
-    import torch
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    tokenizer = _word_level_tokenizer(["</s>", "<pad>", "<unk>"], "$A </s>", None, 128,
-                                      pad="<pad>", unk="<unk>")
-    tokenizer.eos_token = "</s>"
-    torch.manual_seed(0)
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2,
-                      num_heads=2, pad_token_id=1, eos_token_id=0)
-    config.decoder_start_token_id = 1
-    model = T5ForConditionalGeneration(config)
-    # Random weights rarely say "</s>", and decoding the full budget would make the test
-    # slow: a zero final norm makes every logit equal, so greedy decoding picks id 0,
-    # the end of sequence, at once; the whole generate path still runs.
-    with torch.no_grad():
-        model.decoder.final_layer_norm.weight.zero_()
-    tokenizer.save_pretrained(folder)
-    model.save_pretrained(folder)
-
-
-@pytest.fixture(scope="module")
-def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("compactrag_models")
-    _save_tiny_extractor(root / "extractor")
-    _save_tiny_rewriter(root / "rewriter")
-    return root / "extractor", root / "rewriter"
-
-
 def test_span_extractor_returns_a_span_of_one_unit(tiny_models: tuple[Path, Path]) -> None:
     """The QA model's answer is a non-empty substring of the unit it names (never running
     into the next unit), with a probability-like score."""
