@@ -13,7 +13,8 @@ from hopindex.core.models import Job
 from hopindex.evaluation.charts import write_curve_chart
 from hopindex.evaluation.compare import IngestCorpus, compare_indexes, plan_targets
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
-from hopindex.evaluation.report import EvalReport, render_table, write_all
+from hopindex.evaluation.report import EvalReport, render_table
+from hopindex.evaluation.report_files import write_all
 from hopindex.readers import RawDocument
 
 _FORMATS = {"auto": DatasetFormat.AUTO, "hotpotqa": DatasetFormat.HOTPOTQA,

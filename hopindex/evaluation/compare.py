@@ -18,9 +18,9 @@ from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind, JobState, UnitKind
 from hopindex.evaluation.build_cost import BuildCost, BuildSource, build_cost
-from hopindex.evaluation.build_tokens import assign_build_tokens
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport, SkippedMethod
+from hopindex.evaluation.report_tokens import assign_build_tokens
 from hopindex.evaluation.runner import DEFAULT_KS, QuestionOutcome, evaluate_method
 from hopindex.evaluation.specs import MethodSpec, expand_method_specs
 from hopindex.methods.plugin import phase_name

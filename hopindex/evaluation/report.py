@@ -9,7 +9,8 @@ run that knows how its indexes were built shows their build cost per phase
 Rows that know their index's build tokens make cumulative-token curves (``token_curve``):
 where one pays back its build against another is noted under the table.
 
-Charts are drawn in ``charts``, which imports matplotlib only when it draws.
+Charts are drawn in ``charts``, which imports matplotlib only when it draws;
+``report_files`` writes a report's three files.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any, TypeVar
 
 from hopindex.evaluation.build_cost import BUILD_HEADER, BuildCost, build_rows
 from hopindex.evaluation.build_tokens import BuildTokens, BuildTokensSource
-from hopindex.evaluation.charts import write_bar_chart
 from hopindex.evaluation.efficiency import EfficiencyRow, Tper, assign_tper
 from hopindex.evaluation.token_curve import TokenCurve, break_evens, default_horizon
 
@@ -408,14 +408,3 @@ def read_json(path: Path) -> EvalReport:
 
 def write_markdown(report: EvalReport, path: Path) -> None:
     _prepare(path).write_text(render_markdown(report), encoding="utf-8")
-
-
-def write_all(report: EvalReport, out_base: Path) -> tuple[Path, Path, Path]:
-    """Write ``<base>.json``, ``<base>.md`` and ``<base>.png``; return the three paths."""
-    # Append rather than with_suffix: a base such as "run-1.5" must keep its ".5".
-    json_path, md_path, png_path = (out_base.with_name(out_base.name + suffix)
-                                    for suffix in (".json", ".md", ".png"))
-    write_json(report, json_path)
-    write_markdown(report, md_path)
-    write_bar_chart(report, png_path)
-    return json_path, md_path, png_path

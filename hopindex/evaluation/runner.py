@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hopindex.api.service import Hopindex
-from hopindex.evaluation.build_tokens import assign_build_tokens
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport
+from hopindex.evaluation.report_tokens import assign_build_tokens
 from hopindex.evaluation.scoring import QuestionOutcome, score_question, summarize
 from hopindex.evaluation.specs import expand_method_specs, parse_method_spec
 from hopindex.methods.base import QueryOptions, QueryResult

@@ -10,10 +10,10 @@ from hopindex.evaluation.build_cost import BuildCost, BuildSource, PhaseCost
 from hopindex.evaluation.build_tokens import (
     BuildTokens,
     BuildTokensSource,
-    assign_build_tokens,
     tokens_from_jobs,
 )
 from hopindex.evaluation.report import EvalReport, MethodReport
+from hopindex.evaluation.report_tokens import assign_build_tokens
 
 
 def job(job_id: str, state: JobState, *usage: tuple[str, int, int],

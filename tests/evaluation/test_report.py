@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hopindex.evaluation.build_cost import BuildCost, BuildSource, PhaseCost
+from hopindex.evaluation.charts import write_bar_chart
 from hopindex.evaluation.report import (
     AnswerScores,
     EvalReport,
@@ -19,11 +20,10 @@ from hopindex.evaluation.report import (
     read_json,
     render_markdown,
     render_table,
-    write_all,
-    write_bar_chart,
     write_json,
     write_markdown,
 )
+from hopindex.evaluation.report_files import write_all
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
