@@ -67,6 +67,8 @@ bench: setup
 	$(PY) benchmarks/distributed_ingest.py
 	$(PY) benchmarks/one_machine.py
 	$(PY) benchmarks/sirerag_clustering.py
+	$(PY) benchmarks/sirerag_pipeline.py
+	$(PY) benchmarks/compactrag_pipeline.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

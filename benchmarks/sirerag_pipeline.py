@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gzip
+import os
 import shutil
 import sys
 import threading
@@ -37,6 +38,7 @@ from unittest.mock import patch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, ROOT, WIKI_CORPUS, WIKI_QUESTIONS, peak_rss_mb, write_result
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from hopindex.api.service import Hopindex
 from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
@@ -68,7 +70,15 @@ class BuildTimers:
     """Seconds one build spends in the clustering step (per ``tree:level``), in LLM
     calls (waited on by the build's thread) and in the embedder."""
 
+    cluster_threads: int = 0  # BLAS and OpenMP threads inside a clustering call; 0: as is
     cluster_s: dict[str, float] = field(default_factory=dict)
+    cluster_cpu_s: float = 0.0
+    # The process's peak RSS when each tree level started clustering, and at its end.
+    high_water_mb: dict[str, float] = field(default_factory=dict)
+    # (seconds into the build, the call that just ended, RSS MB), kept where RSS grew
+    # 50 MB or more since the last entry: where the memory comes from.
+    rss_steps: list[tuple[float, str, int]] = field(default_factory=list)
+    _started: float = field(default_factory=time.perf_counter)
     llm_s: float = 0.0
     embed_s: float = 0.0
     _local: threading.local = field(default_factory=threading.local)
@@ -80,16 +90,25 @@ class BuildTimers:
         plan_cluster = trees._cluster
 
         def labelled(context: Any, tree: trees.Tree, level: int, nodes: Any) -> Any:
-            self._local.key = trees.plan_key(tree, level)
-            return plan_cluster(context, tree, level, nodes)
+            key = self._local.key = trees.plan_key(tree, level)
+            self.high_water_mb[f"before {key}"] = round(_high_water_mb())
+            try:
+                return plan_cluster(context, tree, level, nodes)
+            finally:
+                self.high_water_mb[f"after {key}"] = round(_high_water_mb())
 
         def timed_cluster(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
+                if self.cluster_threads:
+                    with threadpool_limits(limits=self.cluster_threads):
+                        return cluster_nodes(*args, **kwargs)
                 return cluster_nodes(*args, **kwargs)
             finally:
                 key = getattr(self._local, "key", "?")
                 self.cluster_s[key] = self.cluster_s.get(key, 0.0) + time.perf_counter() - started
+                self.cluster_cpu_s += time.process_time() - cpu
+                self._note_rss(f"cluster_nodes {key}")
 
         with ExitStack() as stack:
             stack.enter_context(patch.object(trees, "_cluster", labelled))
@@ -110,7 +129,13 @@ class BuildTimers:
             finally:
                 setattr(self, attribute,
                         getattr(self, attribute) + time.perf_counter() - started)
+                self._note_rss(function.__name__)
         return timed
+
+    def _note_rss(self, label: str) -> None:
+        rss = round(_rss_mb())
+        if not self.rss_steps or rss >= self.rss_steps[-1][2] + 50:
+            self.rss_steps.append((round(time.perf_counter() - self._started, 1), label, rss))
 
     @property
     def clustering_s(self) -> float:
@@ -121,6 +146,7 @@ class BuildTimers:
 class Build:
     job: Job
     wall_s: float
+    cpu_s: float  # this process's CPU seconds over the build, every thread
     timers: BuildTimers
     calls: dict[str, int]  # test-server requests by kind during the build
 
@@ -131,17 +157,23 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="questions to evaluate")
     parser.add_argument("--latency-ms", type=float, default=0.0,
                         help="test server latency per request")
+    parser.add_argument("--cluster-threads", type=int, default=0,
+                        help="cap BLAS/OpenMP threads inside each clustering call "
+                             "(threadpoolctl); 0 leaves the libraries' defaults")
     parser.add_argument("--profile", type=Path,
                         help="write a cProfile of the first build to this file")
     args = parser.parse_args()
     corpus_path, questions = _dataset(args.corpus)
     questions = questions[: args.limit]
     index = f"sirerag-{args.corpus}"
+    load = {"start": os.getloadavg()[0]}
     server = LlmTestServer(LlmServerConfig(latency_s=args.latency_ms / 1000)).start_in_thread()
     try:
         with _service(OUT / f"sirerag-{args.corpus}-data", server) as service:
-            build = _build(service, server, index, corpus_path, args.profile)
+            build = _build(service, server, index, corpus_path, args.profile,
+                           args.cluster_threads)
             build_rss_mb = _high_water_mb()
+            load["after_build"] = os.getloadavg()[0]
             figures = _build_figures(service, index, build)
             figures["peak_rss_mb_build"] = round(build_rss_mb)
             _print_build(figures)
@@ -155,23 +187,27 @@ def main() -> None:
             trees_a = _summary_nodes(service, index)
         if args.corpus == "hotpot":
             with _service(OUT / f"sirerag-{args.corpus}-data-b", server) as service:
-                second = _build(service, server, index, corpus_path, None)
+                second = _build(service, server, index, corpus_path, None,
+                                args.cluster_threads)
                 trees_b = _summary_nodes(service, index)
             figures["repeat_build"] = {
-                "wall_s": round(second.wall_s, 1),
-                "clustering_s": round(second.timers.clustering_s, 1),
+                **_time_figures(second),
                 "summaries": len(trees_b), "identical": trees_a == trees_b,
                 "differing_summaries": len(set(trees_a.items()) ^ set(trees_b.items()))}
             print(f"second build from scratch: {second.wall_s:.1f}s (clustering "
-                  f"{second.timers.clustering_s:.1f}s, numba already compiled); trees "
+                  f"{second.timers.clustering_s:.1f}s, numba already compiled, per level "
+                  f"{figures['repeat_build']['clustering_by_level_s']}); trees "
                   f"identical: {'yes' if trees_a == trees_b else 'no'} "
                   f"({len(trees_a)} vs {len(trees_b)} summaries)")
+        load["end"] = os.getloadavg()[0]
         figures.update(corpus=args.corpus, latency_ms=args.latency_ms,
+                       cluster_threads=args.cluster_threads, load_average_1m=load,
                        questions=len(questions), peak_rss_mb=round(_high_water_mb()),
                        server=server.stats.as_dict())
     finally:
         server.stop()
-    path = write_result(f"sirerag-pipeline-{args.corpus}", figures)
+    threads = f"-threads{args.cluster_threads}" if args.cluster_threads else ""
+    path = write_result(f"sirerag-pipeline-{args.corpus}{threads}", figures)
     print(f"wrote {path}")
 
 
@@ -203,22 +239,22 @@ def _service(data_dir: Path, server: LlmTestServer) -> Iterator[Hopindex]:
 
 
 def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Path,
-           profile: Path | None) -> Build:
-    timers = BuildTimers()
+           profile: Path | None, cluster_threads: int) -> Build:
+    timers = BuildTimers(cluster_threads=cluster_threads)
     before = dict(server.stats.by_kind)
     profiler = cProfile.Profile() if profile else None
     with timers.installed():
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
         job = service.ingest_paths(index, [corpus_path], method="sirerag")
         if profiler:
             profiler.disable()
-        wall_s = time.perf_counter() - started
+        wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
     if profiler and profile:
         profiler.dump_stats(profile)
     after = server.stats.by_kind
-    return Build(job=job, wall_s=wall_s, timers=timers,
+    return Build(job=job, wall_s=wall_s, cpu_s=cpu_s, timers=timers,
                  calls={k: v - before.get(k, 0) for k, v in after.items()})
 
 
@@ -231,16 +267,9 @@ def _build_figures(service: Hopindex, index: str, build: Build) -> dict[str, Any
     plans = state.get_records(index, trees.PLANS, plan_keys)
     planned = {key: {"nodes": plans[key].get("nodes", 0), "clusters": len(plans[key]["clusters"])}
                for key in plan_keys if key in plans and plans[key]["clusters"]}
-    timers = build.timers
-    wall = build.wall_s
     return {
         "documents": len(documents), "chunks": chunks, "state": build.job.state.value,
-        "errors": len(build.job.errors), "build_s": round(wall, 1),
-        "clustering_s": round(timers.clustering_s, 1),
-        "clustering_share": round(timers.clustering_s / wall, 3),
-        "clustering_by_level_s": {k: round(v, 2) for k, v in sorted(timers.cluster_s.items())},
-        "llm_wait_s": round(timers.llm_s, 1), "embed_s": round(timers.embed_s, 1),
-        "other_s": round(wall - timers.clustering_s - timers.llm_s - timers.embed_s, 1),
+        "errors": len(build.job.errors), **_time_figures(build),
         "proposition_calls": build.calls.get("propositions", 0),
         "summary_calls": build.calls.get("summary", 0),
         "planned_clusters": sum(p["clusters"] for p in planned.values()),
@@ -251,14 +280,31 @@ def _build_figures(service: Hopindex, index: str, build: Build) -> dict[str, Any
     }
 
 
+def _time_figures(build: Build) -> dict[str, Any]:
+    timers, wall = build.timers, build.wall_s
+    return {
+        "build_s": round(wall, 1), "clustering_s": round(timers.clustering_s, 1),
+        "clustering_share": round(timers.clustering_s / wall, 3),
+        "build_cpu_s": round(build.cpu_s, 1), "clustering_cpu_s": round(timers.cluster_cpu_s, 1),
+        "clustering_cpu_share": round(timers.cluster_cpu_s / build.cpu_s, 3),
+        "clustering_by_level_s": {k: round(v, 2) for k, v in sorted(timers.cluster_s.items())},
+        "llm_wait_s": round(timers.llm_s, 1), "embed_s": round(timers.embed_s, 1),
+        "other_s": round(wall - timers.clustering_s - timers.llm_s - timers.embed_s, 1),
+        "high_water_mb": timers.high_water_mb, "rss_steps": timers.rss_steps,
+    }
+
+
 def _print_build(f: dict[str, Any]) -> None:
     print(f"build: {f['documents']} documents in {f['build_s']}s ({f['state']}, "
           f"{f['errors']} errors); clustering {f['clustering_s']}s = "
           f"{f['clustering_share']:.1%} (target < {CLUSTER_SHARE_TARGET:.0%}), LLM waits "
           f"{f['llm_wait_s']}s, embedding {f['embed_s']}s, other {f['other_s']}s; "
           f"peak RSS {f['peak_rss_mb_build']} MB (target <= {RSS_TARGET_MB} MB)")
-    print(f"clustering per level: {f['clustering_by_level_s']}")
+    print(f"clustering per level: {f['clustering_by_level_s']}; in CPU seconds "
+          f"{f['clustering_cpu_s']} of the build's {f['build_cpu_s']} "
+          f"({f['clustering_cpu_share']:.1%})")
     print(f"plans: {f['plans']}")
+    print(f"peak RSS (MB) around each level's clustering: {f['high_water_mb']}")
     print(f"proposition calls {f['proposition_calls']} vs chunks {f['chunks']}; summary "
           f"calls {f['summary_calls']} vs planned clusters {f['planned_clusters']}")
     print(f"units: {f['units']}")
@@ -327,12 +373,21 @@ def _summary_nodes(service: Hopindex, index: str) -> dict[str, tuple[str, tuple[
             for u in state.get_units(index, sorted(unit_ids)) if u.kind is UnitKind.SUMMARY}
 
 
+def _rss_mb() -> float:
+    """This process's resident set now (Linux ``VmRSS``; elsewhere its peak)."""
+    return _status_mb("VmRSS:")
+
+
 def _high_water_mb() -> float:
     """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
+    return _status_mb("VmHWM:")
+
+
+def _status_mb(field_name: str) -> float:
     status = Path("/proc/self/status")
     if status.exists():
         for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field_name):
                 return int(line.split()[1]) / 1024  # kB
     return peak_rss_mb()
 
