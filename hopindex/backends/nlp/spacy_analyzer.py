@@ -171,7 +171,21 @@ class SpacyAnalyzer:
         """Sentences and entities per text, in input order; offsets index the text given."""
         if not texts:
             return []
-        nlp, lock = _load(self._model)
+        docs = self._pipe(_load(self._model), texts, "analysis")
+        return [_analysis(text, doc) for text, doc in zip(texts, docs, strict=True)]
+
+    def find_noun_chunks(self, texts: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each text's noun chunks, in text order, each once."""
+        if not texts:
+            return []
+        docs = self._pipe(_load_parser(self._model), texts, "noun chunks")
+        return [tuple(dict.fromkeys(chunk.text.strip() for chunk in doc.noun_chunks
+                                    if chunk.text.strip())) for doc in docs]
+
+    def _pipe(self, loaded: tuple[Any, threading.Lock], texts: Sequence[str],
+              what: str) -> list[Any]:
+        """``texts`` through a loaded pipeline, under its lock, within the length limit."""
+        nlp, lock = loaded
         longest = max(len(t) for t in texts)
         if longest > self._max_length:
             raise InvalidInputError(f"a text of {longest} characters exceeds the NLP "
@@ -180,27 +194,7 @@ class SpacyAnalyzer:
             # Raised, never lowered: analyzers sharing this pipeline may allow more.
             nlp.max_length = max(nlp.max_length, self._max_length)
             try:
-                docs = list(nlp.pipe(texts, batch_size=self._batch_size))
+                return list(nlp.pipe(texts, batch_size=self._batch_size))
             except Exception as exc:  # spaCy and thinc raise ValueError, KeyError, ...
-                raise BackendError(f"spaCy analysis of {len(texts)} texts failed: "
+                raise BackendError(f"spaCy {what} of {len(texts)} texts failed: "
                                    f"{exc}") from exc
-        return [_analysis(text, doc) for text, doc in zip(texts, docs, strict=True)]
-
-    def find_noun_chunks(self, texts: Sequence[str]) -> list[tuple[str, ...]]:
-        """Each text's noun chunks, in text order, each once."""
-        if not texts:
-            return []
-        nlp, lock = _load_parser(self._model)
-        longest = max(len(t) for t in texts)
-        if longest > self._max_length:
-            raise InvalidInputError(f"a text of {longest} characters exceeds the NLP "
-                                    f"limit of {self._max_length}", where="text")
-        with lock:
-            nlp.max_length = max(nlp.max_length, self._max_length)
-            try:
-                docs = list(nlp.pipe(texts, batch_size=self._batch_size))
-            except Exception as exc:  # spaCy and thinc raise ValueError, KeyError, ...
-                raise BackendError(f"spaCy noun chunks of {len(texts)} texts failed: "
-                                   f"{exc}") from exc
-        return [tuple(dict.fromkeys(chunk.text.strip() for chunk in doc.noun_chunks
-                                    if chunk.text.strip())) for doc in docs]

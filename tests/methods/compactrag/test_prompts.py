@@ -13,12 +13,10 @@ real client a passage's pairs parse in one call and a query costs exactly two ca
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 
 import pytest
 
-from hopindex.backends.llm.client import ChatRequest, LlmClient, LlmSettings, ResponseFormat
-from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
+from hopindex.backends.llm.client import ChatRequest, ResponseFormat
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.models import EntitySpan
@@ -50,6 +48,7 @@ from hopindex.testing.llm_compactrag import (
 )
 from hopindex.testing.llm_responses import TaskKind, classify, compute_reply
 from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.conftest import LLM_POISON
 
 TITLE = "Marie Curie"
 TEXT = ("Marie Curie was born in Warsaw in 1867.\n"
@@ -62,7 +61,7 @@ STEPS = (
         QaPair("Who won the Nobel Prize in Physics?", "Marie Curie"),
         QaPair("What did Marie Curie win?", "the Nobel Prize in Physics"))),
     SynthesisStep("Where was Marie Curie born?", "", ()))
-POISON = "POISONED"
+POISON = LLM_POISON
 
 
 def _prompt(request: ChatRequest) -> str:
@@ -204,24 +203,11 @@ def test_evidence_holding_other_markers_does_not_change_the_kind() -> None:
 # --- the real client against the test server --------------------------------------------
 
 
-@pytest.fixture
-def runner(start_server: Callable[..., LlmTestServer]) -> Iterator[tuple[LlmRunner,
-                                                                         LlmTestServer]]:
-    server = start_server(invalid_json_marker=POISON)
-    settings = LlmSettings(base_url=server.base_url, model=server.config.model, api_key="k")
-    built = LlmRunner(lambda: LlmClient(settings, InProcessRateLimiter(
-        RateLimits(requests_per_minute=6000))), concurrency=4)
-    try:
-        yield built, server
-    finally:
-        built.close()
-
-
 def test_extraction_takes_one_call_and_a_query_exactly_two(
-        runner: tuple[LlmRunner, LlmTestServer]) -> None:
+        poisoned_runner: tuple[LlmRunner, LlmTestServer]) -> None:
     """A passage's pairs parse in one call; a query's decomposition and synthesis are one
     call each, even when both replies are corrupted JSON: they degrade, never repair."""
-    llm, server = runner
+    llm, server = poisoned_runner
     usage = UsageMeter()
     passage = shown_passage(TITLE, TEXT)
     extraction = llm.complete_json(qa_request(TITLE, TEXT, ENTITIES, []),

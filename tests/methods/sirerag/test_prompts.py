@@ -11,13 +11,11 @@ poisoned document failing alone after its one repair.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from hopindex.backends.llm.client import ChatRequest, LlmClient, LlmSettings, ResponseFormat
-from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
+from hopindex.backends.llm.client import ChatRequest, ResponseFormat
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import LlmOutputError
@@ -44,11 +42,12 @@ from hopindex.testing.llm_responses import (
     summary_texts,
 )
 from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.conftest import LLM_POISON
 
 CURIE = ("Marie Curie", "Marie Curie was born in Warsaw in 1867. Marie Curie won the "
                         "Nobel Prize in Physics with Pierre Curie.")
 WARSAW = ("Warsaw", "Warsaw is the capital of Poland. Warsaw lies on the Vistula.")
-POISON = "POISONED-PASSAGE"
+POISON = LLM_POISON
 
 
 def _prompt(messages: tuple[tuple[str, str], ...]) -> str:
@@ -166,24 +165,11 @@ def test_summary_request_lays_out_the_cluster_between_rules() -> None:
 # --- the real client against the test server ------------------------------------------
 
 
-@pytest.fixture
-def runner(start_server: Callable[..., LlmTestServer]) -> Iterator[tuple[LlmRunner,
-                                                                         LlmTestServer]]:
-    server = start_server(invalid_json_marker=POISON)
-    settings = LlmSettings(base_url=server.base_url, model=server.config.model, api_key="k")
-    built = LlmRunner(lambda: LlmClient(settings, InProcessRateLimiter(
-        RateLimits(requests_per_minute=6000))), concurrency=4)
-    try:
-        yield built, server
-    finally:
-        built.close()
-
-
 def test_runner_gets_propositions_and_a_summary_from_the_test_server(
-        runner: tuple[LlmRunner, LlmTestServer]) -> None:
+        poisoned_runner: tuple[LlmRunner, LlmTestServer]) -> None:
     """Two documents naming Warsaw share that entity; a poisoned document fails alone,
     after one repair; the summary parses; the usage and the server's counts agree."""
-    llm, server = runner
+    llm, server = poisoned_runner
     usage = UsageMeter()
     outcomes = llm.complete_json_many(
         [propositions_request(*CURIE), propositions_request(*WARSAW),
@@ -205,10 +191,10 @@ def test_runner_gets_propositions_and_a_summary_from_the_test_server(
 
 
 def test_a_reply_the_parser_rejects_is_repaired_once_then_fails(
-        runner: tuple[LlmRunner, LlmTestServer]) -> None:
+        poisoned_runner: tuple[LlmRunner, LlmTestServer]) -> None:
     """A prompt without the marker gets the server's generic JSON ({"result": ...}): the
     parser's rejection makes the client ask once more, then give up with LlmOutputError."""
-    llm, server = runner
+    llm, server = poisoned_runner
     request = propositions_request(*CURIE)
     unmarked = request.messages[0][1].replace(PROPOSITIONS_MARKER, '"statement"')
     usage = UsageMeter()
