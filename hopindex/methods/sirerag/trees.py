@@ -27,7 +27,7 @@ from hopindex.core.errors import HopindexError
 from hopindex.core.ids import sha256_hex, unit_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import ItemError, Unit, UnitKind
-from hopindex.methods.plugin import GroupsResult, PhaseContext, Scope
+from hopindex.methods.plugin import BuildLevel, GroupsResult, PhaseContext, PlanLevel, Scope
 from hopindex.methods.sirerag.clustering import ClusterPolicy, cluster_nodes
 from hopindex.methods.sirerag.parsing import parse_summary
 from hopindex.methods.sirerag.prompts import summary_request
@@ -173,7 +173,7 @@ def passages_beneath(unit: Unit) -> list[str]:
     return [str(p) for p in unit.metadata.get("passages", [])]
 
 
-def tree_phase(tree: Tree) -> tuple[Any, Any]:
+def tree_phase(tree: Tree) -> tuple[PlanLevel, BuildLevel]:
     """The plan and build functions of a tree's levels phase."""
     def plan(context: PhaseContext, level: int, scope: Scope) -> list[str]:
         return plan_level(context, tree, level)
