@@ -19,7 +19,7 @@ recall measures the pipeline, not a model. The LLM response cache is off, so eve
 call reaches the server and is counted there.
 
     .venv/bin/python benchmarks/compactrag_pipeline.py [--corpus 2wiki|hotpot] [--limit 100]
-        [--no-baselines] [--torch-threads N]
+        [--no-baselines] [--torch-threads N] [--reuse-index]
 """
 
 from __future__ import annotations
@@ -108,10 +108,16 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="questions to evaluate")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip the indexrag and extractive builds and the curve")
+    parser.add_argument("--reuse-index", action="store_true",
+                        help="query the compactrag index an earlier run of this corpus "
+                             "built, without building (no build figures)")
     parser.add_argument("--torch-threads", type=int, default=0,
                         help="torch intra-op threads in this process (the query embedder, "
                              "the local models); 0 leaves torch's default")
     args = parser.parse_args()
+    if args.reuse_index and not args.no_baselines:
+        parser.error("--reuse-index needs --no-baselines: the cumulative tokens need the "
+                     "build's")
     if args.torch_threads:
         import torch
 
@@ -126,9 +132,13 @@ def main() -> None:
                                "torch_threads": args.torch_threads}
     server = LlmTestServer(LlmServerConfig(latency_s=0)).start_in_thread()
     try:
-        with _service(data_dir, server, {}, wipe=True) as service:
-            job, wall_s, calls = _build(service, server, index, corpus_path, "compactrag")
-            figures["build"] = _build_figures(service, index, job, wall_s, calls)
+        with _service(data_dir, server, {}, wipe=not args.reuse_index) as service:
+            if not args.reuse_index:
+                job, wall_s, calls = _build(service, server, index, corpus_path, "compactrag")
+                figures["build"] = _build_figures(service, index, job, wall_s, calls)
+            elif index not in {i.name for i in service.list_indexes()}:
+                sys.exit(f"--reuse-index: no index {index!r} under {data_dir}; run once "
+                         "without it")
             load["after_build"] = os.getloadavg()[0]
             figures["queries_model_free"] = _queries(service, server, index, questions)
         models = _tiny_models()

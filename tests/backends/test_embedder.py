@@ -45,3 +45,31 @@ def test_missing_model_path_is_a_config_error(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model"
     with pytest.raises(ConfigError, match="no-such-model"):
         SentenceTransformerEmbedder(str(missing))
+
+
+def test_threads_set_torchs_intra_op_threads() -> None:
+    """HOPINDEX_EMBEDDER_THREADS reaches torch when the model is used; the embedding
+    does not depend on it."""
+    import torch
+
+    from hopindex.backends.registry import open_embedder
+    from hopindex.core.settings import Settings
+
+    before = torch.get_num_threads()
+    default = SentenceTransformerEmbedder().embed_query("Teutberga was a queen of Lotharingia.")
+    try:
+        one = open_embedder(Settings().embedder_url, Settings(embedder_threads=1))
+        vector = one.embed_query("Teutberga was a queen of Lotharingia.")
+        assert torch.get_num_threads() == 1
+        assert float(vector @ default) == pytest.approx(1.0, abs=1e-5)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_negative_threads_are_refused() -> None:
+    from hopindex.core.settings import Settings
+
+    with pytest.raises(ConfigError, match="embedder threads"):
+        SentenceTransformerEmbedder(threads=-1)
+    with pytest.raises(ConfigError, match="HOPINDEX_EMBEDDER_THREADS"):
+        Settings(embedder_threads=-1).validate()

@@ -115,9 +115,9 @@ def test_long_subjects_are_cut_to_keep_questions_short() -> None:
 
 @pytest.mark.parametrize(("question", "expected"), [
     ("Were Scott Derrickson and Ed Wood of the same nationality?",
-     [(_about("Scott Derrickson"), None), (_about("Ed Wood"), 1)]),
+     [(_about("Scott Derrickson"), None), (_about("Ed Wood"), None)]),
     ("Who was born first, Marie Curie or Pierre Curie?",
-     [(_about("Marie Curie"), None), (_about("Pierre Curie"), 1)]),
+     [(_about("Marie Curie"), None), (_about("Pierre Curie"), None)]),
     ("Where was the director of the film Titanic born?",
      [(_about("Titanic"), None), ("Where was the director of the film Titanic born?", 1)]),
     ("what is the capital of the country of his birth",

@@ -40,8 +40,14 @@ def _model_location(model_name: str) -> str:
     return str(path.resolve())
 
 
-def _load(model_name: str, location: str) -> Any:
+def _load(model_name: str, location: str, threads: int) -> Any:
     with _MODELS_LOCK:
+        if threads:
+            import torch
+
+            # Process-wide in torch, so set under the lock, before any encode of ours.
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
         model = _MODELS.get(location)
         if model is not None:
             return model
@@ -65,11 +71,19 @@ def _load(model_name: str, location: str) -> Any:
 
 
 class SentenceTransformerEmbedder:
-    """``Embedder`` over sentence-transformers; the model loads on first use."""
+    """``Embedder`` over sentence-transformers; the model loads on first use.
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = 64) -> None:
+    ``threads`` sets torch's intra-op threads when the model loads (0 leaves torch's
+    default): a process-wide setting, so the last embedder to load decides."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, batch_size: int = 64,
+                 threads: int = 0) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder batch size must be positive, got {batch_size}")
+        if threads < 0:
+            raise ConfigError(f"embedder threads must be 0 (torch's default) or more, "
+                              f"got {threads}")
+        self._threads = threads
         self._model_name = model_name
         # Resolved now, loaded later: a wrong path fails at startup, not mid-ingest.
         self._location = _model_location(model_name)
@@ -94,7 +108,7 @@ class SentenceTransformerEmbedder:
 
     def _loaded(self) -> Any:
         if self._model is None:
-            self._model = _load(self._model_name, self._location)
+            self._model = _load(self._model_name, self._location, self._threads)
         return self._model
 
     def embed_texts(self, texts: Sequence[str]) -> Vector:

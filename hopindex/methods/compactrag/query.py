@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hopindex.backends.llm.usage import UsageMeter
-from hopindex.backends.protocols import UnitFilter
+from hopindex.backends.protocols import UnitFilter, Vector
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
 from hopindex.methods.compactrag.method import METHOD
@@ -60,6 +60,13 @@ class CompactRagMethod:
         steps: list[SynthesisStep] = []
         ranked: list[list[tuple[Unit, float]]] = []
         trace_steps: list[dict[str, Any]] = []
+        # Sub-questions that wait for no answer are asked as written: one embedding
+        # call for all of them (a comparison's two halves) instead of one each.
+        with timer.phase(QueryPhase.EMBED):
+            independent = list(dict.fromkeys(
+                sub.text for sub in decomposition.sub_questions if sub.ref is None))
+            embedded = dict(zip(independent, context.embedder.embed_texts(independent),
+                                strict=True)) if len(independent) > 1 else {}
         for sub in decomposition.sub_questions:
             referenced = answers.get(sub.ref) if sub.ref is not None else None
             with timer.phase(QueryPhase.EXTRACT):
@@ -67,7 +74,7 @@ class CompactRagMethod:
                     sub.text, referenced[1] if referenced else None,
                     referenced[0] if referenced else None)
             found = self._retrieve(index, rewritten, settings.top_k, settings.fetch_factor,
-                                   timer)
+                                   timer, vector=embedded.get(rewritten))
             with timer.phase(QueryPhase.EXTRACT):
                 extracted = extractor.extract_answer(rewritten, [
                     QaContext(question=str(u.metadata.get("question", "")),
@@ -101,10 +108,13 @@ class CompactRagMethod:
         return result
 
     def _retrieve(self, index: str, question: str, top_k: int, fetch_factor: int,
-                  timer: PhaseTimer) -> list[tuple[Unit, float]]:
-        """The top ``top_k`` QA units for ``question``, each question once."""
-        with timer.phase(QueryPhase.EMBED):
-            vector = self._context.embedder.embed_query(question)
+                  timer: PhaseTimer, *, vector: Vector | None = None
+                  ) -> list[tuple[Unit, float]]:
+        """The top ``top_k`` QA units for ``question`` (its ``vector`` when already
+        embedded), each question once."""
+        if vector is None:
+            with timer.phase(QueryPhase.EMBED):
+                vector = self._context.embedder.embed_query(question)
         with timer.phase(QueryPhase.DENSE_SEARCH):
             hits = self._context.vectors.search_vectors(index, vector, top_k * fetch_factor,
                                                         _QA)

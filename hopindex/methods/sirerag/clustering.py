@@ -33,13 +33,21 @@ and n - 1, and the mixture's component count below n.
 Repeatable: UMAP and the mixture are seeded with ``seed`` (seeding makes UMAP run on
 one thread), and the nodes are put in node-id order first, so the same nodes, in any
 order, with the same embeddings, tokens and policy give the same clusters.
+
+Speed: above ``UMAP_EXACT_LIMIT`` nodes UMAP gets exact neighbours from
+``neighbors.py`` instead of running NN-descent. The BIC search fits ``threads``
+mixtures at once, and the local passes of a level's global clusters run ``threads``
+at a time; each fit is seeded on its own and results are taken in order, so the
+thread count never changes the clusters. BLAS is held to one thread throughout.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +55,11 @@ import numpy as np
 import numpy.typing as npt
 
 from hopindex.core.logging import get_logger
+from hopindex.methods.sirerag.neighbors import (
+    UMAP_EXACT_LIMIT,
+    exact_neighbors,
+    single_threaded_blas,
+)
 
 log = get_logger(__name__)
 
@@ -77,6 +90,7 @@ class ClusterPolicy:
     max_depth: int = 4  # re-clustering passes below the first before cutting
     single_cluster_max_nodes: int = 11  # this many nodes or fewer: one cluster
     seed: int = 0
+    threads: int = 1  # mixtures fitted and local passes run at once; never changes results
 
     def __post_init__(self) -> None:
         problems = [
@@ -88,6 +102,7 @@ class ClusterPolicy:
                 ("0 < membership_threshold < 1", 0 < self.membership_threshold < 1),
                 ("max_cluster_tokens >= 1", self.max_cluster_tokens >= 1),
                 ("max_depth >= 0", self.max_depth >= 0),
+                ("threads >= 1", self.threads >= 1),
                 ("single_cluster_max_nodes > reduced_dims",
                  self.single_cluster_max_nodes > self.reduced_dims),
             ) if not ok]
@@ -116,8 +131,9 @@ def cluster_nodes(node_ids: Sequence[str], embeddings: npt.ArrayLike,
         return []
     order = sorted(range(len(node_ids)), key=node_ids.__getitem__)
     ids = [node_ids[i] for i in order]
-    run = _Run(vectors[order], tokens[order], policy)
-    groups = run.split(np.arange(len(ids), dtype=np.intp), depth=0)
+    with single_threaded_blas(), ThreadPoolExecutor(policy.threads) as pool:
+        run = _Run(vectors[order], tokens[order], policy, pool)
+        groups = run.split(np.arange(len(ids), dtype=np.intp), depth=0)
     clusters = sorted({tuple(ids[i] for i in sorted(group)) for group in groups})
     log.info("sirerag_clustered", nodes=len(ids), clusters=len(clusters),
              passes=run.passes, depth=run.deepest, cut=run.cut,
@@ -148,6 +164,7 @@ class _Run:
     vectors: Matrix
     tokens: npt.NDArray[np.int64]
     policy: ClusterPolicy
+    pool: Executor
     passes: int = 0  # clustering passes that ran UMAP and the mixture
     deepest: int = 0
     cut: int = 0  # clusters cut because re-clustering could not split them
@@ -177,17 +194,22 @@ class _Run:
             return [members]
         self.passes += 1
         global_neighbors = int(math.sqrt(len(members) - 1))
+        global_groups = mixture_clusters(reduce_points(points, global_neighbors, policy),
+                                         policy, self.pool)
         out: list[Indices] = []
-        for global_group in mixture_clusters(reduce_points(points, global_neighbors, policy),
-                                             policy):
-            inner = points[global_group]
-            if len(global_group) <= policy.single_cluster_max_nodes or _all_same(inner):
-                out.append(members[global_group])
-                continue
-            local = mixture_clusters(reduce_points(inner, policy.local_neighbors, policy),
-                                     policy)
+        # In order of the global groups whatever finishes first: the result repeats.
+        for global_group, local in zip(global_groups, self.pool.map(
+                lambda group: self.local_clusters(points[group]), global_groups), strict=True):
             out.extend(members[global_group[local_group]] for local_group in local)
         return out
+
+    def local_clusters(self, inner: Matrix) -> list[Indices]:
+        """A global cluster's local clusters, as row indices of ``inner``. Runs in the
+        pool, so its own mixtures are searched serially (the pool may be full)."""
+        policy = self.policy
+        if len(inner) <= policy.single_cluster_max_nodes or _all_same(inner):
+            return [np.arange(len(inner), dtype=np.intp)]
+        return mixture_clusters(reduce_points(inner, policy.local_neighbors, policy), policy)
 
     def cut_to_cap(self, group: Indices) -> list[Indices]:
         return [group[run] for run in cut_to_cap(self.vectors[group], self.tokens[group],
@@ -201,25 +223,29 @@ def reduce_points(points: Matrix, neighbors: int, policy: ClusterPolicy) -> Matr
     # seconds, and most users of the methods package never cluster.
     import umap  # type: ignore[import-untyped]
 
-    reducer = umap.UMAP(n_neighbors=min(max(2, neighbors), len(points) - 1),
-                        n_components=policy.reduced_dims, metric=policy.metric,
-                        random_state=policy.seed, n_jobs=1)
-    return np.asarray(reducer.fit_transform(points), dtype=np.float32)
+    n_neighbors = min(max(2, neighbors), len(points) - 1)
+    knn: tuple[Any, ...] = (None, None, None)
+    if len(points) >= UMAP_EXACT_LIMIT and policy.metric == "cosine":
+        knn = (*exact_neighbors(points, n_neighbors), None)
+    reducer = umap.UMAP(n_neighbors=n_neighbors, n_components=policy.reduced_dims,
+                        metric=policy.metric, random_state=policy.seed, n_jobs=1,
+                        precomputed_knn=knn)
+    with warnings.catch_warnings():
+        # Without a search index UMAP cannot transform new points: never asked of it.
+        warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]")
+        return np.asarray(reducer.fit_transform(points), dtype=np.float32)
 
 
-def mixture_clusters(points: Matrix, policy: ClusterPolicy) -> list[Indices]:
+def mixture_clusters(points: Matrix, policy: ClusterPolicy,
+                     pool: Executor | None = None) -> list[Indices]:
     """Soft clusters of ``points`` (at least 2; row indices) by the Gaussian mixture
-    with the lowest BIC over 1 to ``max_components`` components, fewer than the points."""
-    from sklearn.mixture import GaussianMixture  # type: ignore[import-untyped]
-
+    with the lowest BIC over 1 to ``max_components`` components, fewer than the points.
+    With a ``pool``, ``policy.threads`` component counts are fitted at once."""
     data = np.asarray(points, dtype=np.float64)
     best: Any = None
     best_bic = math.inf
     worse = 0
-    for components in range(1, min(policy.max_components, len(data) - 1) + 1):
-        mixture = GaussianMixture(n_components=components, random_state=policy.seed)
-        mixture.fit(data)
-        bic = float(mixture.bic(data))
+    for mixture, bic in _fitted(data, policy, pool):
         if bic < best_bic:
             best, best_bic, worse = mixture, bic, 0
         else:
@@ -229,6 +255,25 @@ def mixture_clusters(points: Matrix, policy: ClusterPolicy) -> list[Indices]:
     if best is None:
         raise ValueError(f"a mixture needs at least 2 points, got {len(data)}")
     return soft_memberships(np.asarray(best.predict_proba(data)), policy.membership_threshold)
+
+
+def _fitted(data: npt.NDArray[np.float64], policy: ClusterPolicy,
+            pool: Executor | None) -> Iterator[tuple[Any, float]]:
+    """Mixtures of 1, 2, … components with their BIC, in that order; fitted in waves
+    of ``policy.threads`` when there is a pool (a wave may fit past where the search
+    stops: the price of fitting at once)."""
+    from sklearn.mixture import GaussianMixture  # type: ignore[import-untyped]
+
+    def fit(components: int) -> tuple[Any, float]:
+        mixture = GaussianMixture(n_components=components, random_state=policy.seed)
+        mixture.fit(data)
+        return mixture, float(mixture.bic(data))
+
+    counts = range(1, min(policy.max_components, len(data) - 1) + 1)
+    wave = policy.threads if pool is not None else 1
+    for start in range(0, len(counts), wave):
+        batch = counts[start:start + wave]
+        yield from (pool.map(fit, batch) if pool is not None else map(fit, batch))
 
 
 def soft_memberships(probabilities: npt.NDArray[np.float64], threshold: float) -> list[Indices]:

@@ -38,6 +38,9 @@ class SiReRagSettings:
     levels: int = 3  # summary levels per tree (the authors' depth)
     seed: int = 0  # UMAP's and the mixture's: the same index gives the same trees
     max_cluster_tokens: int = 10_000  # a cluster above it is clustered again
+    # Mixtures fitted at once while clustering a level (threads of the process that
+    # plans it); the trees do not depend on it.
+    cluster_threads: int = 2
     # Rebuild the trees in a job after which this share of the documents changed since
     # their last build; 0: only `hopindex rebuild` does.
     rebuild_share: float = 0.2
@@ -49,6 +52,8 @@ class SiReRagSettings:
                         ("levels", self.levels, 1 <= self.levels <= 8, "1 to 8"),
                         ("max_cluster_tokens", self.max_cluster_tokens,
                          self.max_cluster_tokens >= 100, "at least 100"),
+                        ("cluster_threads", self.cluster_threads,
+                         1 <= self.cluster_threads <= 32, "1 to 32"),
                         ("rebuild_share", self.rebuild_share, 0 <= self.rebuild_share <= 1,
                          "between 0 and 1"),
                         ("top_k", self.top_k, 1 <= self.top_k <= 200, "1 to 200"))

@@ -105,7 +105,8 @@ def _cluster(context: PhaseContext, tree: Tree, level: int, nodes: Sequence[Unit
     if not placed:
         return {}
     policy = ClusterPolicy(max_cluster_tokens=context.settings.max_cluster_tokens,
-                           seed=context.settings.seed)
+                           seed=context.settings.seed,
+                           threads=context.settings.cluster_threads)
     found = cluster_nodes([u.unit_id for u in placed],
                           np.stack([vectors[u.unit_id] for u in placed]),
                           [len(u.text) // CHARS_PER_TOKEN + 1 for u in placed], policy)

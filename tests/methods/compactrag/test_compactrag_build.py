@@ -77,6 +77,31 @@ def test_a_query_makes_exactly_two_llm_calls(
     assert result.trace["modules"] == {"extractor": "top-answer", "rewriter": "substitution"}
 
 
+def test_independent_sub_questions_are_embedded_in_one_call(
+        start_server: StartServer, make_llm_service: LlmServiceFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comparison's two halves wait for no answer: both are embedded by one
+    ``embed_texts`` call, and neither is embedded again on its own."""
+    server = start_server()
+    service = make_llm_service(server)
+    service.ingest_documents("curie", CORPUS, method="compactrag")
+    embedder = service.backends.embedder
+    batches: list[list[str]] = []
+    singles: list[str] = []
+    embed_texts, embed_query = embedder.embed_texts, embedder.embed_query
+    monkeypatch.setattr(embedder, "embed_texts",
+                        lambda texts: batches.append(list(texts)) or embed_texts(texts))
+    monkeypatch.setattr(embedder, "embed_query",
+                        lambda text: singles.append(text) or embed_query(text))
+    result = service.query("curie", "Were Marie Curie and Pierre Curie both physicists?",
+                           method="compactrag", options=QueryOptions(k=3))
+    steps = result.trace["sub_questions"]
+    assert [s["ref"] for s in steps] == [None, None]
+    assert batches == [[s["q"] for s in steps]]
+    assert singles == []
+    assert all(s["units"] for s in steps)
+
+
 def test_a_passage_whose_pairs_stay_invalid_fails_alone(
         start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
     """Invalid JSON after the one repair: that document alone fails, named under

@@ -61,7 +61,8 @@ def forbid(monkeypatch: pytest.MonkeyPatch, *functions: str) -> None:
         monkeypatch.setattr(clustering, name, refuse)
 
 
-def halves(points: Matrix, policy: ClusterPolicy) -> list[npt.NDArray[np.intp]]:
+def halves(points: Matrix, policy: ClusterPolicy,
+           pool: object = None) -> list[npt.NDArray[np.intp]]:
     """Stand-in mixture: the first half of the rows and the rest."""
     middle = len(points) // 2
     return [np.arange(middle), np.arange(middle, len(points))]
@@ -85,6 +86,44 @@ def test_same_input_and_seed_give_the_same_clusters() -> None:
     order = np.random.default_rng(1).permutation(len(ids))
     assert cluster_nodes([ids[i] for i in order], vectors[order],
                          [tokens[i] for i in order], QUICK) == first
+
+
+def test_the_thread_count_never_changes_the_clusters() -> None:
+    """Fitting mixtures and running local passes three at a time gives what one at a
+    time gives, patience stops included (a wave fits past the stop and is discarded)."""
+    vectors = blobs(4, 15, seed=3)
+    ids = names(len(vectors))
+    tokens = [50] * len(ids)
+    serial = cluster_nodes(ids, vectors, tokens, ClusterPolicy(max_components=12,
+                                                               bic_patience=2))
+    threaded = cluster_nodes(ids, vectors, tokens, ClusterPolicy(max_components=12,
+                                                                 bic_patience=2, threads=3))
+    assert threaded == serial
+    assert len(serial) > 1
+
+
+def test_large_inputs_get_exact_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the exact-neighbour limit UMAP is handed exact cosine neighbours for each
+    pass (the square root of n - 1 globally, 10 locally); the clusters repeat and
+    never mix two groups."""
+    from hopindex.methods.sirerag import neighbors
+
+    handed: list[tuple[int, int]] = []
+
+    def spy(rows: Matrix, k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        handed.append((len(rows), k))
+        return neighbors.exact_neighbors(rows, k)
+
+    monkeypatch.setattr(clustering, "UMAP_EXACT_LIMIT", 12)
+    monkeypatch.setattr(clustering, "exact_neighbors", spy)
+    vectors = blobs(3, 20, seed=5, spread=0.05)
+    ids = names(len(vectors))
+    clusters = cluster_nodes(ids, vectors, [50] * len(ids), QUICK)
+    assert handed[0] == (60, 7)
+    assert all(k == 10 for _, k in handed[1:])
+    assert_well_formed(clusters, ids)
+    assert all(len({int(i[1:]) // 20 for i in c}) == 1 for c in clusters)
+    assert cluster_nodes(ids, vectors, [50] * len(ids), QUICK) == clusters
 
 
 def test_clusters_stay_within_the_token_cap() -> None:
@@ -161,7 +200,8 @@ def test_a_node_likely_in_two_components_joins_both() -> None:
 
 def test_soft_memberships_reach_the_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
     """A node the mixture puts in two clusters is in two clusters of the result."""
-    def overlapping(points: Matrix, policy: ClusterPolicy) -> list[npt.NDArray[np.intp]]:
+    def overlapping(points: Matrix, policy: ClusterPolicy,
+                    pool: object = None) -> list[npt.NDArray[np.intp]]:
         middle = len(points) // 2
         return [np.arange(middle + 1), np.arange(middle, len(points))]
 
@@ -201,7 +241,8 @@ def test_the_depth_bound_cuts_instead(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_cluster_that_does_not_split_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     """A mixture that keeps every node together cannot help: the cluster is cut into
     runs within the cap, and the run ends."""
-    def whole(points: Matrix, policy: ClusterPolicy) -> list[npt.NDArray[np.intp]]:
+    def whole(points: Matrix, policy: ClusterPolicy,
+              pool: object = None) -> list[npt.NDArray[np.intp]]:
         return [np.arange(len(points))]
 
     monkeypatch.setattr(clustering, "reduce_points", passthrough)
