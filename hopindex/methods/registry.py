@@ -61,11 +61,13 @@ def _register_builtins(found: MethodRegistry) -> None:
         extractive,
         indexrag,
         ircot,
+        kgbridge,
         naive,
         sirerag,
     )
 
-    for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag, compactrag):
+    for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag, compactrag,
+                    kgbridge):
         package.register(found)
 
 

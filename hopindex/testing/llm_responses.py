@@ -14,19 +14,26 @@ real model would be asked to (shape, not quality). Classification, first match w
    sentence; ``SYNTHESIZE_MARKER`` (``"thought"``) → ``{"thought", "answer"}``;
    ``DECOMPOSE_MARKER`` (``"ref"``) → one or two sub-questions. The first and the last
    are wrapped under a key in JSON mode, bare arrays otherwise.
-4. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
+4. The partitioned-KG prompts (``llm_kgbridge``), whose passages and entity summaries
+   may hold later kinds' markers: ``KG_EXTRACT_MARKER`` (``"relations"``) → the
+   chunk's names as entities, related when they share a sentence;
+   ``KG_SUMMARIES_MARKER`` (``"summaries"``) → each entity's first description
+   sentence; ``KG_DOC_SUMMARY_MARKER`` → the first sentence of each entity summary (a
+   text reply); ``KG_ADJUDICATE_MARKER`` (``"same"``) → ``{"same", "score", "reason"}``,
+   the same entity when the two summaries share a content word beyond the name.
+5. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
    lines) → a JSON array of bridging facts, each joining facts of two documents.
-5. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
+6. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
    from the passage after ``DOCUMENT_LABEL``.
-6. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
+7. ``SCORES_MARKER`` (``"scores"``) with candidate lines ``[ID] text`` → ``{"scores": {ID: 0-10}}``
    (BridgeRAG's judge; ``Bridge entity N:`` lines count toward the scores).
-7. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
+8. ``QUERIES_MARKER`` (``"queries"``) → ``{"queries": [three strings]}``, plus
    ``"entities": [e1, e2]`` when the prompt also names ``"entities"``.
-8. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
-9. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
+9. ``ENTITY_PAIR_MARKER`` (``e1 | e2``) → ``Entity One | Entity Two``.
+10. ``IRCOT_ANSWER_PHRASE`` (``So the answer is``) or ``IRCOT_SEARCH_LABEL`` (``Search:``) →
    one reasoning step; see :func:`_ircot_reply`.
-10. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
-11. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
+11. ``QUESTION_LABEL`` (``Question:``) → a short answer from the context.
+12. Anything else → a two-sentence summary, or ``{"result": …}`` when JSON is expected.
 """
 
 from __future__ import annotations
@@ -50,6 +57,16 @@ from hopindex.testing.llm_compactrag import (
     decompose_reply,
     qa_reply,
     synthesize_reply,
+)
+from hopindex.testing.llm_kgbridge import ADJUDICATE_MARKER as KG_ADJUDICATE_MARKER
+from hopindex.testing.llm_kgbridge import DOC_SUMMARY_MARKER as KG_DOC_SUMMARY_MARKER
+from hopindex.testing.llm_kgbridge import EXTRACT_MARKER as KG_EXTRACT_MARKER
+from hopindex.testing.llm_kgbridge import SUMMARIES_MARKER as KG_SUMMARIES_MARKER
+from hopindex.testing.llm_kgbridge import (
+    adjudicate_reply,
+    doc_summary_reply,
+    extract_reply,
+    summaries_reply,
 )
 from hopindex.testing.llm_sirerag import propositions_reply, summary_reply
 from hopindex.testing.llm_text import NOT_NAME_WORDS, capitalised_spans, split_sentences, unique
@@ -101,18 +118,26 @@ class TaskKind(enum.StrEnum):
     QA_PAIRS = "qa_pairs"
     DECOMPOSE = "decompose"
     SYNTHESIZE = "synthesize"
+    KG_EXTRACT = "kg_extract"
+    KG_SUMMARIES = "kg_entity_summaries"
+    KG_DOC_SUMMARY = "kg_doc_summary"
+    KG_ADJUDICATE = "kg_adjudicate"
     OTHER = "other"
 
 
 # Kinds whose reply is JSON whatever the request's response_format says.
 JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES,
                         TaskKind.PROPOSITIONS, TaskKind.QA_PAIRS, TaskKind.DECOMPOSE,
-                        TaskKind.SYNTHESIZE})
+                        TaskKind.SYNTHESIZE, TaskKind.KG_EXTRACT, TaskKind.KG_SUMMARIES,
+                        TaskKind.KG_ADJUDICATE})
 
 
 _COMPACTRAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
     TaskKind.QA_PAIRS: qa_reply, TaskKind.DECOMPOSE: decompose_reply,
     TaskKind.SYNTHESIZE: synthesize_reply}
+_KGBRIDGE_REPLIES: dict[TaskKind, Callable[..., object]] = {
+    TaskKind.KG_EXTRACT: extract_reply, TaskKind.KG_SUMMARIES: summaries_reply,
+    TaskKind.KG_ADJUDICATE: adjudicate_reply}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +160,10 @@ def classify(prompt: str) -> TaskKind:
         (QA_MARKER in prompt, TaskKind.QA_PAIRS),
         (SYNTHESIZE_MARKER in prompt, TaskKind.SYNTHESIZE),
         (DECOMPOSE_MARKER in prompt, TaskKind.DECOMPOSE),
+        (KG_EXTRACT_MARKER in prompt, TaskKind.KG_EXTRACT),
+        (KG_SUMMARIES_MARKER in prompt, TaskKind.KG_SUMMARIES),
+        (KG_DOC_SUMMARY_MARKER in prompt, TaskKind.KG_DOC_SUMMARY),
+        (KG_ADJUDICATE_MARKER in prompt, TaskKind.KG_ADJUDICATE),
         (STAGE2_SECTION_MARKER in prompt, TaskKind.STAGE2),
         (STAGE1_MARKER in prompt, TaskKind.STAGE1),
         (SCORES_MARKER in prompt and _CANDIDATE_LINE.search(prompt) is not None,
@@ -167,6 +196,8 @@ def compute_reply(messages: Sequence[str], *, max_tokens: int | None = None,
         text = short_answer(prompt)
     elif kind is TaskKind.SUMMARY:
         text = summary_reply(summary_texts(prompt))
+    elif kind is TaskKind.KG_DOC_SUMMARY:
+        text = doc_summary_reply(prompt)
     else:
         text = _summary(messages[-1] if messages else "")
     if json_mode:
@@ -179,9 +210,9 @@ def _json_reply(kind: TaskKind, prompt: str, *, json_mode: bool) -> object:
     if kind is TaskKind.PROPOSITIONS:
         passage = _until_section_end(_after_first(prompt, PARAGRAPH_LABEL))
         return propositions_reply(passage, json_mode=json_mode)
-    compactrag = _COMPACTRAG_REPLIES.get(kind)
-    if compactrag is not None:
-        return compactrag(prompt, json_mode=json_mode)
+    method_reply = _COMPACTRAG_REPLIES.get(kind) or _KGBRIDGE_REPLIES.get(kind)
+    if method_reply is not None:
+        return method_reply(prompt, json_mode=json_mode)
     if kind is TaskKind.STAGE1:
         return stage1_reply(prompt)
     if kind is TaskKind.STAGE2:

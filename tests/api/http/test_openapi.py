@@ -65,7 +65,7 @@ def test_published_limits_are_the_servers() -> None:
     assert schemas["CreateIndex"]["properties"]["method"]["enum"] == ["extractive", None]
     with_llm = build_spec(replace(SETTINGS, llm_model="m"))["components"]["schemas"]
     assert with_llm["CreateIndex"]["properties"]["method"]["enum"] == [
-        "compactrag", "extractive", "indexrag", "sirerag", None]
+        "compactrag", "extractive", "indexrag", "kgbridge", "sirerag", None]
 
 
 def test_operation_ids_are_unique() -> None:

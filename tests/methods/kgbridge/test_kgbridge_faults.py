@@ -1,0 +1,85 @@
+"""kgbridge when the model misbehaves: a document whose extraction is never valid
+JSON, and an adjudication that never is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from hopindex.core.models import JobState, UnitKind
+from hopindex.methods.kgbridge.graphs import GRAPHS, LINKS
+from hopindex.methods.kgbridge.links import list_links
+from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import raw
+from tests.methods.indexrag.conftest import LlmServiceFactory
+from tests.methods.kgbridge.corpus import CORPUS, ENGINE, INDEX, LINKED_KEYS, kg_service
+
+pytestmark = pytest.mark.integration
+
+StartServer = Callable[..., LlmTestServer]
+POISON = "zq-poison-5d2e"
+
+
+def test_an_extraction_that_stays_invalid_fails_its_document_alone(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """Invalid JSON after the one repair: that document alone fails, named on the job
+    under ``kgbridge.graphs`` with the chunk and the reason; the others are indexed and
+    linked; a repair with the model fixed extracts it, and only it."""
+    server = start_server(invalid_json_marker=POISON)
+    service = kg_service(make_llm_service, server)
+    bad = raw("Broken", f"Marta Kell wrote this {POISON} passage.", doc_id="broken")
+    job = service.ingest_documents(INDEX, [*CORPUS, bad], method="kgbridge")
+    assert job.state is JobState.SUCCEEDED_WITH_ERRORS
+    assert [(e.item, e.stage) for e in job.errors] == [("broken", "kgbridge.graphs")]
+    assert "entity extraction failed at chunk 0" in job.errors[0].reason
+    assert "not the expected JSON after one repair" in job.errors[0].reason
+    state = service.backends.state
+    assert state.units_of_documents(INDEX, ["broken"]) == []
+    assert state.get_records(INDEX, GRAPHS, ["broken"]) == {}
+    assert {link["entity"] for link in list_links(state, INDEX)} == LINKED_KEYS
+    service.close()
+
+    fixed = start_server()
+    service = kg_service(make_llm_service, fixed)
+    job = service.repair_index(INDEX)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert fixed.stats.by_kind == {"kg_extract": 1, "kg_entity_summaries": 1,
+                                   "kg_doc_summary": 1}
+    kinds = {u.kind for u in service.backends.state.units_of_documents(INDEX, ["broken"])}
+    assert kinds == {UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY, UnitKind.DOC_SUMMARY}
+    assert service.outstanding(INDEX).failed == []
+
+
+def test_an_adjudication_that_stays_invalid_fails_its_name_and_keeps_its_links(
+        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+    """A changed document whose names must be adjudicated again while every verdict is
+    invalid: each such name fails under ``kgbridge.links`` and keeps the links it had;
+    the next job, with the model fixed, adjudicates them again."""
+    server = start_server()
+    service = kg_service(make_llm_service, server)
+    assert service.ingest_documents(INDEX, CORPUS, method="kgbridge").state is JobState.SUCCEEDED
+    before = service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
+    service.close()
+
+    poisoned = start_server(invalid_json_marker="Entity A:")
+    service = kg_service(make_llm_service, poisoned)
+    changed = raw(ENGINE.title, ENGINE.text.replace("computer", "calculating machine")
+                  .replace("mathematician", "mathematician in London"), doc_id="engine")
+    job = service.ingest_documents(INDEX, [changed])
+    assert job.state is JobState.SUCCEEDED_WITH_ERRORS
+    assert sorted((e.item, e.stage) for e in job.errors) == [
+        ("ada lovelace", "kgbridge.links"), ("analytical engine", "kgbridge.links")]
+    assert all("adjudication of ada / engine failed" in e.reason for e in job.errors)
+    state = service.backends.state
+    assert state.get_records(INDEX, LINKS, sorted(LINKED_KEYS)) == before
+    service.close()
+
+    fixed = start_server()
+    service = kg_service(make_llm_service, fixed)
+    job = service.repair_index(INDEX)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert fixed.stats.by_kind == {"kg_adjudicate": 2}
+    assert service.outstanding(INDEX).failed == []
+    after = service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
+    assert after != before
