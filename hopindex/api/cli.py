@@ -10,6 +10,7 @@ import click
 from hopindex.api.cli_context import open_service as _service
 from hopindex.api.cli_context import remote_commands as _remote
 from hopindex.api.cli_index_jobs import rebuild, repair
+from hopindex.api.cli_links import links
 from hopindex.api.cli_methods import (
     MethodName,
     RegistryHelpOption,
@@ -36,8 +37,8 @@ from hopindex.methods.registry import index_method_names, load_settings, query_m
 @click.version_option(package_name="hopindex")
 @click.option("--api", "api_url", default=None, metavar="URL",
               help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
-                   "ingest, query, jobs, events, delete, repair, rebuild and webhooks go "
-                   "through it, with the key in HOPINDEX_API_KEY.")
+                   "ingest, query, jobs, events, delete, repair, rebuild, links and "
+                   "webhooks go through it, with the key in HOPINDEX_API_KEY.")
 def main(api_url: str | None) -> None:
     """hopindex: multi-hop retrieval with cross-document reasoning done at index time.
 
@@ -353,5 +354,5 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          curve_out=curve_out, curve_queries=curve_queries)
 
 
-for _command in (repair, rebuild, worker, beat, serve, api_key):
+for _command in (repair, rebuild, links, worker, beat, serve, api_key):
     main.add_command(_command)

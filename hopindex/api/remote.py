@@ -210,6 +210,18 @@ class ApiClient:
         return query_result_from_dict(self._json("POST", f"/v1/indexes/{_quote(index)}/query",
                                                  payload=payload))
 
+    # -- kgbridge links ----------------------------------------------------------------
+    def list_links(self, index: str, entity: str | None = None) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._json(
+            "GET", f"/v1/indexes/{_quote(index)}/links", params={"entity": entity})["links"]
+        return found
+
+    def reject_link(self, index: str, link_id: str, by: str) -> dict[str, Any]:
+        rejected: dict[str, Any] = self._json(
+            "POST", f"/v1/indexes/{_quote(index)}/links/{_quote(link_id)}/reject",
+            payload={"by": by})
+        return rejected
+
     # -- events and webhooks ----------------------------------------------------------
     def stream_events(self, index: str | None = None, after_id: str | None = None, *,
                       follow: bool = False) -> Iterator[Event]:

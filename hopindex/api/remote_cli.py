@@ -109,3 +109,14 @@ class RemoteCommands:
 
     def webhooks_remove(self, webhook_id: str) -> None:
         self.client.remove_webhook(webhook_id)
+
+    def links_list(self, index: str, entity: str | None, *, as_json: bool) -> None:
+        from hopindex.api.render_links import print_links, scope_label
+
+        print_links(self.client.list_links(index, entity), as_json=as_json,
+                    scope=scope_label(index, entity))
+
+    def links_reject(self, index: str, link_id: str, by: str, *, as_json: bool) -> None:
+        from hopindex.api.render_links import print_rejected
+
+        print_rejected(self.client.reject_link(index, link_id, by), as_json=as_json)

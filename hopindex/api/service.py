@@ -6,7 +6,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from hopindex.api.links import links_of, reject
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends
@@ -110,6 +112,17 @@ class Hopindex:
         self._require_index(index)
         return outstanding_work(self.backends.state, index,
                                 level_statuses(self.runtime, index))
+
+    # -- kgbridge links ----------------------------------------------------------------
+    def list_links(self, index: str, entity: str | None = None) -> list[dict[str, Any]]:
+        """The SAME_AS links of a ``kgbridge`` index (of one entity name, or all), each
+        end with its document's title; any other method's index is an input error."""
+        return links_of(self.backends.state, self._require_index(index), entity)
+
+    def reject_link(self, index: str, link_id: str, by: str) -> dict[str, Any]:
+        """Reject one of a ``kgbridge`` index's links for good, recording ``by``; a
+        second rejection keeps the first."""
+        return reject(self.backends.state, self._require_index(index), link_id, by)
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,

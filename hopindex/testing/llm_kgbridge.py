@@ -12,6 +12,15 @@ whole prompt. Replies have the shapes the method's parsers require:
 - Adjudication: ``same: true, score 9`` when the two entity summaries share a content
   word beyond the name itself, else ``same: false, score 2``: two people of one name
   with unrelated descriptions are told apart, one entity described twice is not.
+- Query plan: primary, the routed document whose title and summary share the most
+  content words with the question, and the next one when it shares any; auxiliary,
+  the first other document one of whose core entities the question names, with those
+  names. A question holding ``UNROUTED_PLAN_MARKER`` gets a plan naming only documents
+  that were not routed.
+- Sufficiency: sufficient when the context names one of the question's capitalised
+  names and holds the text of at least two documents; else not, with a sub-question
+  about the first question name the context lacks (else the first one). A question
+  holding ``NEVER_SUFFICIENT_MARKER`` is never sufficient.
 
 The JSON replies are objects, so they are the same in JSON mode and out of it
 (``json_mode`` is taken for the dispatcher's sake).
@@ -28,8 +37,15 @@ EXTRACT_MARKER = '"relations"'
 SUMMARIES_MARKER = '"summaries"'
 DOC_SUMMARY_MARKER = "Write the summary of the document"
 ADJUDICATE_MARKER = '"same"'
+PLAN_MARKER = '"primary"'
+SUFFICIENCY_MARKER = '"sufficient"'
+# Knobs a test puts in its question, which every query prompt carries.
+NEVER_SUFFICIENT_MARKER = "zq-never-sufficient"
+UNROUTED_PLAN_MARKER = "zq-unrouted-plan"
+UNROUTED_DOC_ID = "zq-no-such-document"
 PASSAGE_LABEL = "Passage:"
 ENTITY_SUMMARIES_LABEL = "Entity summaries:"
+CONTEXT_LABEL = "Context:"
 OPENING_LABEL = "Opening of the document:"
 ENTITY_TYPE = "entity"
 RELATION = "related to"
@@ -43,6 +59,11 @@ _DESCRIPTION_LINE = re.compile(r"^Description:[ \t]*(.*)$", re.MULTILINE)
 _SIDE_LINE = re.compile(r"^Entity ([AB]):[ \t]*(.*)$", re.MULTILINE)
 _SUMMARY_LINE = re.compile(r"^Summary:[ \t]*(.*)$", re.MULTILINE)
 _WORD = re.compile(r"\w+")
+_QUESTION_VERBS = frozenset({"is", "are", "was", "were", "did", "do", "does", "has", "have",
+                             "had", "can", "could", "will", "would"})
+_QUESTION_LINE = re.compile(r"^Question:[ \t]*(.*)$", re.MULTILINE)
+_DOCUMENT_BLOCK = re.compile(r"^## Document:[ \t]*(.*)$", re.MULTILINE)
+_CONTEXT_LINE = re.compile(r"^\[([^\]|]+?) \| \w+\] (.*)$")
 # Words four letters or longer that say nothing about which entity is meant.
 _STOP_WORDS = frozenset({"also", "been", "from", "have", "into", "that", "their", "them",
                          "then", "there", "these", "they", "this", "those", "were", "what",
@@ -103,6 +124,77 @@ def adjudicate_reply(prompt: str, *, json_mode: bool = True) -> dict[str, object
                 "reason": f"both summaries mention {', '.join(shared[:3])}"}
     return {"same": False, "score": DIFFERENT_SCORE,
             "reason": "the summaries share nothing beyond the name"}
+
+
+def plan_reply(prompt: str, *, json_mode: bool = True) -> dict[str, object]:
+    """``{"primary", "auxiliary", "reason"}`` from word overlap with the question."""
+    question = _question(prompt)
+    if UNROUTED_PLAN_MARKER in prompt:
+        return {"primary": [UNROUTED_DOC_ID],
+                "auxiliary": [{"doc_id": UNROUTED_DOC_ID, "entities": ["Nobody"]}],
+                "reason": "documents that were not offered"}
+    asked = set(_content_words(question))
+    documents = []
+    headers = list(_DOCUMENT_BLOCK.finditer(prompt))
+    for position, header in enumerate(headers):
+        end = headers[position + 1].start() if position + 1 < len(headers) else len(prompt)
+        fields = dict(_field(line) for line in prompt[header.end():end].splitlines()
+                      if ": " in line)
+        overlap = len(asked & set(_content_words(
+            f"{fields.get('Title', '')} {fields.get('Summary', '')}")))
+        core = [n.strip() for n in fields.get("Core entities", "").split(";") if n.strip()]
+        documents.append((header.group(1).strip(), overlap, core))
+    ranked = sorted(documents, key=lambda d: -d[1])  # stable: routing order breaks ties
+    primary = ranked[:1] + [d for d in ranked[1:2] if d[1] > 0]
+    auxiliary = []
+    for doc_id, _, core in ranked[len(primary):]:
+        named = [n for n in core if n.lower() in question.lower()]
+        if named:
+            auxiliary.append({"doc_id": doc_id, "entities": named})
+            break
+    return {"primary": [d[0] for d in primary], "auxiliary": auxiliary,
+            "reason": "the documents sharing the most words with the question"}
+
+
+def sufficiency_reply(prompt: str, *, json_mode: bool = True) -> dict[str, object]:
+    """``{"sufficient", "findings", "sub_question"}``: see the module docstring."""
+    question = _question(prompt)
+    names = _question_names(question)
+    lines = [m for line in _evidence_after(prompt, CONTEXT_LABEL).splitlines()
+             if (m := _CONTEXT_LINE.match(line.strip()))]
+    context = " ".join(m.group(2) for m in lines).lower()
+    present = [n for n in names if n.lower() in context]
+    missing = [n for n in names if n not in present]
+    documents = {m.group(1) for m in lines}
+    sufficient = (NEVER_SUFFICIENT_MARKER not in prompt and bool(present)
+                  and len(documents) >= 2)
+    found = next((m.group(2) for m in lines
+                  if any(n.lower() in m.group(2).lower() for n in present)), "")
+    findings = split_sentences(found)[0] if found else ""
+    target = (missing or names or [question or "the question"])[0]
+    return {"sufficient": sufficient, "findings": findings,
+            "sub_question": "" if sufficient else f"What is known about {target}?"}
+
+
+def _question_names(question: str) -> list[str]:
+    """The question's capitalised spans, less a leading auxiliary verb ("Was Ada ...")."""
+    names = []
+    for span in capitalised_spans(question):
+        words = span.split()
+        while words and words[0].lower() in _QUESTION_VERBS:
+            words = words[1:]
+        names.append(" ".join(words))
+    return unique(names)
+
+
+def _question(prompt: str) -> str:
+    match = _QUESTION_LINE.search(prompt)
+    return match.group(1).strip() if match else ""
+
+
+def _field(line: str) -> tuple[str, str]:
+    name, _, value = line.partition(": ")
+    return name.strip(), value.strip()
 
 
 def _evidence_after(prompt: str, label: str) -> str:

@@ -20,7 +20,12 @@ real model would be asked to (shape, not quality). Classification, first match w
    ``KG_SUMMARIES_MARKER`` (``"summaries"``) → each entity's first description
    sentence; ``KG_DOC_SUMMARY_MARKER`` → the first sentence of each entity summary (a
    text reply); ``KG_ADJUDICATE_MARKER`` (``"same"``) → ``{"same", "score", "reason"}``,
-   the same entity when the two summaries share a content word beyond the name.
+   the same entity when the two summaries share a content word beyond the name; the
+   query's ``KG_PLAN_MARKER`` (``"primary"``) → ``{"primary", "auxiliary", "reason"}``,
+   the routed documents sharing the most words with the question; and
+   ``KG_SUFFICIENCY_MARKER`` (``"sufficient"``) → ``{"sufficient", "findings",
+   "sub_question"}``, sufficient once the context names a name of the question and
+   holds two documents (the query's answer prompt is the ``Question:`` kind below).
 5. ``STAGE2_SECTION_MARKER`` (``=== Document: {title} ===`` sections with ``Q: … A: …``
    lines) → a JSON array of bridging facts, each joining facts of two documents.
 6. ``STAGE1_MARKER`` (the JSON key ``"qa_pairs"``) → ``{"qa_pairs": [...], "entities": [...]}``
@@ -61,11 +66,15 @@ from hopindex.testing.llm_compactrag import (
 from hopindex.testing.llm_kgbridge import ADJUDICATE_MARKER as KG_ADJUDICATE_MARKER
 from hopindex.testing.llm_kgbridge import DOC_SUMMARY_MARKER as KG_DOC_SUMMARY_MARKER
 from hopindex.testing.llm_kgbridge import EXTRACT_MARKER as KG_EXTRACT_MARKER
+from hopindex.testing.llm_kgbridge import PLAN_MARKER as KG_PLAN_MARKER
+from hopindex.testing.llm_kgbridge import SUFFICIENCY_MARKER as KG_SUFFICIENCY_MARKER
 from hopindex.testing.llm_kgbridge import SUMMARIES_MARKER as KG_SUMMARIES_MARKER
 from hopindex.testing.llm_kgbridge import (
     adjudicate_reply,
     doc_summary_reply,
     extract_reply,
+    plan_reply,
+    sufficiency_reply,
     summaries_reply,
 )
 from hopindex.testing.llm_sirerag import propositions_reply, summary_reply
@@ -122,6 +131,8 @@ class TaskKind(enum.StrEnum):
     KG_SUMMARIES = "kg_entity_summaries"
     KG_DOC_SUMMARY = "kg_doc_summary"
     KG_ADJUDICATE = "kg_adjudicate"
+    KG_PLAN = "kg_plan"
+    KG_SUFFICIENCY = "kg_sufficiency"
     OTHER = "other"
 
 
@@ -129,7 +140,8 @@ class TaskKind(enum.StrEnum):
 JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES,
                         TaskKind.PROPOSITIONS, TaskKind.QA_PAIRS, TaskKind.DECOMPOSE,
                         TaskKind.SYNTHESIZE, TaskKind.KG_EXTRACT, TaskKind.KG_SUMMARIES,
-                        TaskKind.KG_ADJUDICATE})
+                        TaskKind.KG_ADJUDICATE, TaskKind.KG_PLAN,
+                        TaskKind.KG_SUFFICIENCY})
 
 
 _COMPACTRAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
@@ -137,7 +149,8 @@ _COMPACTRAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
     TaskKind.SYNTHESIZE: synthesize_reply}
 _KGBRIDGE_REPLIES: dict[TaskKind, Callable[..., object]] = {
     TaskKind.KG_EXTRACT: extract_reply, TaskKind.KG_SUMMARIES: summaries_reply,
-    TaskKind.KG_ADJUDICATE: adjudicate_reply}
+    TaskKind.KG_ADJUDICATE: adjudicate_reply, TaskKind.KG_PLAN: plan_reply,
+    TaskKind.KG_SUFFICIENCY: sufficiency_reply}
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +177,8 @@ def classify(prompt: str) -> TaskKind:
         (KG_SUMMARIES_MARKER in prompt, TaskKind.KG_SUMMARIES),
         (KG_DOC_SUMMARY_MARKER in prompt, TaskKind.KG_DOC_SUMMARY),
         (KG_ADJUDICATE_MARKER in prompt, TaskKind.KG_ADJUDICATE),
+        (KG_PLAN_MARKER in prompt, TaskKind.KG_PLAN),
+        (KG_SUFFICIENCY_MARKER in prompt, TaskKind.KG_SUFFICIENCY),
         (STAGE2_SECTION_MARKER in prompt, TaskKind.STAGE2),
         (STAGE1_MARKER in prompt, TaskKind.STAGE1),
         (SCORES_MARKER in prompt and _CANDIDATE_LINE.search(prompt) is not None,

@@ -156,6 +156,13 @@ def build_links(context: PhaseContext, keys: list[str]) -> GroupsResult:
             continue
         records[key] = key_record(settings, of_key, rejected, verdicts)
     if records:
+        # A link rejected while the model was being asked must not come back.
+        late = set(state.get_records(index, REJECTED, [
+            x["link_id"] for r in records.values() for x in r["links"]]))
+        for record in records.values():
+            kept = [x for x in record["links"] if x["link_id"] not in late]
+            record["rejected"] += len(record["links"]) - len(kept)
+            record["links"] = kept
         state.put_records(index, LINKS, records)
     failed = {e.item for e in result.errors}
     gone = [k for k in keys if k not in records and k not in failed]

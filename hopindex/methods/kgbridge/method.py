@@ -33,7 +33,7 @@ class KgBridgeIndexMethod:
     llm_use = LlmUse.REQUIRED
     settings_type = KgBridgeSettings
     writes = frozenset({UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY, UnitKind.DOC_SUMMARY})
-    default_queries = ("naive",)
+    default_queries = ("kgbridge", "naive")
     phases: tuple[Phase, ...] = (
         DocumentsPhase(name="graphs", run=run_graphs,
                        writes=frozenset({UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY,

@@ -1,4 +1,5 @@
-"""``HOPINDEX_KGBRIDGE_*``: which same-name entities are adjudicated, and when they link."""
+"""``HOPINDEX_KGBRIDGE_*``: which same-name entities are adjudicated, when they link, and
+how much a query routes, reads and iterates."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hopindex.core.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class KgBridgeSettings:
-    """SAME_AS linking between the per-document graphs.
+    """SAME_AS linking between the per-document graphs, and the query's budget.
 
     A name found in fewer than ``min_docs`` or more than ``max_docs`` documents is not
     linked (the bounds of the code published with the paper: a name in very many
@@ -19,6 +20,11 @@ class KgBridgeSettings:
     to the model. The default 0.0 is the lossless bound (tau - alpha)/(1 - alpha) of
     the default alpha and tau: a pair below it could not reach tau even with
     S_LLM = 1.
+
+    The query reads ``route_top_k`` routed documents (the code published with the paper
+    re-ranks ten), ``chunks_per_doc`` passages of each primary document, the linked
+    summaries of at most ``expansion`` of its entities, and checks sufficiency at most
+    ``max_iterations`` times: with the plan and the answer, at most five calls.
     """
 
     min_docs: int = 2
@@ -26,6 +32,10 @@ class KgBridgeSettings:
     alpha: float = 0.7  # weight of the model's score against the embedding cosine
     tau: float = 0.7  # link threshold on the 0-1 scale (the paper's 7.0 of 10)
     min_embedding_score: float = 0.0
+    route_top_k: int = 10
+    chunks_per_doc: int = 2
+    expansion: int = 5
+    max_iterations: int = 3
 
     def __post_init__(self) -> None:
         problems = [f"HOPINDEX_KGBRIDGE_{name.upper()} must be {rule}, got {value}"
@@ -36,7 +46,15 @@ class KgBridgeSettings:
                         ("alpha", self.alpha, 0.0 <= self.alpha <= 1.0, "between 0 and 1"),
                         ("tau", self.tau, 0.0 <= self.tau <= 1.0, "between 0 and 1"),
                         ("min_embedding_score", self.min_embedding_score,
-                         -1.0 <= self.min_embedding_score <= 1.0, "between -1 and 1"))
+                         -1.0 <= self.min_embedding_score <= 1.0, "between -1 and 1"),
+                        ("route_top_k", self.route_top_k, 1 <= self.route_top_k <= 100,
+                         "1 to 100"),
+                        ("chunks_per_doc", self.chunks_per_doc,
+                         1 <= self.chunks_per_doc <= 10, "1 to 10"),
+                        ("expansion", self.expansion, 0 <= self.expansion <= 50, "0 to 50"),
+                        # The paper's bound: the query's calls stay at most five.
+                        ("max_iterations", self.max_iterations,
+                         0 <= self.max_iterations <= 3, "0 to 3"))
                     if not ok]
         if problems:
             raise ConfigError("; ".join(problems))

@@ -143,6 +143,16 @@ ALLOWED: dict[str, Exemption] = {
         "(which method an index has is not in the schema): the 400 names method",
         lambda failure: "ST202" in failure and "field=method:" in failure
         and "nothing to rebuild" in failure),
+    "GET /v1/indexes/{name}/links": (
+        "a schema-valid index may be one built with a method that keeps no SAME_AS links "
+        "(which method an index has is not in the schema): the 400 names method",
+        lambda failure: "ST202" in failure and "field=method:" in failure
+        and "keeps no SAME_AS links" in failure),
+    "POST /v1/indexes/{name}/links/{link_id}/reject": (
+        "a schema-valid index may be one built with a method that keeps no SAME_AS links "
+        "(which method an index has is not in the schema): the 400 names method",
+        lambda failure: "ST202" in failure and "field=method:" in failure
+        and "keeps no SAME_AS links" in failure),
     "POST /v1/webhooks": (
         "a schema-valid URL may point at an address webhooks may not reach (http://0, "
         "http://10.1) or one that does not resolve: the 400 names url",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hopindex.api.http.openapi.links import LINK_SCHEMAS
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
@@ -96,6 +97,10 @@ INDEX_PARAM = _param("name", "path", {"type": "string", "pattern": INDEX_NAME_PA
                      "index name: 1-63 of a-z, 0-9, '_', '-'")
 EVENT_ID = {"type": "string", "pattern": EVENT_ID_PATTERN}
 JOB_PARAM = _param("job_id", "path", {"type": "string", "pattern": JOB_ID_PATTERN}, "job id")
+_NO_LINKS = ("only a kgbridge index keeps SAME_AS links: an index of another method is a "
+             "400 on field method naming it")
+LINK_PARAM = _param("link_id", "path", {"type": "string"},
+                    "link id, as GET /v1/indexes/{name}/links lists it")
 INDEX_FILTER = _param("index", "query", {"type": "string",
                                          "pattern": INDEX_NAME_PATTERN.pattern},
                       "only this index's items (required for keys limited to some indexes)")
@@ -165,6 +170,26 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                            "(its trees) again over its documents as they are now",
                       ref("Job")),
                 **_errors(404, 409, 422, 429)}),
+        },
+        "/v1/indexes/{name}/links": {
+            "parameters": [INDEX_PARAM],
+            "get": {**_op("List links", {
+                **_ok(200, "the SAME_AS links of a kgbridge index, by entity then link id", {
+                    "type": "object", "required": ["links"],
+                    "properties": {"links": {"type": "array", "items": ref("Link")}}}),
+                **_errors(404)}, params=[_param(
+                    "entity", "query", {"type": "string", "pattern": NOT_BLANK},
+                    "only this entity name's links (case and spacing do not matter)")]),
+                "description": _NO_LINKS},
+        },
+        "/v1/indexes/{name}/links/{link_id}/reject": {
+            "parameters": [INDEX_PARAM, LINK_PARAM],
+            "post": {**_op("Reject a link", {
+                **_ok(200, "the link, rejected for good: later jobs never link or "
+                           "adjudicate the pair again; rejecting it twice keeps the first "
+                           "rejection", ref("RejectedLink")),
+                **_errors(404, 413, 415)}, body=_json(ref("RejectLink"))),
+                "description": _NO_LINKS + "; an unknown link id is a 404"},
         },
         "/v1/indexes/{name}/query": {
             "parameters": [INDEX_PARAM],
@@ -255,5 +280,13 @@ def build_spec(settings: Settings) -> dict[str, Any]:
                                 + _JSON_LIMITS},
         "security": [{"bearerAuth": []}],
         "paths": {**_index_paths(settings), **_other_paths(), **_metrics_path(settings)},
-        "components": components(settings),
+        "components": _components(settings),
     }
+
+
+def _components(settings: Settings) -> dict[str, Any]:
+    # The link schemas sit in openapi/links.py, which imports schemas.py's helpers, so
+    # schemas.py cannot list them itself.
+    found = components(settings)
+    found["schemas"].update(LINK_SCHEMAS)
+    return found

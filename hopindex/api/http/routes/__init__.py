@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from hopindex.api.http import metrics
-from hopindex.api.http.routes import documents, events, indexes, jobs, query, service, webhooks
+from hopindex.api.http.routes import (
+    documents,
+    events,
+    indexes,
+    jobs,
+    links,
+    query,
+    service,
+    webhooks,
+)
 from hopindex.api.http.routing import Route
 
 ALL_ROUTES: list[Route] = [
-    *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *jobs.ROUTES, *events.ROUTES,
-    *webhooks.ROUTES, *service.ROUTES, *metrics.ROUTES,
+    *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *links.ROUTES, *jobs.ROUTES,
+    *events.ROUTES, *webhooks.ROUTES, *service.ROUTES, *metrics.ROUTES,
 ]
