@@ -34,11 +34,14 @@ def worker(queues: str, concurrency: int, pool: str, name: str | None,
     """Run a Celery worker for some of the queues (needs HOPINDEX_BROKER_URL)."""
     from hopindex.backends.llm.credentials import check_llm_key
     from hopindex.core.logging import configure_logging
+    from hopindex.core.memory import limit_malloc_arenas
     from hopindex.workers.launch import parse_queues, run_worker
 
     settings = load_settings()
     check_llm_key(settings, queues=parse_queues(queues))
     configure_logging(settings)
+    # Before the pool forks: the children inherit the cap.
+    limit_malloc_arenas(settings.malloc_arenas)
     run_worker(settings, parse_queues(queues), concurrency, Pool(pool), name,
                metrics_port=metrics_port, metrics_host=metrics_host)
 

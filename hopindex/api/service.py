@@ -15,6 +15,7 @@ from hopindex.backends.registry import Backends
 from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
+from hopindex.core.memory import limit_malloc_arenas
 from hopindex.core.models import Document, Job, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.core.text import unstorable_field
@@ -50,6 +51,7 @@ class Hopindex:
                  backends: Backends | None = None) -> None:
         self.settings = settings or load_settings()
         configure_logging(self.settings)
+        limit_malloc_arenas(self.settings.malloc_arenas)
         configure_app(self.settings)
         # With a broker and embedded engines, the engines here are the owner's,
         # reached on the engine queue (workers/engine_route.py).

