@@ -18,6 +18,25 @@ OUT = ROOT / "benchmarks" / "out"
 # The 2WikiMultiHopQA corpus (6,119 paragraphs) and its first 100 questions, gzipped.
 WIKI_CORPUS = DATA / "2wiki-corpus.json.gz"
 WIKI_QUESTIONS = DATA / "2wiki-100-questions.json.gz"
+SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"  # HotpotQA-100, bundled
+
+
+def dataset_files(corpus: str) -> tuple[Path, Path]:
+    """The corpus and questions files of ``hotpot`` (HotpotQA-100) or ``2wiki``. The
+    readers take .json files, so the bundled gzipped 2Wiki ones are unpacked under OUT;
+    exits naming a file that is missing."""
+    if corpus == "hotpot":
+        return SAMPLE / "corpus.json", SAMPLE / "questions.json"
+    OUT.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
+        if not source.exists():
+            sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
+        target = OUT / source.name.removesuffix(".gz")
+        with gzip.open(source, "rb") as fh:
+            target.write_bytes(fh.read())
+        paths.append(target)
+    return paths[0], paths[1]
 
 
 def read_json(path: Path) -> Any:

@@ -25,7 +25,6 @@ call reaches the server and is counted there.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -41,7 +40,7 @@ from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, WIKI_CORPUS, WIKI_QUESTIONS, peak_rss_mb, write_result
+from common import OUT, ROOT, dataset_files, peak_rss_mb, write_result
 
 sys.path.insert(0, str(ROOT))  # the tiny local models are the tests' own
 
@@ -61,7 +60,6 @@ from hopindex.methods.phases import QueryPhase
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.methods.compactrag.tiny_models import save_tiny_extractor, save_tiny_rewriter
 
-SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
 CALLS_PER_QUERY = 2
 LOCAL_P50_TARGET_MS = 40.0
 LLM_PHASES = (QueryPhase.REWRITE.value, QueryPhase.ANSWER.value)
@@ -122,7 +120,7 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    corpus_path, questions_path = _dataset(args.corpus)
+    corpus_path, questions_path = dataset_files(args.corpus)
     questions = load_questions(questions_path)[: args.limit]
     base = f"cr-{args.corpus}"
     index = f"{base}-compactrag"
@@ -162,22 +160,6 @@ def main() -> None:
     threads = f"-threads{args.torch_threads}" if args.torch_threads else ""
     path = write_result(f"compactrag-pipeline-{args.corpus}{threads}", figures)
     print(f"wrote {path}")
-
-
-def _dataset(corpus: str) -> tuple[Path, Path]:
-    if corpus == "hotpot":
-        return SAMPLE / "corpus.json", SAMPLE / "questions.json"
-    # The readers take .json files: the bundled gzipped ones are unpacked under OUT.
-    OUT.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
-        if not source.exists():
-            sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
-        target = OUT / source.name.removesuffix(".gz")
-        with gzip.open(source, "rb") as fh:
-            target.write_bytes(fh.read())
-        paths.append(target)
-    return paths[0], paths[1]
 
 
 def _settings(data_dir: Path, server: LlmTestServer, method_env: dict[str, str]) -> Settings:

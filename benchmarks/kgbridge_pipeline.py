@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gzip
 import itertools
 import os
 import shutil
@@ -54,7 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, WIKI_CORPUS, WIKI_QUESTIONS, peak_rss_mb, write_result
+from common import OUT, dataset_files, peak_rss_mb, write_result
 
 from hopindex.api.service import Hopindex
 from hopindex.backends.llm.runner import LlmRunner
@@ -74,7 +73,6 @@ from hopindex.scheduler.failed_items import failed_item_ids
 from hopindex.scheduler.lifecycle import start_phase
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
-SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
 METHODS = ("kgbridge", "naive")
 MAX_CALLS_PER_QUERY = 5
 PLANNING_SHARE_TARGET = 0.05
@@ -255,7 +253,8 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    corpus_path, questions = _dataset(args.corpus)
+    corpus_path, questions_path = dataset_files(args.corpus)
+    questions = load_questions(questions_path)
     questions = questions[: args.limit]
     # Named as `hopindex eval --index kg-CORPUS --index-method kgbridge` names its index,
     # so that an eval over this data dir reuses it.
@@ -285,22 +284,6 @@ def main() -> None:
     threads = f"-threads{args.torch_threads}" if args.torch_threads else ""
     path = write_result(f"{name}-{args.corpus}{threads}", figures)
     print(f"wrote {path}")
-
-
-def _dataset(corpus: str) -> tuple[Path, list[Question]]:
-    if corpus == "hotpot":
-        return SAMPLE / "corpus.json", load_questions(SAMPLE / "questions.json")
-    # The readers take .json files: the bundled gzipped ones are unpacked under OUT.
-    OUT.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
-        if not source.exists():
-            sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
-        target = OUT / source.name.removesuffix(".gz")
-        with gzip.open(source, "rb") as fh:
-            target.write_bytes(fh.read())
-        paths.append(target)
-    return paths[0], load_questions(paths[1])
 
 
 @contextmanager

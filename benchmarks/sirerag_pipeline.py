@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gzip
 import os
 import shutil
 import sys
@@ -38,7 +37,7 @@ from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, WIKI_CORPUS, WIKI_QUESTIONS, peak_rss_mb, write_result
+from common import OUT, dataset_files, peak_rss_mb, write_result
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from hopindex.api.service import Hopindex
@@ -60,7 +59,6 @@ from hopindex.methods.sirerag.method import SiReRagSettings
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
-SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
 METHODS = ("sirerag", "sirerag:pool=similarity", "naive")
 CLUSTER_SHARE_TARGET = 0.25
 RSS_TARGET_MB = 3 * 1024
@@ -178,7 +176,8 @@ def main() -> None:
                         help="only the queries, over the index an earlier run of this "
                              "corpus built (no build figures, no repeat build)")
     args = parser.parse_args()
-    corpus_path, questions = _dataset(args.corpus)
+    corpus_path, questions_path = dataset_files(args.corpus)
+    questions = load_questions(questions_path)
     questions = questions[: args.limit]
     index = f"sirerag-{args.corpus}"
     load = {"start": os.getloadavg()[0]}
@@ -232,22 +231,6 @@ def main() -> None:
     threads = f"-threads{args.cluster_threads}" if args.cluster_threads else ""
     path = write_result(f"sirerag-pipeline-{args.corpus}{threads}", figures)
     print(f"wrote {path}")
-
-
-def _dataset(corpus: str) -> tuple[Path, list[Question]]:
-    if corpus == "hotpot":
-        return SAMPLE / "corpus.json", load_questions(SAMPLE / "questions.json")
-    # The readers take .json files: the bundled gzipped ones are unpacked under OUT.
-    OUT.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
-        if not source.exists():
-            sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
-        target = OUT / source.name.removesuffix(".gz")
-        with gzip.open(source, "rb") as fh:
-            target.write_bytes(fh.read())
-        paths.append(target)
-    return paths[0], load_questions(paths[1])
 
 
 @contextmanager

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hopindex.core.models import Document, Sentence
+from hopindex.core.ids import unit_id
+from hopindex.core.models import Document, Sentence, Unit, UnitKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +71,17 @@ def chunk_document(document: Document, sentences: tuple[Sentence, ...] = (),
         if start + policy.max_chars >= len(text):
             break
     return chunks
+
+
+def passage_units(document: Document, bodies: Sequence[str], method: str) -> list[Unit]:
+    """The document's chunks as ``method``'s passage units (title first, the
+    gold-passage form), keyed by document and chunk number."""
+    units = []
+    for number, body in enumerate(bodies):
+        text = f"{document.title}\n{body}" if document.title else body
+        key = f"{document.doc_id}#{number}"
+        units.append(Unit(unit_id=unit_id(document.index, UnitKind.PASSAGE, key, text),
+                          index=document.index, kind=UnitKind.PASSAGE, text=text,
+                          source_doc_ids=(document.doc_id,), method=method, source_key=key,
+                          metadata={"title": document.title, "chunk": number}))
+    return units

@@ -27,7 +27,7 @@ from hopindex.core.errors import HopindexError
 from hopindex.core.ids import content_hash, unit_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit, UnitKind
-from hopindex.methods.chunking import chunk_document
+from hopindex.methods.chunking import chunk_document, passage_units
 from hopindex.methods.kgbridge.parsing import (
     ChunkGraph,
     join_descriptions,
@@ -115,19 +115,6 @@ def briefs(draft: DraftGraph) -> list[EntityBrief]:
                                       for r in draft.relations if key in (r["source"],
                                                                           r["target"])))
             for key, node in draft.entities.items()]
-
-
-def passage_units(document: Document, bodies: Sequence[str]) -> list[Unit]:
-    """The document's chunks as passage units (title first, the gold-passage form)."""
-    units = []
-    for number, body in enumerate(bodies):
-        text = f"{document.title}\n{body}" if document.title else body
-        key = f"{document.doc_id}#{number}"
-        units.append(Unit(unit_id=unit_id(document.index, UnitKind.PASSAGE, key, text),
-                          index=document.index, kind=UnitKind.PASSAGE, text=text,
-                          source_doc_ids=(document.doc_id,), method=METHOD, source_key=key,
-                          metadata={"title": document.title, "chunk": number}))
-    return units
 
 
 def entity_text(entity: Mapping[str, Any]) -> str:
@@ -272,7 +259,7 @@ def run_graphs(context: PhaseContext, documents: list[Document]) -> DocumentsRes
     batch.extract()
     batch.summarise_entities()
     batch.summarise_documents()
-    passages = {d.doc_id: passage_units(d, bodies[d.doc_id]) for d in documents}
+    passages = {d.doc_id: passage_units(d, bodies[d.doc_id], METHOD) for d in documents}
     records = {d.doc_id: graph_record(d, batch.drafts[d.doc_id], batch.entities[d.doc_id],
                                       batch.summaries[d.doc_id], passages[d.doc_id])
                for d in batch.live()}

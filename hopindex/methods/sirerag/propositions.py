@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hopindex.core.errors import HopindexError
-from hopindex.core.ids import content_hash, unit_id
-from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit, UnitKind
-from hopindex.methods.chunking import chunk_document
+from hopindex.core.ids import content_hash
+from hopindex.core.models import Document, EntityMention, ItemError, MentionSource
+from hopindex.methods.chunking import chunk_document, passage_units
 from hopindex.methods.plugin import DocumentsResult, PhaseContext
 from hopindex.methods.sirerag.parsing import Proposition, parse_propositions
 from hopindex.methods.sirerag.prompts import propositions_request
@@ -51,19 +51,6 @@ class PassagePropositions:
             for p in data["propositions"]))
 
 
-def passage_units(document: Document, bodies: Sequence[str]) -> list[Unit]:
-    """The document's chunks as passage units (title first, the gold-passage form)."""
-    units = []
-    for number, body in enumerate(bodies):
-        text = f"{document.title}\n{body}" if document.title else body
-        key = f"{document.doc_id}#{number}"
-        units.append(Unit(unit_id=unit_id(document.index, UnitKind.PASSAGE, key, text),
-                          index=document.index, kind=UnitKind.PASSAGE, text=text,
-                          source_doc_ids=(document.doc_id,), method=METHOD, source_key=key,
-                          metadata={"title": document.title, "chunk": number}))
-    return units
-
-
 def read_propositions(context: PhaseContext, doc_ids: Sequence[str]
                       ) -> dict[str, list[PassagePropositions]]:
     """Each document's stored propositions, by chunk in document order."""
@@ -78,7 +65,7 @@ def run_propositions(context: PhaseContext, documents: list[Document]) -> Docume
     state, index = context.state, context.index
     stored = state.get_records(index, PROPOSITIONS, [d.doc_id for d in documents])
     bodies_of = {d.doc_id: chunk_document(d) for d in documents}
-    passages_of = {d.doc_id: passage_units(d, bodies_of[d.doc_id]) for d in documents}
+    passages_of = {d.doc_id: passage_units(d, bodies_of[d.doc_id], METHOD) for d in documents}
     pending = [d for d in documents
                if stored.get(d.doc_id, {}).get("hash") != content_hash(d.title, d.text)]
     requests = [(d.doc_id, number, propositions_request(d.title, body))

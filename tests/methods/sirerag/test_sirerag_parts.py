@@ -7,10 +7,11 @@ import pytest
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.models import Document, Unit, UnitKind
 from hopindex.methods.base import QueryOptions
+from hopindex.methods.chunking import passage_units
 from hopindex.methods.sirerag.aggregates import Entry, aggregate_unit, kept
 from hopindex.methods.sirerag.method import SiReRagSettings
 from hopindex.methods.sirerag.parsing import Proposition
-from hopindex.methods.sirerag.propositions import PassagePropositions, entity_key, passage_units
+from hopindex.methods.sirerag.propositions import METHOD, PassagePropositions, entity_key
 from hopindex.methods.sirerag.query import Pool, in_pool, pool_of
 from hopindex.methods.sirerag.trees import Tree, cluster_key, passages_beneath, summary_unit
 
@@ -94,10 +95,10 @@ def test_passages_are_the_documents_chunks_with_their_titles() -> None:
     """A short document is one passage of title and text; ids repeat for the same text."""
     document = Document(doc_id="d", index="i", title="Curie", text="Marie Curie was born.",
                         content_hash="")
-    (unit,) = passage_units(document, ["Marie Curie was born."])
+    (unit,) = passage_units(document, ["Marie Curie was born."], METHOD)
     assert unit.text == "Curie\nMarie Curie was born."
     assert unit.kind is UnitKind.PASSAGE and unit.source_doc_ids == ("d",)
-    assert passage_units(document, ["Marie Curie was born."])[0].unit_id == unit.unit_id
+    assert passage_units(document, ["Marie Curie was born."], METHOD)[0].unit_id == unit.unit_id
 
 
 def test_stored_propositions_round_trip() -> None:
