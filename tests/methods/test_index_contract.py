@@ -32,8 +32,13 @@ class TestIndexRagIndexMethod(IndexMethodContract):
     @pytest.fixture
     def index_case(self, server: LlmTestServer) -> IndexCase:
         # Marie Curie: a member of most bridging groups.
-        return IndexCase(method="indexrag", corpus=CURIE_CORPUS, target=0, settings={
-            "llm_model": server.config.model, "llm_base_url": server.base_url,
-            "llm_api_key": "test-key", "llm_backoff_base_s": 0.01,
-            "llm_backoff_max_s": 0.05,
-            "embedder_url": f"openai://{server.config.embedding_model}"})
+        return llm_case("indexrag", server, target=0)
+
+
+def llm_case(method: str, server: LlmTestServer, target: int) -> IndexCase:
+    """A case of ``method`` over the Curie corpus whose LLM and embeddings are the test
+    server's, with short back-offs."""
+    return IndexCase(method=method, corpus=CURIE_CORPUS, target=target, settings={
+        "llm_model": server.config.model, "llm_base_url": server.base_url,
+        "llm_api_key": "test-key", "llm_backoff_base_s": 0.01, "llm_backoff_max_s": 0.05,
+        "embedder_url": f"openai://{server.config.embedding_model}"})

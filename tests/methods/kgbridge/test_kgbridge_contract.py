@@ -9,7 +9,7 @@ import pytest
 
 from hopindex.testing.contracts.index_method import IndexCase, IndexMethodContract
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.conftest import CURIE_CORPUS
+from tests.methods.test_index_contract import llm_case
 
 pytestmark = pytest.mark.integration
 
@@ -24,8 +24,4 @@ class TestKgBridgeIndexMethod(IndexMethodContract):
     @pytest.fixture
     def index_case(self, server: LlmTestServer) -> IndexCase:
         # Marie Curie: named in most documents, so a change re-adjudicates her pairs.
-        return IndexCase(method="kgbridge", corpus=CURIE_CORPUS, target=0, settings={
-            "llm_model": server.config.model, "llm_base_url": server.base_url,
-            "llm_api_key": "test-key", "llm_backoff_base_s": 0.01,
-            "llm_backoff_max_s": 0.05,
-            "embedder_url": f"openai://{server.config.embedding_model}"})
+        return llm_case("kgbridge", server, target=0)
