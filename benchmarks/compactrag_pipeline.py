@@ -33,14 +33,13 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, ROOT, dataset_files, peak_rss_mb, write_result
+from query_log import QueryLog
 
 sys.path.insert(0, str(ROOT))  # the tiny local models are the tests' own
 
@@ -52,7 +51,7 @@ from hopindex.evaluation.metrics import percentile
 from hopindex.evaluation.report import MethodReport
 from hopindex.evaluation.runner import evaluate_method
 from hopindex.evaluation.token_curve import TokenCurve, break_even
-from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.methods.base import QueryResult
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.compactrag.method import RECORDS
 from hopindex.methods.compactrag.modules import EXTRACTOR_VARIABLE, REWRITER_VARIABLE
@@ -68,36 +67,8 @@ BASELINES = {"indexrag": ("indexrag",), "extractive": ("naive", "ircot")}
 SHOWN_PHASES = ("rewrite", "answer", "extract", "embed", "dense_search", "load_units", "expand")
 
 
-@dataclass
-class QueryLog:
-    """What each query cost, recorded around ``service.query``: its wall time, phases,
-    the server's requests by kind during it, its usage and its sub-question count."""
-
-    server: LlmTestServer
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    @contextmanager
-    def installed(self, service: Hopindex) -> Iterator[None]:
-        query = service.query
-
-        def recording(index: str, question: str, method: str | None = None,
-                      options: QueryOptions | None = None) -> QueryResult:
-            before = dict(self.server.stats.by_kind)
-            started = time.perf_counter()
-            result = query(index, question, method=method, options=options)
-            wall_s = time.perf_counter() - started
-            after = self.server.stats.by_kind
-            self.rows.append({
-                "wall_s": wall_s, "phases": dict(result.usage.phases_s),
-                "by_kind": {k: v - before.get(k, 0) for k, v in after.items()
-                            if v - before.get(k, 0)},
-                "llm_calls": result.usage.llm_calls,
-                "tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
-                "sub_questions": len(result.trace.get("sub_questions", []))})
-            return result
-
-        with patch.object(service, "query", recording):
-            yield
+def _trace_fields(result: QueryResult) -> dict[str, Any]:
+    return {"sub_questions": len(result.trace.get("sub_questions", []))}
 
 
 def main() -> None:
@@ -229,7 +200,7 @@ def _evaluate(service: Hopindex, server: LlmTestServer, index: str,
               ) -> tuple[MethodReport, list[dict[str, Any]]]:
     # One query first, not counted: lazy loads (engines, local models) stay out of p50.
     service.query(index, questions[0].question, method=method)
-    log = QueryLog(server)
+    log = QueryLog(server, describe=_trace_fields)
     with log.installed(service):
         report, _ = evaluate_method(service, index, questions, method)
     return report, log.rows

@@ -54,6 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, dataset_files, peak_rss_mb, write_result
+from query_log import QueryLog
 
 from hopindex.api.service import Hopindex
 from hopindex.backends.llm.runner import LlmRunner
@@ -201,39 +202,12 @@ class BuildTimers:
                 "total_s": links_planning + self.scheduler_plan_s + self.scope_touch_s}
 
 
-@dataclass
-class QueryLog:
-    """What each query cost, recorded around ``service.query``: its wall time, phases,
-    the server's requests by kind during it, its usage and what its trace says."""
-
-    server: LlmTestServer
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    @contextmanager
-    def installed(self, service: Hopindex) -> Iterator[None]:
-        query = service.query
-
-        def recording(index: str, question: str, method: str | None = None,
-                      options: QueryOptions | None = None) -> QueryResult:
-            before = dict(self.server.stats.by_kind)
-            started = time.perf_counter()
-            result = query(index, question, method=method, options=options)
-            wall_s = time.perf_counter() - started
-            after = self.server.stats.by_kind
-            trace = result.trace
-            self.rows.append({
-                "wall_s": wall_s, "phases": dict(result.usage.phases_s),
-                "server_calls": sum(v - before.get(k, 0) for k, v in after.items()),
-                "llm_calls": result.usage.llm_calls,
-                "tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
-                "stopped": trace.get("stopped"), "links_followed": len(
-                    trace.get("links_followed", [])),
-                "iterations": len(trace.get("iterations", [])),
-                "degraded": bool(trace.get("degraded"))})
-            return result
-
-        with patch.object(service, "query", recording):
-            yield
+def _trace_fields(result: QueryResult) -> dict[str, Any]:
+    trace = result.trace
+    return {"stopped": trace.get("stopped"),
+            "links_followed": len(trace.get("links_followed", [])),
+            "iterations": len(trace.get("iterations", [])),
+            "degraded": bool(trace.get("degraded"))}
 
 
 def main() -> None:
@@ -432,7 +406,7 @@ def _evaluate(service: Hopindex, server: LlmTestServer, index: str,
               questions: list[Question], method: str) -> dict[str, Any]:
     # One query first, not counted: lazy loads stay out of p50.
     service.query(index, questions[0].question, method=method)
-    log = QueryLog(server)
+    log = QueryLog(server, describe=_trace_fields)
     with log.installed(service):
         report, _ = evaluate_method(service, index, questions, method)
     rows = log.rows
