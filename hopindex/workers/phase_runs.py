@@ -139,12 +139,15 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
     # outstanding, and redoing it is harmless.
     settle_items(state, index, job_id, failed_as, errors=result.errors, completed=settled)
     with_units = sum(1 for k in settled if new_of[k])
+    # A phase that writes no unit keeps its result as records (kgbridge's links): every
+    # key it settled is done. Elsewhere a key left without units was skipped.
+    done = with_units if phase.writes else len(settled)
 
     def change(job: Job) -> None:
         counts = job.count(qualified)
-        counts.done += with_units
+        counts.done += done
         counts.failed += len(failed)
-        counts.skipped += len(keys) - with_units - len(failed)
+        counts.skipped += len(keys) - done - len(failed)
         job.errors.extend(result.errors)
         job.groups_rebuilt += with_units
         job.groups_removed += removed

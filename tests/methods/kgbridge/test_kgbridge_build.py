@@ -71,6 +71,14 @@ def test_one_call_per_chunk_then_two_per_document_then_one_per_pair(built: Built
     assert built.job.llm["kgbridge.links"].calls == 4
 
 
+def test_the_links_phase_counts_its_settled_names_as_done(built: Built) -> None:
+    """The links phase writes records, not units: every name it settled is done, none
+    skipped, in the job's counts."""
+    counts = built.job.counts["kgbridge.links"]
+    assert counts.total > 0
+    assert (counts.done, counts.failed, counts.skipped) == (counts.total, 0, 0)
+
+
 def test_links_only_at_or_above_tau_and_never_between_different_people(built: Built) -> None:
     """The entity described in two documents is linked; the two John Smiths (a
     footballer, a painter) are a candidate pair, adjudicated, and not linked."""
