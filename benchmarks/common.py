@@ -52,6 +52,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def status_mb(field_name: str) -> float:
+    """A memory figure of this process from ``/proc/self/status`` (``VmHWM``: its peak
+    since it was exec'd, unlike ``ru_maxrss``, which a child inherits over fork and exec;
+    ``VmRSS``: now); elsewhere its ``ru_maxrss`` peak."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith(f"{field_name}:"):
+                return int(line.split()[1]) / 1024  # kB
+    return peak_rss_mb()
+
+
+def high_water_mb() -> float:
+    """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
+    return status_mb("VmHWM")
+
+
 def write_result(name: str, figures: dict[str, Any]) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     record = {"benchmark": name, "date": datetime.now(UTC).isoformat(timespec="seconds"),

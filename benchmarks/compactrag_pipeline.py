@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, dataset_files, peak_rss_mb, write_result
+from common import OUT, ROOT, dataset_files, high_water_mb, write_result
 from query_log import QueryLog
 
 sys.path.insert(0, str(ROOT))  # the tiny local models are the tests' own
@@ -124,7 +124,7 @@ def main() -> None:
             figures["curve"] = _curve(data_dir, server, base, corpus_path, questions_path,
                                       args.corpus, len(questions))
         load["end"] = os.getloadavg()[0]
-        figures.update(load_average_1m=load, peak_rss_mb=round(_high_water_mb()),
+        figures.update(load_average_1m=load, peak_rss_mb=round(high_water_mb()),
                        server=server.stats.as_dict())
     finally:
         server.stop()
@@ -186,7 +186,7 @@ def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float,
         "errors": len(job.errors), "wall_s": round(wall_s, 1),
         "qa_calls": calls.get("qa_pairs", 0), "calls_by_kind": calls, "units": units,
         "dropped": dropped, "tokens": _tokens(job), "llm": job.as_dict()["llm"],
-        "peak_rss_mb": round(_high_water_mb())}
+        "peak_rss_mb": round(high_water_mb())}
     print(f"build: {len(documents)} documents, {chunks} chunks, QA calls "
           f"{figures['qa_calls']} (must equal chunks: "
           f"{'yes' if figures['qa_calls'] == chunks else 'NO'}), units {units}, dropped "
@@ -343,16 +343,6 @@ def _curve(data_dir: Path, server: LlmTestServer, base: str, corpus_path: Path,
     curve = json.loads(report.read_text())["token_curve"]
     return {"png": str(png.relative_to(ROOT)), "report": str(report.relative_to(ROOT)),
             "wall_s": round(time.perf_counter() - started, 1), **curve}
-
-
-def _high_water_mb() -> float:
-    """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return peak_rss_mb()
 
 
 if __name__ == "__main__":

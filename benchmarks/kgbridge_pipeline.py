@@ -53,7 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, dataset_files, peak_rss_mb, write_result
+from common import OUT, dataset_files, high_water_mb, write_result
 from query_log import QueryLog
 
 from hopindex.api.service import Hopindex
@@ -250,7 +250,7 @@ def main() -> None:
                 load["after_build"] = os.getloadavg()[0]
             figures["queries"] = _queries(service, server, index, questions)
         load["end"] = os.getloadavg()[0]
-        figures.update(load_average_1m=load, peak_rss_mb=round(_high_water_mb()),
+        figures.update(load_average_1m=load, peak_rss_mb=round(high_water_mb()),
                        server=server.stats.as_dict())
     finally:
         server.stop()
@@ -318,7 +318,7 @@ def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float, cpu_s
         "stage2_planning": {k: round(v, 3) for k, v in planning.items()},
         "stage2_planning_share": round(planning["total_s"] / wall_s, 4),
         "stage2_planning_target": PLANNING_SHARE_TARGET,
-        "peak_rss_mb": round(_high_water_mb())}
+        "peak_rss_mb": round(high_water_mb())}
     match = {kind: calls.get(kind, 0) == want
              for kind, want in figures["expected_calls"].items()}
     figures["calls_match_design"] = match
@@ -489,16 +489,6 @@ def _paired_latency(service: Hopindex, index: str, questions: list[Question],
     kg_ms, naive_ms = (percentile(walls[m], 50) * 1000 for m in METHODS)
     return {"rounds": rounds, "kgbridge_p50_ms": round(kg_ms, 2),
             "naive_p50_ms": round(naive_ms, 2), "ratio": round(kg_ms / naive_ms, 3)}
-
-
-def _high_water_mb() -> float:
-    """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return peak_rss_mb()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, WIKI_CORPUS, peak_rss_mb, read_json, write_result
+from common import OUT, WIKI_CORPUS, high_water_mb, peak_rss_mb, read_json, write_result
 
 from hopindex.backends.llm.client import CHARS_PER_TOKEN
 from hopindex.backends.registry import open_embedder
@@ -93,7 +93,7 @@ def main() -> None:
 def _cluster_levels(inputs: Path, seed: int) -> dict[str, Any]:
     """In the child: warm-up, level 0 over the passages, level 1 over the centroids."""
     policy = ClusterPolicy(seed=seed)
-    baseline_rss_mb = _high_water_mb()
+    baseline_rss_mb = high_water_mb()
     rng = np.random.default_rng(seed)
     warm = rng.normal(size=(40, 32))
     started = time.perf_counter()
@@ -101,7 +101,7 @@ def _cluster_levels(inputs: Path, seed: int) -> dict[str, Any]:
                   (warm / np.linalg.norm(warm, axis=1, keepdims=True)).astype(np.float32),
                   [1] * 40, policy)
     warmup_s = time.perf_counter() - started
-    warmup_rss_mb = _high_water_mb()
+    warmup_rss_mb = high_water_mb()
 
     with np.load(inputs) as arrays:
         vectors, tokens = arrays["vectors"], [int(t) for t in arrays["tokens"]]
@@ -121,16 +121,6 @@ def _cluster_levels(inputs: Path, seed: int) -> dict[str, Any]:
                        "reduced_dims": policy.reduced_dims}}
 
 
-def _high_water_mb() -> float:
-    """This process's peak RSS since it was exec'd (Linux; elsewhere ``ru_maxrss``)."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return peak_rss_mb()
-
-
 class _Level:
     def __init__(self, clusters: list[Cluster], figures: dict[str, Any]) -> None:
         self.clusters = clusters
@@ -148,7 +138,7 @@ def _level(ids: list[str], vectors: np.ndarray[Any, Any], tokens: list[int],
     memberships = Counter(n for c in clusters for n in c)
     return _Level(clusters, {
         "nodes": len(ids), "clusters": len(clusters), "seconds": seconds,
-        "peak_rss_mb": _high_water_mb(),
+        "peak_rss_mb": high_water_mb(),
         "size_min": min(lengths), "size_median": statistics.median(lengths),
         "size_max": max(lengths),
         "nodes_in_several": sum(1 for v in memberships.values() if v > 1),

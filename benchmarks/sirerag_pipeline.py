@@ -37,7 +37,7 @@ from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, dataset_files, peak_rss_mb, write_result
+from common import OUT, dataset_files, high_water_mb, status_mb, write_result
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from hopindex.api.service import Hopindex
@@ -94,11 +94,11 @@ class BuildTimers:
 
         def labelled(context: Any, tree: trees.Tree, level: int, nodes: Any) -> Any:
             key = self._local.key = trees.plan_key(tree, level)
-            self.high_water_mb[f"before {key}"] = round(_high_water_mb())
+            self.high_water_mb[f"before {key}"] = round(high_water_mb())
             try:
                 return plan_cluster(context, tree, level, nodes)
             finally:
-                self.high_water_mb[f"after {key}"] = round(_high_water_mb())
+                self.high_water_mb[f"after {key}"] = round(high_water_mb())
 
         def timed_cluster(*args: Any, **kwargs: Any) -> Any:
             started, cpu = time.perf_counter(), time.process_time()
@@ -143,7 +143,7 @@ class BuildTimers:
         return timed
 
     def _note_rss(self, label: str) -> None:
-        rss = round(_rss_mb())
+        rss = round(status_mb("VmRSS"))
         if not self.rss_steps or rss >= self.rss_steps[-1][2] + 50:
             self.rss_steps.append((round(time.perf_counter() - self._started, 1), label, rss))
 
@@ -194,7 +194,7 @@ def main() -> None:
         with _service(OUT / f"sirerag-{args.corpus}-data", server) as service:
             build = _build(service, server, index, corpus_path, args.profile,
                            args.cluster_threads)
-            build_rss_mb = _high_water_mb()
+            build_rss_mb = high_water_mb()
             load["after_build"] = os.getloadavg()[0]
             figures = _build_figures(service, index, build)
             figures["peak_rss_mb_build"] = round(build_rss_mb)
@@ -224,7 +224,7 @@ def main() -> None:
         load["end"] = os.getloadavg()[0]
         figures.update(corpus=args.corpus, latency_ms=args.latency_ms,
                        cluster_threads=args.cluster_threads, load_average_1m=load,
-                       questions=len(questions), peak_rss_mb=round(_high_water_mb()),
+                       questions=len(questions), peak_rss_mb=round(high_water_mb()),
                        server=server.stats.as_dict())
     finally:
         server.stop()
@@ -414,25 +414,6 @@ def _summary_nodes(service: Hopindex, index: str) -> dict[str, tuple[str, tuple[
         unit_ids.update(u for g in groups.values() for u in g.unit_ids)
     return {u.source_key: (u.text, tuple(u.metadata.get("children", [])))
             for u in state.get_units(index, sorted(unit_ids)) if u.kind is UnitKind.SUMMARY}
-
-
-def _rss_mb() -> float:
-    """This process's resident set now (Linux ``VmRSS``; elsewhere its peak)."""
-    return _status_mb("VmRSS:")
-
-
-def _high_water_mb() -> float:
-    """This process's peak RSS (Linux ``VmHWM``; elsewhere ``ru_maxrss``)."""
-    return _status_mb("VmHWM:")
-
-
-def _status_mb(field_name: str) -> float:
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith(field_name):
-                return int(line.split()[1]) / 1024  # kB
-    return peak_rss_mb()
 
 
 if __name__ == "__main__":
