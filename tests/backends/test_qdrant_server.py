@@ -1,5 +1,7 @@
 """The Qdrant server vector adapter: the exact requests it sends, and the contract suite
-against a real server when ``HOPINDEX_TEST_QDRANT_URL`` names one.
+against a real server when ``HOPINDEX_TEST_QDRANT_URL`` names one (test_qdrant_local.py
+runs the contract on every run, on qdrant-client's in-process mode, and lists what
+only these request-shape tests show).
 
 The request-shape tests run ``AsyncQdrantClient`` over REST (its default) against a
 loopback HTTP server that records each request and answers with bodies of the

@@ -12,29 +12,21 @@ it sees it.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-import grpc
 import numpy as np
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from hopindex.backends.loop_thread import ClientOnLoop
 from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord
 from hopindex.backends.vector import qdrant_server_requests as req
-from hopindex.core.errors import (
-    BackendError,
-    BackendUnavailableError,
-    ConfigError,
-    HopindexError,
-    InvalidInputError,
-    NotFoundError,
-)
+from hopindex.backends.vector.qdrant_server_errors import ENGINE, errors, is_missing
+from hopindex.core.errors import BackendError, ConfigError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Hit
@@ -44,7 +36,6 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
-ENGINE = "qdrant"
 SCHEMES = {"qdrant": False, "qdrant+https": True}
 DEFAULT_PORT = 6333
 DEFAULT_GRPC_PORT = 6334
@@ -52,10 +43,6 @@ DEFAULT_GRPC_PORT = 6334
 # server's 32 MB request limit, and a retry resends little.
 UPSERT_BATCH = 256
 _TRUE = ("1", "true", "yes", "on")
-_RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
-_RETRYABLE_GRPC = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                             grpc.StatusCode.RESOURCE_EXHAUSTED})
-_AUTH_GRPC = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,62 +104,28 @@ class QdrantServerConfig:
             options["api_key"] = self.api_key
         return options
 
-
-def _is_missing(exc: BaseException) -> bool:
-    """The collection (or point) does not exist."""
-    if isinstance(exc, UnexpectedResponse):
-        return exc.status_code == 404
-    return isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.NOT_FOUND
-
-
-def _reason(exc: UnexpectedResponse) -> str:
-    try:
-        status = exc.structured().get("status")
-        if isinstance(status, dict) and "error" in status:
-            return f"{exc.status_code} {status['error']}"
-    except ValueError:
-        pass
-    return f"{exc.status_code} {exc.content[:200]!r}"
-
-
-@contextmanager
-def _errors(index: str, action: str) -> Iterator[None]:
-    """Client failures as hopindex errors naming the index and what was being done."""
-    try:
-        yield
-    except HopindexError:
-        raise
-    except UnexpectedResponse as exc:
-        message = f"{ENGINE} collection of index {index!r}: {action} failed: {_reason(exc)}"
-        if exc.status_code in (401, 403):
-            raise ConfigError(f"{message}; check HOPINDEX_QDRANT_API_KEY") from exc
-        if exc.status_code in _RETRYABLE_STATUS:
-            raise BackendUnavailableError(message) from exc
-        raise BackendError(message) from exc
-    except grpc.RpcError as exc:
-        code = exc.code()
-        message = (f"{ENGINE} collection of index {index!r}: {action} failed: "
-                   f"{code.name}: {exc.details()}")
-        if code in _AUTH_GRPC:
-            raise ConfigError(f"{message}; check HOPINDEX_QDRANT_API_KEY") from exc
-        if code in _RETRYABLE_GRPC:
-            raise BackendUnavailableError(message) from exc
-        raise BackendError(message) from exc
-    except (ResponseHandlingException, OSError) as exc:
-        raise BackendUnavailableError(f"{ENGINE} unreachable while {action} index "
-                                      f"{index!r}: {exc}") from exc
+    def connect(self) -> AsyncQdrantClient:
+        """A client of the server this configuration names."""
+        return AsyncQdrantClient(**self.client_options())
 
 
 class QdrantServerVectorStore:
-    """Dense vectors in a Qdrant server, one collection per hopindex index."""
+    """Dense vectors in a Qdrant server, one collection per hopindex index.
 
-    def __init__(self, config: QdrantServerConfig) -> None:
+    ``connect`` builds the client, on the adapter's loop thread and again after each
+    ``close``; it defaults to ``config.connect`` (the server ``config`` names). Any
+    ``AsyncQdrantClient`` serves, qdrant-client's in-process mode included
+    (``AsyncQdrantClient(location=":memory:")``); ``config`` then still gives the
+    collection prefix and the shard and replica counts.
+    """
+
+    def __init__(self, config: QdrantServerConfig,
+                 connect: Callable[[], AsyncQdrantClient] | None = None) -> None:
         self.config = config
         # Dimension of each collection seen, so bad vectors fail before any request.
         # Only touched on the loop thread.
         self._dimensions: dict[str, int] = {}
-        self._host = ClientOnLoop("hopindex-qdrant",
-                                  lambda: AsyncQdrantClient(**config.client_options()))
+        self._host = ClientOnLoop("hopindex-qdrant", connect or config.connect)
 
     @property
     def _client(self) -> AsyncQdrantClient:
@@ -246,18 +199,19 @@ class QdrantServerVectorStore:
 
     async def _info(self, index: str) -> models.CollectionInfo | None:
         """The collection's description (and its dimension, remembered); None if absent."""
-        with _errors(index, "reading the collection of"):
+        name = self._name(index)
+        with errors(index, "reading the collection of"):
             try:
-                info = await self._client.get_collection(self._name(index))
+                info = await self._client.get_collection(name)
             except Exception as exc:
-                if _is_missing(exc):
+                if is_missing(exc, name):
                     self._dimensions.pop(index, None)
                     return None
                 raise
         vectors = info.config.params.vectors
         params = vectors.get(req.VECTOR_NAME) if isinstance(vectors, dict) else None
         if params is None:
-            raise BackendError(f"{ENGINE} collection {self._name(index)!r} has no "
+            raise BackendError(f"{ENGINE} collection {name!r} has no "
                                f"'{req.VECTOR_NAME}' vector: it was not made by hopindex")
         self._dimensions[index] = int(params.size)
         return info
@@ -266,7 +220,7 @@ class QdrantServerVectorStore:
         name = self._name(index)
         info = await self._info(index)
         if info is None:
-            with _errors(index, "creating the collection of"):
+            with errors(index, "creating the collection of"):
                 try:
                     await self._client.create_collection(
                         name, vectors_config=req.vectors_config(dimension),
@@ -287,7 +241,7 @@ class QdrantServerVectorStore:
             raise BackendError(
                 f"{ENGINE} index {index!r} holds {existing}-dimensional vectors, cannot use "
                 f"it for {dimension}-dimensional ones; drop it or use another index")
-        with _errors(index, "indexing the payload of"):
+        with errors(index, "indexing the payload of"):
             for field_name in req.PAYLOAD_FIELDS:
                 if field_name not in (info.payload_schema or {}):
                     await self._client.create_payload_index(
@@ -296,11 +250,12 @@ class QdrantServerVectorStore:
 
     async def _drop(self, index: str) -> None:
         self._dimensions.pop(index, None)
-        with _errors(index, "dropping the collection of"):
+        name = self._name(index)
+        with errors(index, "dropping the collection of"):
             try:
-                dropped = await self._client.delete_collection(self._name(index))
+                dropped = await self._client.delete_collection(name)
             except Exception as exc:
-                if _is_missing(exc):
+                if is_missing(exc, name):
                     return
                 raise
         if dropped:
@@ -313,13 +268,13 @@ class QdrantServerVectorStore:
         name = self._name(index)
         # Validate every record before writing any, so a bad one leaves no partial batch.
         points = [req.point(name, dimension, record) for record in records]
-        with _errors(index, "upserting into"):
+        with errors(index, "upserting into"):
             for start in range(0, len(points), UPSERT_BATCH):
                 try:
                     await self._client.upsert(name, points=points[start:start + UPSERT_BATCH],
                                               wait=True)
                 except Exception as exc:
-                    if _is_missing(exc):
+                    if is_missing(exc, name):
                         self._dimensions.pop(index, None)
                         raise NotFoundError(f"vector index {index!r} does not exist; call "
                                             "ensure_index first") from exc
@@ -328,11 +283,12 @@ class QdrantServerVectorStore:
 
     async def _delete(self, index: str, selector: models.PointIdsList | models.FilterSelector
                       ) -> None:
-        with _errors(index, "deleting from"):
+        name = self._name(index)
+        with errors(index, "deleting from"):
             try:
-                await self._client.delete(self._name(index), points_selector=selector, wait=True)
+                await self._client.delete(name, points_selector=selector, wait=True)
             except Exception as exc:
-                if not _is_missing(exc):
+                if not is_missing(exc, name):
                     raise
 
     async def _search(self, index: str, vector: Vector, k: int,
@@ -340,25 +296,27 @@ class QdrantServerVectorStore:
         dimension = await self._dimension(index)
         if dimension is None:
             return []
-        query = req.vector_list(self._name(index), dimension, vector, what="query vector")
-        with _errors(index, "searching"):
+        name = self._name(index)
+        query = req.vector_list(name, dimension, vector, what="query vector")
+        with errors(index, "searching"):
             try:
                 response = await self._client.query_points(
-                    self._name(index), query=query, using=req.VECTOR_NAME, limit=k,
+                    name, query=query, using=req.VECTOR_NAME, limit=k,
                     query_filter=req.to_filter(unit_filter), with_payload=False,
                     with_vectors=False)
             except Exception as exc:
-                if _is_missing(exc):
+                if is_missing(exc, name):
                     return []
                 raise
         return [Hit(unit_id=str(p.id), score=float(p.score)) for p in response.points]
 
     async def _count(self, index: str) -> int:
-        with _errors(index, "counting"):
+        name = self._name(index)
+        with errors(index, "counting"):
             try:
-                result = await self._client.count(self._name(index), exact=True)
+                result = await self._client.count(name, exact=True)
             except Exception as exc:
-                if _is_missing(exc):
+                if is_missing(exc, name):
                     return 0
                 raise
         return int(result.count)
@@ -366,12 +324,12 @@ class QdrantServerVectorStore:
     async def _retrieve(self, index: str, unit_ids: Sequence[str]) -> list[VectorRecord]:
         name = self._name(index)
         wanted = list(dict.fromkeys(unit_ids))
-        with _errors(index, "reading"):
+        with errors(index, "reading"):
             try:
                 found = await self._client.retrieve(name, ids=wanted, with_payload=True,
                                                     with_vectors=[req.VECTOR_NAME])
             except Exception as exc:
-                if _is_missing(exc):
+                if is_missing(exc, name):
                     return []
                 raise
         by_id: dict[str, VectorRecord] = {}
