@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 # torch first, pinned: any other torch request downloads a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup demo test test-unit lint bench clean redis-server prometheus docker-compose
+.PHONY: setup demo test test-unit lint bench clean redis-server prometheus alertmanager \
+	docker-compose chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,11 +37,19 @@ redis-server:
 prometheus:
 	$(call apt_tool,promtool,prometheus,monitoring)
 
+# The monitoring tests check the Alertmanager config with amtool and run a real Alertmanager.
+alertmanager:
+	$(call apt_tool,amtool,prometheus-alertmanager,Alertmanager)
+
+# The API reference test renders /v1/docs in headless Chromium.
+chromium:
+	$(call apt_tool,chromium,chromium,API reference rendering)
+
 # tests/deploy validates docker-compose.yml (`config` needs no Docker engine).
 docker-compose:
 	$(call apt_tool,docker-compose,docker-compose,compose)
 
-test: setup redis-server prometheus docker-compose
+test: setup redis-server prometheus alertmanager docker-compose chromium
 	$(PY) -m pytest -q
 
 test-unit: setup

@@ -9,7 +9,9 @@ import click
 
 from hopindex.api.cli_context import open_service as _service
 from hopindex.api.cli_context import remote_commands as _remote
+from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
+from hopindex.api.cli_indexes import indexes
 from hopindex.api.cli_links import links
 from hopindex.api.cli_methods import (
     MethodName,
@@ -29,21 +31,28 @@ from hopindex.api.cli_support import (
     report_job,
     run_and_report,
 )
+from hopindex.api.cli_webhooks import webhooks
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, load_settings, query_method_names
 
 
-@click.group()
+@click.group(cls=ErrorReportingGroup)
 @click.version_option(package_name="hopindex")
 @click.option("--api", "api_url", default=None, metavar="URL",
               help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
-                   "ingest, query, jobs, events, delete, repair, rebuild, links and "
-                   "webhooks go through it, with the key in HOPINDEX_API_KEY.")
+                   "ingest, query, jobs, events, delete, repair, rebuild, indexes, links "
+                   "and webhooks go through it, with the key in HOPINDEX_API_KEY.")
 def main(api_url: str | None) -> None:
     """hopindex: multi-hop retrieval with cross-document reasoning done at index time.
 
     Settings come from HOPINDEX_* environment variables (HOPINDEX_DATA_DIR, default
     ./.hopindex).
+
+    Exit codes: 0 ok, 1 internal error, 2 usage, 3 partial success (some
+    documents failed, the rest landed), 65 bad input, 66 not found, 69 service
+    unavailable, 75 try again later (index busy, job cancelled), 77 API key
+    refused, 78 configuration, 130 interrupted. Errors go to stderr as one line, or
+    as one JSON object with --json.
     """
 
 
@@ -51,13 +60,22 @@ def main(api_url: str | None) -> None:
 @click.option("--index", default="sample", show_default=True, help="Index to build.")
 @click.option("--questions", "n_questions", default=3, show_default=True,
               help="Sample questions whose passages are printed.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print only one JSON object: the ingest job, the units, the sample "
+                   "questions' answers and the Recall@k report.")
 @handle_errors
-def quickstart(index: str, n_questions: int) -> None:
+def quickstart(index: str, n_questions: int, as_json: bool) -> None:
     """Ingest the bundled HotpotQA sample, answer sample questions, compare methods."""
+    from rich.console import Console
+
     from hopindex.api.quickstart import run_quickstart
 
+    # With --json the walk-through is not shown: stdout holds the JSON alone.
+    shown = Console(quiet=True) if as_json else console
     with _service() as service:
-        run_quickstart(service, console, index=index, n_questions=n_questions)
+        run = run_quickstart(service, shown, index=index, n_questions=n_questions)
+    if as_json:
+        click.echo(json.dumps(run.as_dict(), indent=2))
 
 
 @main.command()
@@ -73,10 +91,12 @@ def quickstart(index: str, n_questions: int) -> None:
 @handle_errors
 def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
            paths: tuple[Path, ...]) -> None:
-    """Ingest JSONL/JSON files or folders of .txt/.md files into INDEX.
+    """Ingest JSONL/JSON files (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz) or folders
+    of .txt/.md files into INDEX.
 
     Unchanged documents are skipped; changed ones recompute only what they touch.
-    Exits 3 when some documents failed (the rest are ingested; the job says why).
+    Exits 3 when some documents failed (the rest are ingested; the job says why), 65
+    when none could be used.
     """
 
     if (remote := _remote()) is not None:
@@ -115,11 +135,17 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
           dense_weight: float, keyword_weight: float, as_json: bool,
           params: tuple[str, ...], trace: bool, question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
+    from hopindex.core.errors import InvalidInputError
     from hopindex.evaluation.specs import parse_param_pairs
 
+    try:
+        pairs = parse_param_pairs(params)
+    except InvalidInputError as exc:  # the command line's shape: a usage error
+        raise click.BadParameter(str(exc).removeprefix(f"{exc.where}: "),
+                                 param_hint="--param") from None
     options = QueryOptions(k=k, retrieval=Retrieval(retrieval) if retrieval else None,
                            fusion=FusionMode(fusion), dense_weight=dense_weight,
-                           keyword_weight=keyword_weight, params=parse_param_pairs(params))
+                           keyword_weight=keyword_weight, params=pairs)
     if (remote := _remote()) is not None:
         remote.query(index, question, method=method, options=options, as_json=as_json,
                      trace=trace)
@@ -199,7 +225,11 @@ def import_command(path: Path) -> None:
 def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
          args: tuple[str, ...]) -> None:
     """List jobs; `jobs JOB_ID` shows one (state, counts per stage, errors, LLM usage);
-    `jobs cancel JOB_ID` stops scheduling its work and marks it cancelled."""
+    `jobs cancel JOB_ID` stops scheduling its work and marks it cancelled.
+
+    With --follow, exits as the command that ran the job would have (3 when some items
+    failed, 65, 69 or 75 when it refused its input, failed or was cancelled).
+    """
     from hopindex.api.progress import follow_job
     from hopindex.api.render import render_job
 
@@ -216,6 +246,8 @@ def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
             if follow:
                 job = follow_job(service.backends.state, job.job_id, err_console,
                                  enabled=not as_json)
+                report_job(job, as_json=as_json, max_errors=1000)
+                return
         else:
             print_jobs(service.list_jobs(index, limit), as_json=as_json)
             return
@@ -247,63 +279,6 @@ def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) 
                 click.echo(json.dumps(event.as_dict()) if as_json else render_event(event))
         except KeyboardInterrupt:
             return
-
-
-@main.group()
-def webhooks() -> None:
-    """Webhooks that receive an index's events as signed JSON (Standard Webhooks)."""
-
-
-@webhooks.command(name="add")
-@click.option("--index", required=True)
-@click.option("--secret", default=None,
-              help="Signing key, whsec_ + base64 (default: a random one, printed).")
-@click.argument("url")
-@handle_errors
-def webhooks_add(index: str, secret: str | None, url: str) -> None:
-    """Deliver INDEX's events to URL."""
-    from hopindex.api.events import register_webhook
-    from hopindex.core.ids import validate_index_name
-    from hopindex.core.redact import redact_url
-
-    validate_index_name(index)
-    if (remote := _remote()) is not None:
-        remote.webhooks_add(index, url, secret)
-        return
-    with _service() as service:
-        hook = register_webhook(service.backends.events, index, url, secret,
-                                allow_private=service.settings.webhook_allow_private)
-        click.echo(json.dumps({"id": hook.webhook_id, "index": hook.index,
-                               "url": redact_url(hook.url), "secret": hook.secret}, indent=2))
-
-
-@webhooks.command(name="list")
-@click.option("--index", default=None)
-@handle_errors
-def webhooks_list(index: str | None) -> None:
-    from hopindex.core.redact import redact_url
-
-    if (remote := _remote()) is not None:
-        remote.webhooks_list(index)
-        return
-    with _service() as service:
-        for hook in service.backends.events.list_webhooks(index):
-            console.print(f"{hook.webhook_id}  {hook.index:<16} {redact_url(hook.url)}",
-                          markup=False)
-
-
-@webhooks.command(name="remove")
-@click.argument("webhook_id")
-@handle_errors
-def webhooks_remove(webhook_id: str) -> None:
-    from hopindex.core.errors import NotFoundError
-
-    if (remote := _remote()) is not None:
-        remote.webhooks_remove(webhook_id)
-        return
-    with _service() as service:
-        if not service.backends.events.delete_webhook(webhook_id):
-            raise NotFoundError(f"no webhook {webhook_id!r}")
 
 
 @main.command(name="eval")
@@ -354,5 +329,6 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          curve_out=curve_out, curve_queries=curve_queries)
 
 
-for _command in (repair, rebuild, links, worker, beat, serve, api_key):
+for _command in (repair, rebuild, indexes, links, webhooks, worker, beat, serve,
+                 api_key):
     main.add_command(_command)

@@ -36,7 +36,8 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
     """Redo INDEX's outstanding work, with no new input: documents not fully indexed
     (a failed or cancelled job's) and items that failed for good (a phase's groups).
 
-    Exits 3 when some items fail again (they stay outstanding; the job says why).
+    Exits 3 when some items fail again (they stay outstanding; the job says why), 66
+    when there is no such index, 75 while a job of the index is running.
     """
     _run_job(index, JobKind.REPAIR, check=check, quiet=quiet, as_json=as_json,
              no_wait=no_wait)
@@ -48,8 +49,9 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
     over its documents as they are now, with no new input.
 
     Jobs that change documents leave such a tree stale; `--check` shows how stale.
-    Exits 2 when the index's method builds nothing on request or a job of the index is
-    running, 3 when some items fail (they stay outstanding; the job says why).
+    Exits 3 when some items fail (they stay outstanding; the job says why), 65 when the
+    index's method builds nothing on request, 66 when there is no such index, 75 while
+    a job of the index is running.
     """
     _run_job(index, JobKind.REBUILD, check=check, quiet=quiet, as_json=as_json,
              no_wait=no_wait)

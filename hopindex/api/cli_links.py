@@ -28,7 +28,7 @@ def links() -> None:
 def links_list(index: str, entity: str | None, as_json: bool) -> None:
     """List INDEX's links with their scores and the model's reason, by entity.
 
-    Exits 2 when the index does not exist or is not built with kgbridge.
+    Exits 66 when the index does not exist, 65 when it is not built with kgbridge.
     """
     if (remote := remote_commands()) is not None:
         remote.links_list(index, entity, as_json=as_json)
@@ -50,7 +50,8 @@ def links_reject(index: str, link_id: str, by: str | None, as_json: bool) -> Non
     """Reject one of INDEX's links: it is gone at once, and later jobs never link or
     adjudicate that pair again. Rejecting it twice keeps the first rejection.
 
-    Exits 2 when the index or the link does not exist, or the index is not kgbridge.
+    Exits 66 when the index or the link does not exist, 65 when the index is not
+    kgbridge.
     """
     who = by if by is not None else os_user()
     if (remote := remote_commands()) is not None:

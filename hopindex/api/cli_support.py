@@ -1,5 +1,6 @@
-"""What every ``hopindex`` command shares: consoles, exit codes, error handling and the
-printing of jobs (local and remote commands print alike)."""
+"""What every ``hopindex`` command shares: consoles, error handling, the printing of
+jobs (local and remote commands print alike) and the exit code a job ends a command
+with."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 
+from hopindex.api.cli_errors import (
+    JSON_PARAM,
+    fail,
+    fail_unexpected,
+    fail_usage,
+    print_error,
+)
+from hopindex.api.exit_codes import ExitCode, Outcome, job_outcome
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, JobKind, Stage, StageCounts
-from hopindex.core.redact import redact_text
+from hopindex.core.models import Job, Stage
 
 if TYPE_CHECKING:
     from hopindex.backends.protocols import JobStore
@@ -24,48 +32,62 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
+# Progress bars only: errors go through cli_errors, unwrapped.
 err_console = Console(stderr=True)
-
-EXIT_INPUT = 2  # the input is wrong: nothing in it could be used
-EXIT_PARTIAL = 3  # some items failed; the rest landed
 
 
 def handle_errors(func: F) -> F:
+    """Every error a command raises ends it as ``print_error`` says, with its exit code;
+    the command's ``--json`` flag (parameter ``as_json``) picks the form."""
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get(JSON_PARAM))
         try:
             return func(*args, **kwargs)
         except HopindexError as exc:
-            err_console.print(f"error: {redact_text(str(exc))}", markup=False)
-            sys.exit(EXIT_INPUT)
+            fail(exc, as_json=as_json)
+        except (click.exceptions.Exit, click.Abort, BrokenPipeError):
+            # click's own control flow (--help, a declined prompt), and a reader that
+            # stopped reading (`| head`), which click ends quietly.
+            raise
+        except click.ClickException as exc:
+            if not as_json:
+                raise
+            fail_usage(exc)
+        except Exception as exc:
+            fail_unexpected(exc, as_json=as_json)
 
     return wrapper  # type: ignore[return-value]  # wraps keeps the signature
 
 
-def report_job(job: Job, *, as_json: bool) -> None:
-    """Print a finished job; exit 3 when some documents failed (the rest landed), 2 when
-    every record of an ingest was refused (the job lists each one's file, line and field)."""
+def report_job(job: Job, *, as_json: bool, max_errors: int = 20) -> None:
+    """Print a finished job and exit with its outcome (``exit_codes.job_outcome``): 3 when
+    some documents failed and the rest landed; when none could be used, or the job
+    failed or was cancelled, also an error on stderr saying so."""
     from hopindex.api.render import render_job
 
     if as_json:
         click.echo(json.dumps(job.as_dict(), indent=2))
     else:
-        render_job(console, job)
-    if input_refused(job):
-        sys.exit(EXIT_INPUT)
-    if job.errors:
-        sys.exit(EXIT_PARTIAL)
+        render_job(console, job, max_errors=max_errors)
+    outcome = job_outcome(job)
+    if outcome.exit_code not in (ExitCode.OK, ExitCode.PARTIAL):
+        print_error(job_failure(job, outcome), outcome, as_json=as_json)
+    if outcome.exit_code is not ExitCode.OK:
+        sys.exit(outcome.exit_code)
 
 
-def input_refused(job: Job) -> bool:
-    """An ingest none of whose records passed validation: the input is at fault."""
-    validate = job.counts.get(Stage.VALIDATE.value, StageCounts())
-    return job.kind is JobKind.INGEST and validate.total > 0 and validate.failed == validate.total
+def job_failure(job: Job, outcome: Outcome) -> str:
+    if outcome.exit_code is ExitCode.DATA_ERROR:
+        return (f"job {job.job_id}: none of the input could be used; the job lists each "
+                "record refused with its file, line and field")
+    verb = "was cancelled" if outcome.code == "job_cancelled" else "failed"
+    return f"job {job.job_id} {verb}: {job.reason or 'no reason recorded'}"
 
 
 def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
                    in_process: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
-    """Submit a job, follow it with progress bars, print it (exit 3 when items failed).
+    """Submit a job, follow it with progress bars, print it and exit with its outcome.
 
     ``in_process``: the job runs inside ``submit`` (no broker), so its progress is
     followed from a side thread; otherwise ``no_wait`` prints its id and returns.
@@ -92,7 +114,8 @@ def print_jobs(found: list[Job], *, as_json: bool) -> None:
     for job in found:
         console.print(f"{job.job_id}  {job.kind.value:<7} {job.index:<16} "
                       f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
-                      f"{step_progress(job)} errors={len(job.errors)}", markup=False)
+                      f"{step_progress(job)} errors={len(job.errors)}", markup=False,
+                      soft_wrap=True)
 
 
 def step_progress(job: Job) -> str:
@@ -121,11 +144,14 @@ def print_outstanding(index: str, described: dict[str, Any], *, as_json: bool) -
     outstanding = view["outstanding"]
     failed = ", ".join(f"{phase} {n}" for phase, n in sorted(outstanding["failed"].items()))
     console.print(f"index {index}: {view['status']}; documents not fully indexed: "
-                  f"{outstanding['documents']}; failed items: {failed or 'none'}", markup=False)
+                  f"{outstanding['documents']}; failed items: {failed or 'none'}", markup=False,
+                  soft_wrap=True)
     for item in outstanding["items"]:
-        console.print(f"  {item['phase']} {item['item']}: {item['reason']}", markup=False)
+        console.print(f"  {item['phase']} {item['item']}: {item['reason']}", markup=False,
+                      soft_wrap=True)
     if view["running_jobs"]:
-        console.print(f"running jobs: {', '.join(view['running_jobs'])}", markup=False)
+        console.print(f"running jobs: {', '.join(view['running_jobs'])}", markup=False,
+                      soft_wrap=True)
     for level in view["levels"]:
         for line in describe_level_build(level):
             console.print(line, markup=False, soft_wrap=True)

@@ -3,23 +3,54 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from importlib.resources import as_file, files
+from typing import Any
 
 from rich.console import Console
 
 from hopindex.api.render import render_job, render_result
 from hopindex.api.service import Hopindex
+from hopindex.core.models import Job, UnitKind
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
 from hopindex.evaluation.runner import evaluate, passage_texts
-from hopindex.methods.base import QueryOptions
+from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.methods.registry import default_index_method, get_index_method
 
 SAMPLE = "hotpotqa-100"
 
 
+@dataclass(frozen=True, slots=True)
+class SampleAnswer:
+    result: QueryResult
+    gold_answer: str
+    gold_passages: int
+    gold_found: int  # gold passages among the passages returned
+
+
+@dataclass(frozen=True, slots=True)
+class QuickstartRun:
+    """What ``quickstart --json`` prints: the ingest job, the units it left, the sample
+    questions' answers and the Recall@k report."""
+
+    index: str
+    job: Job
+    units: dict[UnitKind, int]
+    answers: list[SampleAnswer]
+    report: EvalReport
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "sample": SAMPLE, "ingest": self.job.as_dict(),
+                "units": {kind.value: n for kind, n in sorted(self.units.items())},
+                "questions": [{**a.result.as_dict(), "gold_answer": a.gold_answer,
+                               "gold_passages": a.gold_passages, "gold_found": a.gold_found}
+                              for a in self.answers],
+                "report": self.report.to_dict()}
+
+
 def run_quickstart(service: Hopindex, console: Console, *, index: str,
-                   n_questions: int) -> EvalReport:
+                   n_questions: int) -> QuickstartRun:
     sample = files("hopindex") / "sample" / SAMPLE
     method = default_index_method(llm_enabled=False)
     # The method's own query methods, its default first.
@@ -40,14 +71,17 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
     # and its load time is not a query's latency.
     service.backends.embedder.embed_query("warm up")
     console.rule(f"2. {n_questions} sample questions, method {queries[0]!r}, top 5 passages")
+    answers = []
     for question in questions[:n_questions]:
         result = service.query(index, question.question, queries[0], QueryOptions(k=5))
         render_result(console, result)
         found = set(passage_texts(service, result)) & set(question.gold_passages)
+        answers.append(SampleAnswer(result, question.answers[0], len(question.gold_passages),
+                                    len(found)))
         console.print(f"      gold answer: {question.answers[0]!r}; gold passages in top 5: "
                       f"{len(found)}/{len(question.gold_passages)}")
 
     console.rule(f"3. Recall@k over all {len(questions)} questions: {' vs '.join(queries)}")
     report = evaluate(service, index, SAMPLE, questions, queries)
     console.print(render_table(report), markup=False)
-    return report
+    return QuickstartRun(index, job, units, answers, report)

@@ -161,9 +161,16 @@ class ApiClient:
     def rebuild_index(self, index: str) -> Job:
         return Job.from_dict(self._json("POST", f"/v1/indexes/{_quote(index)}/rebuild"))
 
+    def list_indexes(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._json("GET", "/v1/indexes")["indexes"]
+        return found
+
     def describe_index(self, index: str) -> dict[str, Any]:
         described: dict[str, Any] = self._json("GET", f"/v1/indexes/{_quote(index)}")
         return described
+
+    def delete_index(self, index: str) -> None:
+        self._json("DELETE", f"/v1/indexes/{_quote(index)}")
 
     def get_job(self, job_id: str) -> Job | None:
         try:

@@ -68,7 +68,7 @@ class RemoteCommands:
 
     def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
              follow: bool) -> None:
-        from hopindex.api.cli_support import console, err_console, print_jobs
+        from hopindex.api.cli_support import console, err_console, print_jobs, report_job
         from hopindex.api.progress import follow_job
         from hopindex.api.render import render_job
 
@@ -78,6 +78,8 @@ class RemoteCommands:
             job = self.client.require_job(args[0])
             if follow:
                 job = follow_job(self._jobs(), job.job_id, err_console, enabled=not as_json)
+                report_job(job, as_json=as_json, max_errors=1000)
+                return
         else:
             print_jobs(self.client.list_jobs(index, limit), as_json=as_json)
             return
@@ -95,20 +97,6 @@ class RemoteCommands:
                 click.echo(json.dumps(event.as_dict()) if as_json else render_event(event))
         except KeyboardInterrupt:
             return
-
-    def webhooks_add(self, index: str, url: str, secret: str | None) -> None:
-        hook = self.client.add_webhook(index, url, secret)
-        click.echo(json.dumps({k: hook[k] for k in ("id", "index", "url", "secret")},
-                              indent=2))
-
-    def webhooks_list(self, index: str | None) -> None:
-        from hopindex.api.cli_support import console
-
-        for hook in self.client.list_webhooks(index):
-            console.print(f"{hook['id']}  {hook['index']:<16} {hook['url']}", markup=False)
-
-    def webhooks_remove(self, webhook_id: str) -> None:
-        self.client.remove_webhook(webhook_id)
 
     def links_list(self, index: str, entity: str | None, *, as_json: bool) -> None:
         from hopindex.api.render_links import print_links, scope_label

@@ -35,14 +35,16 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
                       f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
                       f"tokens, {usage.retries} retries, {usage.limiter_wait_s:.1f}s waiting "
                       "on the rate limiter")
+    # Reasons and failures unwrapped (soft_wrap): a file path or a reason broken at the
+    # console's width (80 columns when piped) cannot be searched for or copied.
     if job.reason:
-        console.print(f"reason: {job.reason}")
+        console.print(f"reason: {job.reason}", markup=False, soft_wrap=True)
     for note in job.redrives:
-        console.print(f"re-driven: {note}", markup=False)
+        console.print(f"re-driven: {note}", markup=False, soft_wrap=True)
     for error in job.errors[:max_errors]:
         where = f" ({error.where})" if error.where and error.where != error.item else ""
         console.print(f"  failed {error.stage}: {error.item}{where}: {error.reason}",
-                      markup=False)
+                      markup=False, soft_wrap=True)
     if len(job.errors) > max_errors:
         console.print(f"  … and {len(job.errors) - max_errors} more errors "
                       f"(hopindex jobs {job.job_id} --json)")

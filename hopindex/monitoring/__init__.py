@@ -6,8 +6,12 @@
 - ``tasks``: Celery signal hooks (duration, outcome, structlog job context);
 - ``collector``: queue depth, jobs and units from Redis, exported by one process;
 - ``multiprocess``: a prefork worker's metrics across its processes;
-- ``exposition``: ``render_metrics()`` for ``/metrics`` and a small metrics server;
-- ``prometheus/`` and ``grafana/``: scrape config, alert rules, dashboard, provisioning.
+- ``process_tree``: a worker's ``process_*`` series, over all its processes;
+- ``exposition``: ``render_metrics()`` for ``/metrics`` (text or OpenMetrics, as the
+  request accepts) and a small metrics server;
+- ``prometheus/``, ``alertmanager/`` and ``grafana/``: scrape configs (docker-compose's
+  and ``prometheus-hosts.yml`` with its ``targets/`` files), alert rules, Alertmanager
+  config template, dashboard, provisioning.
 
 Importing this package imports no metrics library: a worker must set up multiprocess
 mode first.

@@ -4,6 +4,10 @@ no web server of its own (a worker's ``--metrics-port``).
 The HTTP API's ``/metrics`` route answers with :func:`render_metrics`; at start-up
 it calls :func:`register_state_collector` so the Redis gauges (queue depth, jobs,
 units) can be exported from it too (one process at a time, see ``collector.py``).
+
+Both endpoints negotiate the format the same way, with prometheus_client's own
+chooser: an ``Accept`` naming ``application/openmetrics-text`` gets OpenMetrics
+(ending in ``# EOF``), anything else the Prometheus text format.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from hopindex.core.errors import ConfigError
@@ -20,6 +25,7 @@ from hopindex.core.settings import Settings
 from hopindex.monitoring import metrics as _metrics
 from hopindex.monitoring.collector import StateCollector
 from hopindex.monitoring.multiprocess_mode import in_multiprocess_mode
+from hopindex.monitoring.process_tree import ProcessTreeCollector
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -31,12 +37,15 @@ _state_collectors: dict[int, StateCollector] = {}
 
 
 def multiprocess_registry() -> CollectorRegistry:
-    """A registry summing the files of every process of this worker (multiprocess mode)."""
+    """A registry summing the files of every process of this worker (multiprocess mode),
+    with ``process_*`` for the tree of processes under the one that made it (the serving
+    process; prometheus_client's ProcessCollector has no place in this mode)."""
     global _multiprocess_registry  # noqa: PLW0603  # one aggregate view per process
     with _lock:
         if _multiprocess_registry is None:
             registry = CollectorRegistry()
             MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # unannotated upstream
+            registry.register(ProcessTreeCollector())
             _multiprocess_registry = registry
         return _multiprocess_registry
 
@@ -47,10 +56,13 @@ def process_registry() -> CollectorRegistry:
     return multiprocess_registry() if in_multiprocess_mode() else REGISTRY
 
 
-def render_metrics(registry: CollectorRegistry | None = None) -> tuple[bytes, str]:
-    """The Prometheus text exposition of ``registry`` (default: this process's) and its
-    content type: what a ``/metrics`` route answers."""
-    return generate_latest(registry or process_registry()), CONTENT_TYPE_LATEST
+def render_metrics(registry: CollectorRegistry | None = None, accept: str = ""
+                   ) -> tuple[bytes, str]:
+    """The exposition of ``registry`` (default: this process's) in the format the
+    request's ``accept`` header asks for, and its content type: what a ``/metrics``
+    route answers."""
+    encode, content_type = choose_encoder(accept)
+    return encode(registry or process_registry()), content_type
 
 
 def register_state_collector(settings: Settings, registry: CollectorRegistry | None = None
@@ -113,12 +125,14 @@ def serve_metrics(host: str, port: int, registry: CollectorRegistry | None = Non
 
 def exported_series_names() -> frozenset[str]:
     """Every series name hopindex can export (``_total``, ``_bucket``, ``_sum``, ``_count``
-    included): what dashboards and alert rules may query."""
+    included), a worker's ``process_*`` among them: what dashboards and alert rules may
+    query."""
     from prometheus_client.metrics import MetricWrapperBase
 
     families = [family for value in vars(_metrics).values()
                 if isinstance(value, MetricWrapperBase) for family in value.describe()]
     families += StateCollector(Settings()).describe()
+    families += ProcessTreeCollector().describe()
     names: set[str] = set()
     for family in families:
         if family.type == "counter":

@@ -1,14 +1,18 @@
 """Input readers: files and folders in, RawDocuments and ReadErrors out.
 
 One module per format; ``register_reader`` maps file suffixes to a reader, so a
-new format is one module and one call. Every problem with the input becomes a
-``ReadError`` naming the file, line or field, and never stops the other records.
+new format is one module and one call, and the suffixes registered here are the
+only list of what ingest accepts (``accepted_suffixes``). A format registered with a
+compression is also read compressed (``corpus.jsonl.gz``). Every problem with the
+input becomes a ``ReadError`` naming the file, line or field, and never stops the
+other records.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from hopindex.core.errors import InvalidInputError
@@ -23,11 +27,13 @@ from hopindex.readers.base import (
     ReadResult,
     Source,
 )
+from hopindex.readers.compression import Compression
 from hopindex.readers.jsonfile import read_json
 from hopindex.readers.jsonl import read_jsonl
 from hopindex.readers.textfile import read_text_file
 
 __all__ = [
+    "Compression",
     "RawDocument",
     "ReadError",
     "ReadOptions",
@@ -40,23 +46,29 @@ __all__ = [
     "register_reader",
 ]
 
-_READERS: dict[str, Reader] = {}
+_READERS: dict[str, tuple[Reader, Compression]] = {}
 
 
-def register_reader(suffixes: Iterable[str], reader: Reader) -> None:
-    """Route files with these suffixes (".ext", any case) to ``reader``; the last call wins."""
+def register_reader(suffixes: Iterable[str], reader: Reader, *,
+                    compressions: Iterable[Compression] = (Compression.NONE,)) -> None:
+    """Route files with these suffixes (".ext", any case) to ``reader``, once for each
+    of ``compressions`` (``.jsonl`` and ``.jsonl.gz``); the last call wins. The reader
+    opens its file with ``Source.open_bytes``, which decompresses."""
+    kinds = tuple(compressions)
     for suffix in suffixes:
         if not suffix.startswith("."):
             raise InvalidInputError(f"a suffix starts with '.', got {suffix!r}", where="suffixes")
-        _READERS[suffix.lower()] = reader
+        for compression in kinds:
+            _READERS[suffix.lower() + compression.value] = (reader, compression)
 
 
 def accepted_suffixes() -> tuple[str, ...]:
     return tuple(sorted(_READERS))
 
 
-register_reader((".jsonl", ".ndjson"), read_jsonl)
-register_reader((".json",), read_json)
+# JSON corpora are the ones large enough to ship compressed, and export writes .gz.
+register_reader((".jsonl", ".ndjson"), read_jsonl, compressions=tuple(Compression))
+register_reader((".json",), read_json, compressions=tuple(Compression))
 register_reader((".txt", ".md", ".markdown"), read_text_file)
 
 
@@ -64,14 +76,29 @@ def _accepted_text() -> str:
     return ", ".join(accepted_suffixes()) + ", or a folder of such files"
 
 
+def _registered(name: str) -> tuple[Reader, Compression] | None:
+    """The reader of the longest registered suffix ``name`` ends with (``.jsonl.gz``
+    before ``.gz``); a name that is only a suffix (``.json``) has none."""
+    lowered = name.lower()
+    found = [s for s in _READERS if lowered.endswith(s) and len(lowered) > len(s)]
+    return _READERS[max(found, key=len)] if found else None
+
+
+def _unregistered_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    compressed = len(suffixes) > 1 and suffixes[-1] in {c.value for c in Compression if c.value}
+    return "".join(suffixes[-2:]) if compressed else path.suffix.lower()
+
+
 def _read_file(source: Source, options: ReadOptions) -> Iterator[Item]:
-    suffix = source.path.suffix.lower()
-    reader = _READERS.get(suffix)
-    if reader is None:
+    registered = _registered(source.path.name)
+    if registered is None:
+        suffix = _unregistered_suffix(source.path)
         kind = f"file type {suffix!r}" if suffix else "file without an extension"
         yield ReadError(source.origin, f"unsupported {kind}; accepted: {_accepted_text()}")
         return
-    yield from reader(source, options)
+    reader, compression = registered
+    yield from reader(replace(source, compression=compression), options)
 
 
 def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from io import BufferedIOBase
 from pathlib import Path
 from typing import Any
 
 from hopindex.core.json_input import JsonInputError, JsonLimits
 from hopindex.core.text import MAX_METADATA_DEPTH
+from hopindex.readers.compression import Compression, open_binary
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -63,11 +65,17 @@ class Source:
 
     ``relative`` is the path relative to the folder the user named (or the file
     name when the file was named directly); plain-text readers use it as the id.
+    ``compression`` is how its bytes are stored, which its suffix said.
     """
 
     path: Path
     origin: str
     relative: str
+    compression: Compression = Compression.NONE
+
+    def open_bytes(self) -> BufferedIOBase:
+        """The file's content as bytes, decompressed; raises OSError as ``open`` does."""
+        return open_binary(self.path, self.compression)
 
 
 Item = RawDocument | ReadError

@@ -1,7 +1,8 @@
 """One line of JSON Lines, decoded: a document, an error, or nothing for a blank line.
 
 Both JSON readers parse such lines: ``jsonl`` for every line of a ``.jsonl`` file, and
-``jsonfile`` when a ``.json`` file turns out to hold JSON Lines.
+``jsonfile`` when a ``.json`` file turns out to hold JSON Lines. Both also bound a
+record's JSON text by :func:`line_limit`, whether it is a line or a record of an array.
 """
 
 from __future__ import annotations
@@ -15,6 +16,17 @@ from hopindex.readers.base import (
     json_error,
     json_limits,
 )
+
+# A record's JSON holds escapes (up to 6 bytes per text byte for control characters)
+# and metadata besides the text, so the ceiling is generous; it exists so that a
+# single runaway line or record cannot exhaust memory.
+LINE_BYTES_PER_DOCUMENT_BYTE = 8
+LINE_SLACK_BYTES = 64 * 1024
+
+
+def line_limit(options: ReadOptions) -> int:
+    """The longest JSON text (bytes of a line, characters of a record) a record may have."""
+    return options.max_document_bytes * LINE_BYTES_PER_DOCUMENT_BYTE + LINE_SLACK_BYTES
 
 
 def parse_line(line: str, origin: str, options: ReadOptions) -> Item | None:

@@ -1,4 +1,5 @@
-"""JSON Lines (``.jsonl``, ``.ndjson``): one record per line, read as a stream.
+"""JSON Lines (``.jsonl``, ``.ndjson``, either gzip-compressed): one record per line,
+read as a stream.
 
 The file is read line by line as bytes and each line decoded on its own, so a
 corpus larger than memory can be ingested and one bad line (invalid JSON or
@@ -8,30 +9,23 @@ invalid UTF-8) costs only that line.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO
+from io import BufferedIOBase
+from itertools import chain
 
 from hopindex.readers.base import UTF8_BOM, Item, ReadError, ReadOptions, Source, decode_json_utf8
-from hopindex.readers.json_line import parse_line
-from hopindex.readers.jsonfile import read_json_text
+from hopindex.readers.compression import SourceReadError, read_chunks, read_line
+from hopindex.readers.json_line import line_limit, parse_line
+from hopindex.readers.jsonfile import read_json_stream
 
-# A JSON line holds escapes (up to 6 bytes per text byte for control characters)
-# and metadata besides the text, so the per-line ceiling is generous; it exists
-# so that a single runaway line cannot exhaust memory.
-LINE_BYTES_PER_DOCUMENT_BYTE = 8
-LINE_SLACK_BYTES = 64 * 1024
 _SKIP_CHUNK = 1024 * 1024
 
 
-def line_limit(options: ReadOptions) -> int:
-    return options.max_document_bytes * LINE_BYTES_PER_DOCUMENT_BYTE + LINE_SLACK_BYTES
-
-
-def _physical_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[int, int, bytes | None, int]]:
+def _physical_lines(fh: BufferedIOBase, limit: int) -> Iterator[tuple[int, int, bytes | None, int]]:
     """Yield (line number, byte offset, bytes or None when over ``limit``, size in bytes)."""
     lineno = 0
     offset = 0
     while True:
-        chunk = fh.readline(limit + 1)
+        chunk = read_line(fh, limit + 1, offset)
         if not chunk:
             return
         lineno += 1
@@ -40,7 +34,7 @@ def _physical_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[int, int, bytes 
         if size > limit and not chunk.endswith(b"\n"):
             # Skip the rest of the runaway line in bounded chunks, counting it.
             while not chunk.endswith(b"\n"):
-                chunk = fh.readline(_SKIP_CHUNK)
+                chunk = read_line(fh, _SKIP_CHUNK, start + size)
                 if not chunk:
                     break
                 size += len(chunk)
@@ -54,7 +48,7 @@ def _physical_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[int, int, bytes 
 def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
     limit = line_limit(options)
     try:
-        fh = source.path.open("rb")
+        fh = source.open_bytes()
     except OSError as exc:
         yield ReadError(source.origin, f"cannot open: {exc.strerror or exc}")
         return
@@ -71,11 +65,12 @@ def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
                 if not seen_content and raw.strip():
                     seen_content = True
                     if raw.removeprefix(UTF8_BOM).lstrip().startswith(b"["):
-                        # A JSON array saved as .jsonl: hand the whole file to the JSON reader.
+                        # A JSON array saved as .jsonl: the JSON reader streams the rest.
                         # Skipped blank lines come back as newlines so line numbers still match.
                         pad = b"\n" * (lineno - 1)
-                        yield from _read_as_json_array(source, options, pad + raw + fh.read(),
-                                                       offset - len(pad))
+                        chunks = chain((pad + raw,), read_chunks(fh, start_offset=offset + size))
+                        yield from read_json_stream(chunks, source, options,
+                                                    base_offset=offset - len(pad))
                         return
                 # The decoder drops a BOM: at line 1, and where files were concatenated.
                 line = decode_json_utf8(raw, origin, base_offset=offset)
@@ -85,14 +80,5 @@ def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
                 item = parse_line(line, origin, options)
                 if item is not None:
                     yield item
-        except OSError as exc:
-            yield ReadError(source.origin, f"read failed: {exc.strerror or exc}")
-
-
-def _read_as_json_array(source: Source, options: ReadOptions, data: bytes,
-                        base_offset: int) -> Iterator[Item]:
-    text = decode_json_utf8(data, source.origin, base_offset=base_offset)
-    if isinstance(text, ReadError):
-        yield text
-        return
-    yield from read_json_text(text, source, options)
+        except SourceReadError as exc:
+            yield ReadError(source.origin, str(exc))

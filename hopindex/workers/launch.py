@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
-from hopindex.core.settings import Settings
+from hopindex.core.settings import LogFormat, Settings
 from hopindex.monitoring.multiprocess import start_worker_metrics
 from hopindex.workers.app import configure_app
 from hopindex.workers.engine_route import claim_engines, owns_engines, worker_queues
@@ -65,8 +65,8 @@ def worker_argv(settings: Settings, queues: Sequence[Queue], concurrency: int, p
                 name: str | None = None) -> list[str]:
     chosen = choose_pool(settings, queues, pool)
     node = name or f"hopindex-{os.getpid()}@{socket.gethostname()}"
-    argv = ["worker", "--queues", ",".join(worker_queues(settings, queues)),
-            "--pool", chosen.value,
+    argv = [*_celery_options(settings), "worker",
+            "--queues", ",".join(worker_queues(settings, queues)), "--pool", chosen.value,
             "--concurrency", str(concurrency), "--hostname", node,
             "--loglevel", settings.log_level.upper(), "--without-gossip", "--without-mingle"]
     if owns_engines(settings, queues):
@@ -123,4 +123,11 @@ def run_beat(settings: Settings) -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     schedule = settings.data_dir / "celerybeat-schedule"
     log.info("beat_starting", reaper_interval_s=settings.reaper_interval_s)
-    app.start(["beat", "--schedule", str(schedule), "--loglevel", settings.log_level.upper()])
+    app.start([*_celery_options(settings), "beat", "--schedule", str(schedule),
+               "--loglevel", settings.log_level.upper()])
+
+
+def _celery_options(settings: Settings) -> list[str]:
+    """Celery's options before the command: in JSON, no start-up banner (several lines
+    of plain text, which a log collector would take for one record each)."""
+    return ["--quiet"] if settings.log_format is LogFormat.JSON else []

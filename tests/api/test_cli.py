@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from hopindex.methods.registry import fitting_queries, method_variables
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
@@ -38,14 +39,14 @@ def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> 
     ingested = cli.invoke(main, ["ingest", "--index", "curie", "--json",
                                  str(corpus_file(tmp_path))])
     assert ingested.exit_code == 0, ingested.output
-    job = json.loads(ingested.output)
+    job = json.loads(ingested.stdout)
     assert job["state"] == "succeeded"
     assert job["counts"]["extractive.stage1"]["done"] == len(CURIE_CORPUS)
 
     answered = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "3",
                                  "Where was Marie Curie born?"])
     assert answered.exit_code == 0, answered.output
-    result = json.loads(answered.output)
+    result = json.loads(answered.stdout)
     assert len(result["passages"]) == 3
     assert {"doc_id", "title", "text", "via"} <= result["passages"][0].keys()
 
@@ -56,9 +57,9 @@ def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> 
 
     deleted = cli.invoke(main, ["delete", "--index", "curie", "--json", "d0"])
     assert deleted.exit_code == 0, deleted.output
-    assert json.loads(deleted.output)["kind"] == "delete"
+    assert json.loads(deleted.stdout)["kind"] == "delete"
     again = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "5", "Marie Curie"])
-    assert "d0" not in {p["doc_id"] for p in json.loads(again.output)["passages"]}
+    assert "d0" not in {p["doc_id"] for p in json.loads(again.stdout)["passages"]}
 
 
 def test_partial_failure_exits_3_and_names_the_line(cli: CliRunner, tmp_path: Path) -> None:
@@ -66,20 +67,22 @@ def test_partial_failure_exits_3_and_names_the_line(cli: CliRunner, tmp_path: Pa
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps({"id": "a", "title": "A", "text": "Alpha text."}) + "\n{oops\n")
     result = cli.invoke(main, ["ingest", "--index", "part", "--quiet", str(path)])
-    assert result.exit_code == 3
+    assert result.exit_code == ExitCode.PARTIAL
     assert "c.jsonl:2" in result.output
 
 
-def test_bad_names_and_unknown_indexes_exit_2_with_a_message(cli: CliRunner) -> None:
-    """Input errors exit 2 naming the problem, not with a traceback."""
+def test_bad_names_unknown_indexes_and_bad_options_exit_with_their_codes(
+        cli: CliRunner) -> None:
+    """A bad index name exits 65 (bad input), an unknown index 66 (not found), an
+    out-of-range option 2 (usage), each naming the problem, not with a traceback."""
     bad = cli.invoke(main, ["query", "--index", "../x", "q"])
-    assert bad.exit_code == 2
+    assert bad.exit_code == ExitCode.DATA_ERROR
     assert "invalid index name" in bad.output
     missing = cli.invoke(main, ["query", "--index", "nothing", "q"])
-    assert missing.exit_code == 2
+    assert missing.exit_code == ExitCode.NOT_FOUND
     assert "no index 'nothing'" in missing.output
     method = cli.invoke(main, ["query", "--index", "nothing", "--k", "0", "q"])
-    assert method.exit_code == 2
+    assert method.exit_code == ExitCode.USAGE
 
 
 def test_eval_compares_methods_and_writes_reports(cli: CliRunner, tmp_path: Path) -> None:
@@ -115,26 +118,28 @@ def test_llm_mode_is_only_environment_variables(tmp_path: Path) -> None:
         ingested = cli.invoke(main, ["ingest", "--index", "curie", "--json",
                                      str(corpus_file(tmp_path))])
         assert ingested.exit_code == 0, ingested.output
-        job = json.loads(ingested.output)
+        job = json.loads(ingested.stdout)
         assert job["llm"]["stages"]["indexrag.stage1"]["calls"] == len(CURIE_CORPUS)
         answered = cli.invoke(main, ["query", "--index", "curie", "--json",
                                      "Where was Marie Curie born?"])
         assert answered.exit_code == 0, answered.output
-        result = json.loads(answered.output)
+        result = json.loads(answered.stdout)
         assert result["method"] == "indexrag" and result["answer"]
         assert result["usage"]["llm_calls"] == 1
         shown = cli.invoke(main, ["jobs", job["job_id"]])
         assert "LLM indexrag.stage1: 6 calls" in shown.output
         refused = cli.invoke(main, ["ingest", "--index", "curie", "--method", "extractive",
                                     str(corpus_file(tmp_path))])
-        assert refused.exit_code == 2 and "built with 'indexrag'" in refused.output
+        assert refused.exit_code == ExitCode.DATA_ERROR
+        assert "built with 'indexrag'" in refused.output
 
 
 def test_indexrag_without_an_llm_names_the_setting(cli: CliRunner, tmp_path: Path) -> None:
-    """Asking for an IndexRAG index with no LLM configured exits 2 naming the variable."""
+    """Asking for an IndexRAG index with no LLM configured exits 78 (configuration)
+    naming the variable."""
     refused = cli.invoke(main, ["ingest", "--index", "x", "--method", "indexrag",
                                 str(corpus_file(tmp_path))])
-    assert refused.exit_code == 2
+    assert refused.exit_code == ExitCode.CONFIG
     assert "HOPINDEX_LLM_MODEL" in refused.output
 
 
@@ -154,11 +159,11 @@ def test_repair_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
         service.backends.state.put_documents([replace(doc, content_hash="")])
     checked = cli.invoke(main, ["repair", "--index", "curie", "--check", "--json"])
     assert checked.exit_code == 0, checked.output
-    shown = json.loads(checked.output)
+    shown = json.loads(checked.stdout)
     assert shown["status"] == "partial" and shown["outstanding"]["documents"] == 1
     repaired = cli.invoke(main, ["repair", "--index", "curie", "--json"])
     assert repaired.exit_code == 0, repaired.output
-    job = json.loads(repaired.output)
+    job = json.loads(repaired.stdout)
     assert (job["kind"], job["state"]) == ("repair", "succeeded")
     assert job["counts"]["extractive.stage1"] == {"total": 1, "done": 1, "failed": 0,
                                                   "skipped": 0}
@@ -166,11 +171,12 @@ def test_repair_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
     assert "index curie: ready" in again.output
 
 
-def test_a_query_method_that_cannot_read_the_index_exits_2_naming_those_that_can(
+def test_a_query_method_that_cannot_read_the_index_exits_65_naming_those_that_can(
         tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
     """naive (passages) of an IndexRAG index (AKUs and bridges), and indexrag (AKUs) of an
-    extractive index (passages and bridges), are refused before anything runs: exit 2,
-    the message naming the query methods that can read that index."""
+    extractive index (passages and bridges), are refused before anything runs: exit 65,
+    the message, on one line of stderr, naming the query methods that can read that
+    index."""
     server = start_server()
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
                          "HOPINDEX_LLM_MODEL": server.config.model,
@@ -188,9 +194,9 @@ def test_a_query_method_that_cannot_read_the_index_exits_2_naming_those_that_can
                                     "Where was Marie Curie born?"])
         fitting = fitting_queries(built_with)
         assert method not in fitting and built_with in fitting
-        assert refused.exit_code == 2, refused.output
-        # The console wraps the message at its width.
-        assert f"methods that fit: {', '.join(fitting)}" in " ".join(refused.output.split())
+        assert refused.exit_code == ExitCode.DATA_ERROR, refused.output
+        [line] = refused.stderr.splitlines()
+        assert line.startswith("error: ") and f"methods that fit: {', '.join(fitting)}" in line
         assert "Traceback" not in refused.output
     assert server.stats.count(Endpoint.CHAT) == calls  # refused before any LLM call
 
@@ -198,11 +204,11 @@ def test_a_query_method_that_cannot_read_the_index_exits_2_naming_those_that_can
 def test_config_lists_every_method_setting_with_its_effective_value(tmp_path: Path) -> None:
     """`hopindex config` shows each method's HOPINDEX_<METHOD>_* variables after the core
     settings, given ones as given and the rest at their defaults; a bad method value
-    exits 2 naming the variable."""
+    exits 78 (configuration) naming the variable."""
     env = {"HOPINDEX_DATA_DIR": str(tmp_path), "HOPINDEX_EXTRACTIVE_TAU": "7"}
     shown = CliRunner().invoke(main, ["config", "--json"], env=env)
     assert shown.exit_code == 0, shown.output
-    values = json.loads(shown.output)
+    values = json.loads(shown.stdout)
     variables = method_variables()
     assert set(variables) <= set(values) and values["HOPINDEX_EXTRACTIVE_TAU"] == "7"
     for variable, (_method, field) in variables.items():
@@ -212,14 +218,14 @@ def test_config_lists_every_method_setting_with_its_effective_value(tmp_path: Pa
     plain = CliRunner().invoke(main, ["config"], env=env)
     assert "HOPINDEX_EXTRACTIVE_TAU=7\n" in plain.output
     bad = CliRunner().invoke(main, ["config"], env={**env, "HOPINDEX_EXTRACTIVE_TAU": "x"})
-    assert bad.exit_code == 2 and "HOPINDEX_EXTRACTIVE_TAU" in bad.output
+    assert bad.exit_code == ExitCode.CONFIG and "HOPINDEX_EXTRACTIVE_TAU" in bad.output
 
 
 @pytest.mark.usefixtures("sentences_plugin")
 def test_rebuild_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
     """`rebuild --check` shows how stale an index's tree built on request is; `rebuild`
     runs a rebuild job (listed by `jobs` under its kind) after which the tree reads
-    current; an index whose method builds no tree on request exits 2 naming the
+    current; an index whose method builds no tree on request exits 65 naming the
     method."""
     def corpus(name: str, beta: str) -> str:
         path = tmp_path / name
@@ -235,7 +241,7 @@ def test_rebuild_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
                              corpus("two.jsonl", "The river is the Marne.")]).exit_code == 0
     checked = cli.invoke(main, ["rebuild", "--index", "lazy", "--check", "--json"])
     assert checked.exit_code == 0, checked.output
-    [level] = json.loads(checked.output)["levels"]
+    [level] = json.loads(checked.stdout)["levels"]
     assert (level["phase"], level["state"], level["changed_since_build"]) == (
         "lazy_sentences.tree", "stale", 1)
     shown = cli.invoke(main, ["rebuild", "--index", "lazy", "--check"])
@@ -244,7 +250,7 @@ def test_rebuild_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
 
     rebuilt = cli.invoke(main, ["rebuild", "--index", "lazy", "--json"])
     assert rebuilt.exit_code == 0, rebuilt.output
-    job = json.loads(rebuilt.output)
+    job = json.loads(rebuilt.stdout)
     assert (job["kind"], job["state"]) == ("rebuild", "succeeded")
     assert "rebuild" in cli.invoke(main, ["jobs", "--index", "lazy"]).output
     again = cli.invoke(main, ["repair", "--index", "lazy", "--check"])
@@ -253,5 +259,5 @@ def test_rebuild_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
     assert cli.invoke(main, ["ingest", "--index", "curie", "--quiet",
                              str(corpus_file(tmp_path))]).exit_code == 0
     refused = cli.invoke(main, ["rebuild", "--index", "curie"])
-    assert refused.exit_code == 2
+    assert refused.exit_code == ExitCode.DATA_ERROR
     assert "built with 'extractive'" in refused.output and "nothing to rebuild" in refused.output

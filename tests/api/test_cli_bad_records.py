@@ -23,7 +23,7 @@ def cli(tmp_path: Path) -> CliRunner:
 def _jobs(cli: CliRunner) -> list[dict[str, object]]:
     listed = cli.invoke(main, ["jobs", "--json"])
     assert listed.exit_code == 0, listed.output
-    jobs: list[dict[str, object]] = json.loads(listed.output)
+    jobs: list[dict[str, object]] = json.loads(listed.stdout)
     return jobs
 
 
@@ -40,7 +40,7 @@ def test_a_record_with_an_unstorable_metadata_value_fails_alone(cli: CliRunner,
     assert result.exit_code == 3, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
-    job = json.loads(result.output)
+    job = json.loads(result.stdout)
     assert job["state"] == "succeeded"
     assert [e["where"] for e in job["errors"]] == [f"{corpus}:2:metadata.author"]
     assert [j["state"] for j in _jobs(cli)] == ["succeeded"]
@@ -57,7 +57,10 @@ def test_deleting_ids_none_of_which_exist_lists_them(cli: CliRunner, tmp_path: P
     result = cli.invoke(main, ["delete", "--index", "curie", "--json", "ghost-1", "ghost-2"])
     assert result.exit_code == 3, result.output
     assert isinstance(result.exception, SystemExit)
-    job = json.loads(result.output)
+    job = json.loads(result.stdout)
     assert job["state"] == "succeeded"
     assert [e["item"] for e in job["errors"]] == ["ghost-1", "ghost-2"]
     assert all(j["state"] == "succeeded" for j in _jobs(cli))
+    deleted = cli.invoke(main, ["indexes", "delete", "curie", "--yes"])
+    assert deleted.exit_code == 0, deleted.output
+    assert cli.invoke(main, ["indexes", "list", "--json"]).stdout.strip() == "[]"

@@ -1,6 +1,6 @@
 """Hostile JSON through the CLI: no traceback ever; a file mixing good and hostile lines
 ingests the good one and exits 3 naming each bad line and field; a file of nothing but
-hostile lines exits 2, the input error code."""
+hostile lines exits 65, the input error code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
-from hopindex.api.cli_support import EXIT_INPUT, EXIT_PARTIAL
+from hopindex.api.exit_codes import ExitCode
 from tests.conftest import CURIE_CORPUS
 
 pytestmark = pytest.mark.integration
@@ -39,34 +39,38 @@ def test_good_line_is_ingested_beside_hostile_ones(cli: CliRunner, tmp_path: Pat
                                              "text": good.text}), *HOSTILE_LINES]) + "\n",
                       encoding="utf-8")
     result = cli.invoke(main, ["ingest", "--index", "curie", "--json", str(corpus)])
-    assert result.exit_code == EXIT_PARTIAL, result.output
+    assert result.exit_code == ExitCode.PARTIAL, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
-    job = json.loads(result.output)
+    job = json.loads(result.stdout)
     assert job["state"] == "succeeded"
     assert job["counts"]["extractive.stage1"]["done"] == 1
     assert [e["where"] for e in job["errors"]] == [
         f"{corpus}:{n}:{field}" for n, field in enumerate(FIELDS, start=2)]
     found = cli.invoke(main, ["query", "--index", "curie", "--json", "--k", "1", good.title])
     assert found.exit_code == 0, found.output
-    assert [p["doc_id"] for p in json.loads(found.output)["passages"]] == ["good"]
+    assert [p["doc_id"] for p in json.loads(found.stdout)["passages"]] == ["good"]
 
 
 def test_a_file_of_hostile_lines_only_exits_with_the_input_error_code(cli: CliRunner,
                                                                       tmp_path: Path) -> None:
-    """Nothing usable in the input: exit 2 with each line named, no traceback, and the
-    job (which records why) is not left running."""
+    """Nothing usable in the input: exit 65 with each line named on the job, one error
+    on stderr saying so, no traceback, and the job (which records why) is not left
+    running."""
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
     result = cli.invoke(main, ["ingest", "--index", "curie", "--json", str(corpus)])
-    assert result.exit_code == EXIT_INPUT, result.output
+    assert result.exit_code == ExitCode.DATA_ERROR, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
-    job = json.loads(result.output)
+    job = json.loads(result.stdout)
+    error = json.loads(result.stderr.splitlines()[-1])["error"]
+    assert (error["code"], error["exit_code"]) == ("input_refused", 65)
+    assert job["job_id"] in error["message"]
     assert [e["where"] for e in job["errors"]] == [
         f"{corpus}:{n}:{field}" for n, field in enumerate(FIELDS, start=1)]
     listed = cli.invoke(main, ["jobs", "--json"])
-    assert [j["state"] for j in json.loads(listed.output)] == ["succeeded"]
+    assert [j["state"] for j in json.loads(listed.stdout)] == ["succeeded"]
 
 
 def test_a_question_with_an_unpaired_surrogate_is_an_input_error(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from hopindex.api.cli import main
 from hopindex.api.evaluate import run_eval_command
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.settings import Settings
@@ -119,16 +120,19 @@ def test_cli_compares_index_methods_with_their_build_cost(
 def test_bad_curve_options_are_refused_before_anything_runs(
         tmp_path: Path, dataset: Path) -> None:
     """--curve names a .png file and --curve-queries needs --curve and a count of 1 or
-    more: each mistake exits 2 naming the option, before any index is built."""
+    more: each mistake exits naming the option, before any index is built: 65 (bad
+    input) for a combination the command refuses, 2 (usage) for a count click
+    refuses."""
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
     base = ["eval", "--index", "bad", "--dataset", str(dataset), "--format", "hotpotqa"]
-    for extra, message in ((["--curve", str(tmp_path / "c.svg")],
-                            "--curve: the curve is written as PNG"),
-                           (["--curve-queries", "50"], "--curve-queries: sets how far"),
-                           (["--curve", str(tmp_path / "c.png"), "--curve-queries", "0"],
-                            "--curve-queries")):
+    for extra, code, message in ((["--curve", str(tmp_path / "c.svg")], ExitCode.DATA_ERROR,
+                                  "--curve: the curve is written as PNG"),
+                                 (["--curve-queries", "50"], ExitCode.DATA_ERROR,
+                                  "--curve-queries: sets how far"),
+                                 (["--curve", str(tmp_path / "c.png"), "--curve-queries",
+                                   "0"], ExitCode.USAGE, "--curve-queries")):
         result = cli.invoke(main, [*base, *extra])
-        assert result.exit_code == 2, result.output
+        assert result.exit_code == code, result.output
         assert message in result.output
     assert not (tmp_path / "c.png").exists()
     with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:

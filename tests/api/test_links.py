@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.links import MAX_BY_CHARS, NoLinksError
 from hopindex.api.render_links import TABLE_MIN_WIDTH, render_links
 from hopindex.api.service import Hopindex
@@ -112,7 +113,8 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
     """`links list` prints a table naming each end with its document's title and the link
     id in full, or a JSON array; `links reject` records the OS user by default (--by
     overrides) and a second time says it was already rejected; an unknown link or
-    index, and an index of another method, exit 2 with the reason."""
+    index exits 66 (not found), an index of another method or a blank field 65 (bad
+    input), with the reason."""
     server = start_server()
     env = {"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
            "HOPINDEX_LLM_MODEL": server.config.model, "HOPINDEX_LLM_BASE_URL": server.base_url,
@@ -156,15 +158,18 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
                            links[1]["link_id"], "--by", "Grace"])
     assert by.exit_code == 0 and "by Grace" in by.output and "analytical engine" in by.output
 
-    for args, message in (
-            (["reject", "--index", INDEX, "--link", "feedbeef"], "no link 'feedbeef'"),
-            (["list", "--index", "nothing"], "no index 'nothing'"),
-            (["list", "--index", "plain"], "built with 'extractive', which keeps no SAME_AS"),
-            (["list", "--index", INDEX, "--entity", " "], "entity: give an entity name"),
+    for args, code, message in (
+            (["reject", "--index", INDEX, "--link", "feedbeef"], ExitCode.NOT_FOUND,
+             "no link 'feedbeef'"),
+            (["list", "--index", "nothing"], ExitCode.NOT_FOUND, "no index 'nothing'"),
+            (["list", "--index", "plain"], ExitCode.DATA_ERROR,
+             "built with 'extractive', which keeps no SAME_AS"),
+            (["list", "--index", INDEX, "--entity", " "], ExitCode.DATA_ERROR,
+             "entity: give an entity name"),
             (["reject", "--index", INDEX, "--link", links[1]["link_id"], "--by", " "],
-             "by: say who rejects the link")):
+             ExitCode.DATA_ERROR, "by: say who rejects the link")):
         refused = cli.invoke(main, ["links", *args])
-        assert refused.exit_code == 2, (args, refused.output)
+        assert refused.exit_code == code, (args, refused.output)
         assert message in refused.output and "Traceback" not in refused.output
 
 

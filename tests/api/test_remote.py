@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
 from hopindex.api.remote import parse_sse, uploads_for
@@ -98,8 +99,10 @@ def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundSe
                                             tmp_path: Path) -> None:
     """A folder uploads with its relative names (text ids match local ingest);
     webhooks add/list/remove; `rebuild --check` shows the index has no trees built on
-    request, and `rebuild` of it, a finished job's cancel, an unknown index, a wrong
-    key and an unreachable server all exit 2 with the reason."""
+    request; removing a webhook twice, `rebuild` of that index, a finished job's
+    cancel, an unknown index, a wrong key and an unreachable server each exit with
+    their own code (66, 65, 65, 66, 77, 69) and the reason, as the same errors do
+    locally."""
     notes = tmp_path / "notes"
     (notes / "sub").mkdir(parents=True)
     (notes / "a.md").write_text("Ada Lovelace wrote about the Analytical Engine.")
@@ -116,23 +119,24 @@ def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundSe
     assert set(hook) == {"id", "index", "url", "secret"}
     assert hook["id"] in cli.invoke(main, ["webhooks", "list"]).output
     assert cli.invoke(main, ["webhooks", "remove", hook["id"]]).exit_code == 0
-    assert cli.invoke(main, ["webhooks", "remove", hook["id"]]).exit_code == 2
+    assert cli.invoke(main, ["webhooks", "remove", hook["id"]]).exit_code == ExitCode.NOT_FOUND
 
     checked = cli.invoke(main, ["rebuild", "--index", "notes", "--check", "--json"])
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.output)["levels"] == []
     refused = cli.invoke(main, ["rebuild", "--index", "notes"])
-    assert refused.exit_code == 2 and "nothing to rebuild" in refused.output
+    assert refused.exit_code == ExitCode.DATA_ERROR and "nothing to rebuild" in refused.output
     job_id = json.loads(ingested.output)["job_id"]
     cancel = cli.invoke(main, ["jobs", "cancel", job_id])
-    assert cancel.exit_code == 2 and "already succeeded" in cancel.output
+    assert cancel.exit_code == ExitCode.DATA_ERROR and "already succeeded" in cancel.output
     missing = cli.invoke(main, ["query", "--index", "nothing", "q"])
-    assert missing.exit_code == 2 and "no index 'nothing'" in missing.output
+    assert missing.exit_code == ExitCode.NOT_FOUND and "no index 'nothing'" in missing.output
     wrong = CliRunner(env={"HOPINDEX_API_KEY": "wrong-key-0123456789abcdef"}).invoke(
         main, ["--api", server.url, "jobs"])
-    assert wrong.exit_code == 2 and "not valid" in wrong.output
+    assert wrong.exit_code == ExitCode.NO_PERMISSION and "not valid" in wrong.output
     down = CliRunner().invoke(main, ["--api", "http://127.0.0.1:1", "jobs"])
-    assert down.exit_code == 2 and "cannot reach the hopindex API" in down.output
+    assert down.exit_code == ExitCode.UNAVAILABLE
+    assert "cannot reach the hopindex API" in down.output
 
 
 def test_upload_names_and_sse_parsing(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from tests.conftest import CURIE_CORPUS
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
@@ -156,7 +157,8 @@ def test_a_version_1_export_imports_into_groups_and_records(tmp_path: Path) -> N
 
 def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
     """An existing index, another embedder, a truncated or foreign file, a line of the
-    previous format in a file of this one: exit 2 with the reason, nothing imported."""
+    previous format in a file of this one: exit with the reason (65 bad input, 78 for the
+    embedder setting), nothing imported; an unknown index exits 66."""
     source = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "source")})
     run(source, "ingest", "--index", "curie", "--json",
         str(corpus_file(tmp_path / "c.jsonl", [0, 2])))
@@ -164,35 +166,35 @@ def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
     run(source, "export", "--index", "curie", str(exported))
 
     existing = source.invoke(main, ["import", str(exported)])
-    assert existing.exit_code == 2 and "already exists" in existing.output
+    assert existing.exit_code == ExitCode.DATA_ERROR and "already exists" in existing.output
 
     other_model = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "t1"),
                                  "HOPINDEX_EMBEDDER_URL": "openai://text-embedding-3-small"})
     refused = other_model.invoke(main, ["import", str(exported)])
-    assert refused.exit_code == 2 and "HOPINDEX_EMBEDDER_URL" in refused.output
+    assert refused.exit_code == ExitCode.CONFIG and "HOPINDEX_EMBEDDER_URL" in refused.output
 
     truncated = tmp_path / "truncated.jsonl"
     truncated.write_text("".join(exported.read_text().splitlines(keepends=True)[:-1]))
     fresh = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "t2")})
     cut = fresh.invoke(main, ["import", str(truncated)])
-    assert cut.exit_code == 2 and "truncated" in cut.output
+    assert cut.exit_code == ExitCode.DATA_ERROR and "truncated" in cut.output
     listed = fresh.invoke(main, ["query", "--index", "curie", "Warsaw"])
-    assert listed.exit_code == 2 and "no index 'curie'" in listed.output
+    assert listed.exit_code == ExitCode.NOT_FOUND and "no index 'curie'" in listed.output
 
     stray = tmp_path / "stray.jsonl"
     held = exported.read_text().splitlines(keepends=True)
     stray.write_text("".join([*held[:-1], '{"type": "bridge", "entity": "x", "unit_ids": []}\n',
                               held[-1]]))
     mixed = fresh.invoke(main, ["import", str(stray)])
-    assert mixed.exit_code == 2 and f"{stray}:{len(held)}" in mixed.output
+    assert mixed.exit_code == ExitCode.DATA_ERROR and f"{stray}:{len(held)}" in mixed.output
 
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"id": "d1", "text": "not an export"}\n')
     wrong = fresh.invoke(main, ["import", str(foreign)])
-    assert wrong.exit_code == 2 and f"{foreign}:1" in wrong.output
+    assert wrong.exit_code == ExitCode.DATA_ERROR and f"{foreign}:1" in wrong.output
 
     busy = source.invoke(main, ["export", "--index", "nope", str(tmp_path / "x.jsonl")])
-    assert busy.exit_code == 2 and "no index 'nope'" in busy.output
+    assert busy.exit_code == ExitCode.NOT_FOUND and "no index 'nope'" in busy.output
 
 
 @pytest.mark.usefixtures("sentences_plugin")

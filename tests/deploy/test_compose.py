@@ -3,8 +3,9 @@
 Debian's ``docker-compose config`` validates and resolves the file (no Docker
 engine needed); the resolved services are then checked against hopindex itself:
 every HOPINDEX_* variable is a setting it reads (and parses), every command is a
-``hopindex`` subcommand with flags it accepts, every queue has a worker, and the
-Prometheus config scrapes the services the file defines.
+``hopindex`` subcommand with flags it accepts, every queue has a worker, the
+Prometheus config scrapes the services the file defines and alerts its Alertmanager,
+and nothing secret has a default.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 ENV_EXAMPLE = ROOT / ".env.example"
 SETTING_NAMES = {f"HOPINDEX_{f.name.upper()}" for f in fields(Settings)}
-# A syntactically valid key for the one variable the example leaves for the user to set.
-API_KEYS = "compose-test-key-0123456789:write"
+# Valid values for the variables the example leaves for the user to set.
+REQUIRED = {"HOPINDEX_API_KEYS": "compose-test-key-0123456789:write",
+            "GRAFANA_ADMIN_PASSWORD": "compose-test-grafana-password",
+            "ALERTMANAGER_WEBHOOK_URL": "https://hooks.example.com/hopindex?channel=ops"}
 EXPECTED_SERVICES = {"redis", "qdrant", "elasticsearch", "api", "worker-stage1",
                      "worker-stage2", "worker-embed", "worker-judge", "worker-control",
                      "worker-webhooks", "beat",
-                     "prometheus", "grafana"}
+                     "prometheus", "alertmanager", "grafana"}
+MONITORING = ROOT / "hopindex" / "monitoring"
 
 
 def _install_docker_compose() -> str | None:
@@ -70,7 +74,7 @@ def compose_config(binary: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def resolved(docker_compose: str) -> dict[str, Any]:
-    done = compose_config(docker_compose, HOPINDEX_API_KEYS=API_KEYS)
+    done = compose_config(docker_compose, **REQUIRED)
     assert done.returncode == 0, done.stderr
     config: dict[str, Any] = yaml.safe_load(done.stdout)
     return config
@@ -94,11 +98,19 @@ def test_docker_compose_config_accepts_the_file(resolved: dict[str, Any]) -> Non
         assert service["depends_on"]["elasticsearch"]["condition"] == "service_healthy", name
 
 
-def test_missing_api_keys_stop_the_stack_with_the_reason(docker_compose: str) -> None:
-    """The API listens beyond loopback, so the stack refuses to start without keys."""
-    done = compose_config(docker_compose)
+@pytest.mark.parametrize("missing", sorted(REQUIRED))
+def test_a_missing_required_variable_stops_the_stack_with_the_reason(
+        docker_compose: str, missing: str) -> None:
+    """API keys (the API listens beyond loopback), Grafana's admin password (no default
+    `admin`) and the alert webhook have no defaults: without one the stack refuses to
+    start, naming it; .env.example leaves all three empty for the user to fill in."""
+    done = compose_config(docker_compose,
+                          **{k: v for k, v in REQUIRED.items() if k != missing})
     assert done.returncode != 0
-    assert "set HOPINDEX_API_KEYS in .env" in done.stdout + done.stderr
+    assert f"set {missing} in .env" in done.stdout + done.stderr
+    example = dict(line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines()
+                   if "=" in line and not line.lstrip().startswith("#"))
+    assert example[missing] == ""
 
 
 def test_every_hopindex_variable_is_a_setting_it_reads(resolved: dict[str, Any]) -> None:
@@ -168,15 +180,62 @@ def test_monitoring_is_provisioned_from_the_repository(resolved: dict[str, Any])
     services = resolved["services"]
     mounts = {service: [v["source"] if isinstance(v, dict) else v.split(":")[0]
                         for v in services[service]["volumes"]]
-              for service in ("prometheus", "grafana")}
-    prometheus_dir = ROOT / "hopindex" / "monitoring" / "prometheus"
+              for service in ("prometheus", "alertmanager", "grafana")}
+    prometheus_dir = MONITORING / "prometheus"
     assert str(prometheus_dir) in mounts["prometheus"]
-    assert str(ROOT / "hopindex" / "monitoring" / "grafana" / "provisioning") in mounts["grafana"]
+    assert str(MONITORING / "alertmanager") in mounts["alertmanager"]
+    assert str(MONITORING / "grafana" / "provisioning") in mounts["grafana"]
     scrape = yaml.safe_load((prometheus_dir / "prometheus.yml").read_text())
     targets = {(name, sd["port"]) for job in scrape["scrape_configs"]
                for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
     workers = {name for name in services if name.startswith("worker-")}
     assert targets == {("api", 8080), *((name, 9100) for name in workers)}
+
+
+def _container_path(service: dict[str, Any], host_dir: Path) -> str:
+    """Where ``service`` mounts ``host_dir``."""
+    for volume in service["volumes"]:
+        source, target = ((volume["source"], volume["target"]) if isinstance(volume, dict)
+                          else volume.split(":")[:2])
+        if source == str(host_dir):
+            return str(target)
+    raise AssertionError(f"{host_dir} is not mounted")
+
+
+def test_alertmanager_renders_the_shipped_template_and_prometheus_reaches_it(
+        resolved: dict[str, Any]) -> None:
+    """The alertmanager service runs render-config.sh on the mounted template (the webhook
+    URL from its environment) and then Alertmanager on the result; Prometheus alerts
+    the service on the port it listens on."""
+    services = resolved["services"]
+    alertmanager = services["alertmanager"]
+    mounted = _container_path(alertmanager, MONITORING / "alertmanager")
+    script = " ".join(alertmanager["entrypoint"])
+    assert f"sh {mounted}/render-config.sh {mounted}/alertmanager.yml.tmpl " in script
+    assert (MONITORING / "alertmanager" / "render-config.sh").is_file()
+    assert (MONITORING / "alertmanager" / "alertmanager.yml.tmpl").is_file()
+    rendered = re.search(r"render-config\.sh \S+ (\S+) && exec /bin/alertmanager "
+                         r"--config\.file=(\S+)", script)
+    assert rendered is not None and rendered.group(1) == rendered.group(2), script
+    assert alertmanager["environment"]["ALERTMANAGER_WEBHOOK_URL"] == (
+        REQUIRED["ALERTMANAGER_WEBHOOK_URL"])
+    assert any(str(p).split(":")[-1].startswith("9093") or
+               (isinstance(p, dict) and p.get("target") == 9093)
+               for p in alertmanager["ports"])
+    config = yaml.safe_load((MONITORING / "prometheus" / "prometheus.yml").read_text())
+    targets = [t for manager in config["alerting"]["alertmanagers"]
+               for static in manager["static_configs"] for t in static["targets"]]
+    assert targets == ["alertmanager:9093"]
+    assert "alertmanager" in services["prometheus"]["depends_on"]
+
+
+def test_grafana_takes_its_admin_password_from_the_environment(
+        resolved: dict[str, Any]) -> None:
+    """No default password: Grafana's admin password is the one the user set."""
+    grafana = resolved["services"]["grafana"]
+    assert grafana["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == (
+        REQUIRED["GRAFANA_ADMIN_PASSWORD"])
+    assert "GRAFANA_ADMIN_PASSWORD:-" not in COMPOSE.read_text()
 
 
 def test_dockerfile_is_slim_non_root_with_cpu_torch() -> None:

@@ -46,15 +46,15 @@ def _found() -> PrometheusTools | None:
     return PrometheusTools(prometheus, promtool) if prometheus and promtool else None
 
 
-def _install() -> str:
-    """Install Debian's package; '' on success, else why it could not be done."""
+def install_package(package: str) -> str:
+    """Install Debian's ``package``; '' on success, else why it could not be done."""
     if os.geteuid() != 0:
         return "not root, so the Debian package cannot be installed here"
     if shutil.which("apt-get") is None:
         return "no apt-get to install the Debian package with"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in (["apt-get", "update", "-q"],
-                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE]):
+                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]):
         try:
             done = subprocess.run(argv, capture_output=True, text=True, env=env,
                                   timeout=INSTALL_TIMEOUT_S, check=False)
@@ -69,7 +69,7 @@ def prometheus_tools() -> PrometheusTools:
     """The binaries, installed when missing; skips the test with the reason otherwise."""
     tools = _found()
     if tools is None:
-        reason = _install()
+        reason = install_package(PACKAGE)
         tools = _found()
         if tools is None:
             pytest.skip(f"Prometheus (Debian package {PACKAGE!r}) is not installed: "
@@ -79,20 +79,24 @@ def prometheus_tools() -> PrometheusTools:
 
 class PrometheusServer:
     """``prometheus`` scraping ``targets`` (job name → host:port list) every
-    ``scrape_interval_s``, listening on a free loopback port, storing in ``tmp``."""
+    ``scrape_interval_s``, or running the config file ``config_path`` when given;
+    listening on a free loopback port, storing in ``tmp``."""
 
-    def __init__(self, tools: PrometheusTools, tmp: Path, targets: Mapping[str, Sequence[str]],
-                 *, scrape_interval_s: float = 1.0) -> None:
+    def __init__(self, tools: PrometheusTools, tmp: Path,
+                 targets: Mapping[str, Sequence[str]] | None = None, *,
+                 scrape_interval_s: float = 1.0, config_path: Path | None = None) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
-        interval = f"{round(scrape_interval_s * 1000)}ms"
-        config = {
-            "global": {"scrape_interval": interval, "scrape_timeout": interval},
-            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(hosts)}]}
-                               for job, hosts in targets.items()],
-        }
-        # JSON is YAML: no YAML library needed to write the config.
-        config_path = tmp / "prometheus.yml"
-        config_path.write_text(json.dumps(config, indent=2))
+        if config_path is None:
+            interval = f"{round(scrape_interval_s * 1000)}ms"
+            config = {
+                "global": {"scrape_interval": interval, "scrape_timeout": interval},
+                "scrape_configs": [
+                    {"job_name": job, "static_configs": [{"targets": list(hosts)}]}
+                    for job, hosts in (targets or {}).items()],
+            }
+            # JSON is YAML: no YAML library needed to write the config.
+            config_path = tmp / "prometheus.yml"
+            config_path.write_text(json.dumps(config, indent=2))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "prometheus.log"

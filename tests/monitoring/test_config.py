@@ -1,10 +1,12 @@
-"""The shipped Prometheus config, alert rules and Grafana dashboard are valid, and query
-only series hopindex exports."""
+"""The shipped Prometheus configs (docker-compose's and the hosts' one), alert rules and
+Grafana dashboard are valid, agree on the job names, and query only series hopindex
+exports."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,15 @@ GRAFANA_DIR = monitoring_dir() / "grafana" / "provisioning"
 WORKER_SERVICES = {"worker-stage1", "worker-stage2", "worker-embed", "worker-judge",
                    "worker-control", "worker-webhooks"}
 DATASOURCE_UID = "hopindex-prometheus"
+COMPOSE_CONFIG = "prometheus.yml"
+HOSTS_CONFIG = "prometheus-hosts.yml"
+# The contract the rules and the dashboard rely on.
+JOBS = {"hopindex-api", "hopindex-worker"}
+_JOB_SELECTOR = re.compile(r'\bjob\s*(?:=|=~)\s*"([^"]+)"')
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d{1,5}$")
 # Grafana 9.0 wrote schema 36; 11.x writes 39-41.
 SCHEMA_VERSIONS = range(36, 42)
-_METRIC = re.compile(r"\bhopindex_[A-Za-z0-9_]+")
+_METRIC = re.compile(r"\b(?:hopindex|process)_[A-Za-z0-9_]+")
 
 
 def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -41,11 +49,80 @@ def rule_exprs() -> list[str]:
     return [r["expr"] for group in rules["groups"] for r in group["rules"]]
 
 
-def test_promtool_accepts_the_config_and_its_rule_files(tools: PrometheusTools) -> None:
-    """``promtool check config`` passes on prometheus.yml, which loads alerts.yml."""
-    done = tools.promtool_run("check", "config", "prometheus.yml", cwd=PROMETHEUS_DIR)
+def load_config(name: str) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((PROMETHEUS_DIR / name).read_text())
+    return config
+
+
+def sd_files(pattern: str) -> list[Path]:
+    """The files a file_sd pattern (relative to the config, ``*`` in its last part) matches."""
+    folder, _, name = pattern.rpartition("/")
+    return sorted(p for p in (PROMETHEUS_DIR / folder).iterdir() if fnmatch(p.name, name))
+
+
+def target_groups(config: dict[str, Any], job: str) -> list[dict[str, Any]]:
+    """The target groups of the hosts config's ``job``, read from its file_sd files."""
+    (scrape,) = [s for s in config["scrape_configs"] if s["job_name"] == job]
+    return [group for sd in scrape["file_sd_configs"] for pattern in sd["files"]
+            for path in sd_files(pattern) for group in yaml.safe_load(path.read_text())]
+
+
+@pytest.mark.parametrize("name", [COMPOSE_CONFIG, HOSTS_CONFIG])
+def test_promtool_accepts_the_config_and_its_rule_files(tools: PrometheusTools,
+                                                        name: str) -> None:
+    """``promtool check config`` passes on both configs, each loading alerts.yml, with no
+    warning (a file_sd pattern matching no file would be one)."""
+    done = tools.promtool_run("check", "config", name, cwd=PROMETHEUS_DIR)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 rule files found" in done.stdout + done.stderr
+    assert "WARNING" not in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", [COMPOSE_CONFIG, HOSTS_CONFIG])
+def test_job_names_are_the_contract_rules_and_dashboard_rely_on(
+        name: str, dashboard: dict[str, Any]) -> None:
+    """Both configs scrape exactly the jobs hopindex-api and hopindex-worker, say so in
+    their comments, and every job the rules or the dashboard select is one of them."""
+    config = load_config(name)
+    assert {job["job_name"] for job in config["scrape_configs"]} == JOBS
+    text = (PROMETHEUS_DIR / name).read_text()
+    assert all(f"#   {job}" in text for job in JOBS), "the contract is not in the comment"
+    assert config["rule_files"] == ["alerts.yml"]
+    selected = {job for expr in rule_exprs() + dashboard_exprs(dashboard)
+                for job in _JOB_SELECTOR.findall(expr)}
+    assert selected, "no rule or panel selects a job"
+    for job in selected:
+        assert any(re.fullmatch(job, known) for known in JOBS), job
+    assert {job for job in JOBS if any(re.fullmatch(s, job) for s in selected)} == JOBS
+
+
+def test_the_hosts_config_reads_its_targets_from_the_shipped_files() -> None:
+    """Each job's file_sd patterns match shipped targets files: host:port targets, each
+    group labelled with its service; one worker per queue, each on its own port, and
+    the API; alerts go to the Alertmanagers of targets/alertmanager.yml."""
+    config = load_config(HOSTS_CONFIG)
+    groups = {job: target_groups(config, job) for job in JOBS}
+    for job, found in groups.items():
+        assert found, job
+        for group in found:
+            assert group["targets"], job
+            assert all(_HOST_PORT.match(t) for t in group["targets"]), group
+            assert group["labels"]["service"], group
+    workers = {g["labels"]["service"]: g["targets"] for g in groups["hopindex-worker"]}
+    assert set(workers) == WORKER_SERVICES
+    ports = [t.rsplit(":", 1)[1] for targets in workers.values() for t in targets]
+    assert len(ports) == len(set(ports)), "two workers of one host share a port"
+    assert {g["labels"]["service"] for g in groups["hopindex-api"]} == {"api"}
+    (alerting,) = config["alerting"]["alertmanagers"]
+    managers = [group for sd in alerting["file_sd_configs"] for pattern in sd["files"]
+                for path in sd_files(pattern) for group in yaml.safe_load(path.read_text())]
+    assert managers and all(_HOST_PORT.match(t) for g in managers for t in g["targets"])
+
+
+def test_the_compose_config_sends_alerts_to_the_stacks_alertmanager() -> None:
+    """docker-compose's Prometheus sends alerts to the alertmanager service's port."""
+    (alerting,) = load_config(COMPOSE_CONFIG)["alerting"]["alertmanagers"]
+    assert alerting["static_configs"] == [{"targets": ["alertmanager:9093"]}]
 
 
 def test_promtool_accepts_the_alert_rules(tools: PrometheusTools) -> None:
@@ -79,7 +156,7 @@ def test_every_dashboard_expression_is_valid_promql(tools: PrometheusTools,
 def test_every_queried_metric_is_one_hopindex_exports(source: str,
                                                       dashboard: dict[str, Any]) -> None:
     """No panel or rule asks for a series name the code does not export (a renamed metric
-    would leave a panel silently empty)."""
+    would leave a panel silently empty); a worker's ``process_*`` count as exported."""
     exprs = dashboard_exprs(dashboard) if source == "dashboard" else rule_exprs()
     queried = {name for e in exprs for name in _METRIC.findall(e)}
     assert queried, "no hopindex metric queried at all"
@@ -88,7 +165,8 @@ def test_every_queried_metric_is_one_hopindex_exports(source: str,
 
 def test_the_dashboard_covers_what_an_operator_asks_for(dashboard: dict[str, Any]) -> None:
     """Ingest backlog and throughput, job states, LLM requests/tokens/latency, 429s and
-    limiter waits, cache hits, query latency quantiles, calls and tokens per query."""
+    limiter waits, cache hits, query latency quantiles, calls and tokens per query, and
+    each instance's memory and CPU (a worker's over all its processes)."""
     text = "\n".join(dashboard_exprs(dashboard))
     for needle in ("hopindex_queue_depth", "hopindex_stage_tasks_total", "hopindex_jobs",
                    "hopindex_llm_requests_total", "hopindex_llm_tokens_total",
@@ -97,7 +175,8 @@ def test_the_dashboard_covers_what_an_operator_asks_for(dashboard: dict[str, Any
                    "histogram_quantile(0.99, sum by (method, le) "
                    "(rate(hopindex_query_duration_seconds_bucket",
                    "hopindex_query_llm_calls", "hopindex_query_tokens",
-                   "hopindex_stage_task_failures_total"):
+                   "hopindex_stage_task_failures_total", "process_resident_memory_bytes",
+                   "hopindex_worker_proportional_memory_bytes", "process_cpu_seconds_total"):
         assert needle in text, needle
 
 
@@ -143,7 +222,7 @@ def test_grafana_provisioning_points_at_prometheus_and_the_dashboard() -> None:
 def test_prometheus_scrapes_the_api_and_every_worker_replica() -> None:
     """DNS A records per compose service, so each scaled replica is its own target: the
     API on 8080, every worker service on its --metrics-port 9100."""
-    config = yaml.safe_load((PROMETHEUS_DIR / "prometheus.yml").read_text())
+    config = load_config(COMPOSE_CONFIG)
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     (api,) = jobs["hopindex-api"]["dns_sd_configs"]
     assert (api["names"], api["type"], api["port"]) == (["api"], "A", 8080)

@@ -72,15 +72,17 @@ def test_a_hostile_record_in_a_json_array_fails_alone(tmp_path: Path, kind: str)
     assert reason in error.reason
 
 
-def test_a_json_file_nested_too_deeply_is_one_error_with_line_and_field(tmp_path: Path) -> None:
-    """Nesting stops the parse of a whole .json file: one error naming its line and
-    field, no RecursionError."""
+def test_a_record_nested_too_deeply_in_a_json_list_fails_alone(tmp_path: Path) -> None:
+    """Nesting stops the parse of its record only: one error naming the line, the
+    record's index and the field (counted from the record, as in JSON Lines), no
+    RecursionError; the records around it are read."""
     path = tmp_path / "c.json"
-    path.write_text(f"[\n{GOOD},\n" + HOSTILE["deep"][0] + "\n]", encoding="utf-8")
+    path.write_text(f"[\n{GOOD},\n" + HOSTILE["deep"][0] + ',\n{"id": "last", "text": "y"}\n]',
+                    encoding="utf-8")
     result = read_paths([path])
-    assert result.documents == []
+    assert [d.doc_id for d in result.documents] == ["good", "last"]
     [error] = result.errors
-    assert error.origin == f"{path}:3:[1].metadata.tags" + "[0]" * 9
+    assert error.origin == f"{path}:3[1]:metadata.tags" + "[0]" * 10
     assert "deeper than 64 levels" in error.reason
 
 

@@ -18,7 +18,7 @@ from hopindex.readers import (
     iter_documents,
     read_paths,
 )
-from hopindex.readers.jsonl import LINE_SLACK_BYTES
+from hopindex.readers.json_line import LINE_SLACK_BYTES
 
 HOTPOT_CORPUS = (Path(__file__).resolve().parents[2] / "hopindex" / "sample" / "hotpotqa-100"
                  / "corpus.json")
@@ -258,13 +258,16 @@ def test_malformed_jsonl_line_is_reported_and_others_read(tmp_path: Path) -> Non
     assert str(error).startswith(f"{path}:2: invalid JSON: ")
 
 
-def test_invalid_json_file_names_the_line(tmp_path: Path) -> None:
-    """A .json that does not parse yields one error naming the line of the fault."""
+def test_invalid_json_record_names_the_line_and_index(tmp_path: Path) -> None:
+    """A record of a .json list that does not parse is one error naming the line of the
+    fault and the record's index; the other records are read."""
     path = tmp_path / "c.json"
-    path.write_text('[\n{"text": "a"},\n{"text": }\n]')
-    error = only_error(read_paths([path]).errors)
-    assert error.origin == f"{path}:3"
-    assert error.reason.startswith("invalid JSON: ")
+    path.write_text('[\n{"text": "a"},\n{"text": }\n, {"text": "c"}]')
+    result = read_paths([path])
+    assert [d.text for d in result.documents] == ["a", "c"]
+    error = only_error(result.errors)
+    assert error.origin == f"{path}:3[1]"
+    assert error.reason == "invalid JSON: Expecting value (column 10)"
 
 
 def test_record_without_text_names_the_field(tmp_path: Path) -> None:
@@ -349,15 +352,16 @@ def test_invalid_utf8_jsonl_is_per_line_with_offset(tmp_path: Path) -> None:
     assert f"invalid UTF-8 at byte offset {len(line1) + 14}" in error.reason
 
 
-def test_invalid_utf8_whole_file_formats_give_offset(tmp_path: Path) -> None:
-    """Invalid UTF-8 in a .json or text file rejects that file, naming the byte offset."""
-    (tmp_path / "a.json").write_bytes(b'[{"text": "\xc3\x28"}]')
+def test_invalid_utf8_gives_the_byte_offset(tmp_path: Path) -> None:
+    """Invalid UTF-8 rejects the record of a .json list holding it, or the text file,
+    naming the byte offset; the other records and files are read."""
+    (tmp_path / "a.json").write_bytes(b'[{"text": "\xc3\x28"}, {"id": "a1", "text": "ok"}]')
     (tmp_path / "b.txt").write_bytes(b"fine\nthen \xfe")
     (tmp_path / "c.txt").write_text("readable")
     result = read_paths([tmp_path])
-    assert [d.doc_id for d in result.documents] == ["c.txt"]
+    assert [d.doc_id for d in result.documents] == ["a1", "c.txt"]
     assert [(e.origin, e.reason.split(" (")[0]) for e in result.errors] == [
-        (str(tmp_path / "a.json"), "invalid UTF-8 at byte offset 11"),
+        (str(tmp_path / "a.json") + "[0]", "invalid UTF-8 at byte offset 11"),
         (str(tmp_path / "b.txt"), "invalid UTF-8 at byte offset 10"),
     ]
 

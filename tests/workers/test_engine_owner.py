@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.remote import ApiClient, RemoteApiError
 from hopindex.api.service import Hopindex
 from hopindex.api.transfer import export_index, import_index
@@ -252,7 +253,7 @@ def test_a_second_process_opening_the_engines_is_told_who_owns_them(
         c.start("engines-2", "embed")
     refused = c.workers[-1]
     refused.stop()
-    assert refused.process.returncode == 2
+    assert refused.process.returncode == ExitCode.UNAVAILABLE
     said = flat(refused.log_text())
     for needle in (f"pid {pid} on {socket.gethostname()}", "`hopindex worker --queues embed",
                    "engine owner", "HOPINDEX_VECTOR_URL=qdrant://"):
@@ -260,7 +261,7 @@ def test_a_second_process_opening_the_engines_is_told_who_owns_them(
 
     eager = replace(c.settings, broker_url="")
     done = _cli(eager, "query", "--index", INDEX, "Who is Demon Dice?")
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == ExitCode.UNAVAILABLE, done.stdout + done.stderr
     said = flat(done.stderr)
     for needle in (f"pid {pid}", "`hopindex worker --queues embed", "HOPINDEX_BROKER_URL",
                    "HOPINDEX_VECTOR_URL=qdrant://", "HOPINDEX_KEYWORD_URL=elasticsearch://"):

@@ -7,6 +7,7 @@ import asyncio
 from aiohttp import web
 
 from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.http.event_tokens import EventTokens
 from hopindex.api.http.keys import KeyRing, load_key_ring
 from hopindex.api.http.metrics import configured_routes
 from hopindex.api.http.middleware import (
@@ -18,6 +19,7 @@ from hopindex.api.http.middleware import (
 from hopindex.api.http.openapi.spec import build_spec
 from hopindex.api.http.ratelimit import FailureLimiter
 from hopindex.api.http.routes import ALL_ROUTES
+from hopindex.api.http.routes.docs import BUNDLE_KEY, Bundle
 from hopindex.api.http.routes.service import SPEC_KEY
 from hopindex.api.http.routing import CONTEXT, ApiContext, StreamGate
 from hopindex.api.http.submission import JobLauncher
@@ -31,7 +33,8 @@ def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Applicatio
     if keys is None:
         keys = load_key_ring(settings.api_keys, settings.api_keys_file)
     blocking = BlockingRunner(settings.api_concurrency)
-    ctx = ApiContext(service=service, settings=settings, keys=keys, blocking=blocking,
+    ctx = ApiContext(service=service, settings=settings, keys=keys,
+                     tokens=EventTokens(keys), blocking=blocking,
                      jobs=JobLauncher(service, blocking),
                      streams=StreamGate(limit=settings.api_max_event_streams))
     # Body limits are enforced while streaming (params.py, uploads.py); aiohttp's own
@@ -44,6 +47,7 @@ def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Applicatio
                                 settings.api_auth_failures_per_minute),
         slow=BlockingRunner(1, name="hopindex-key-check"))
     app[SPEC_KEY] = build_spec(settings)
+    app[BUNDLE_KEY] = Bundle.load()
     for route in configured_routes(ALL_ROUTES, settings):
         app.router.add_route(route.method, route.path, route.handler)
         ctx.routes[(route.method, route.path)] = route

@@ -131,6 +131,7 @@ class KeyRing:
     """The configured keys; ``configured`` is False when there are none."""
 
     def __init__(self, keys: Sequence[StoredKey] = ()) -> None:
+        self.entries = tuple(keys)
         self._fast = [k for k in keys if k.scheme is HashScheme.SHA256]
         slow = [k for k in keys if k.scheme is HashScheme.SCRYPT]
         self._slow_by_id = {k.key_id: k for k in slow if k.key_id}

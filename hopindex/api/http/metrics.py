@@ -1,4 +1,5 @@
-"""``/metrics``: the process's Prometheus registry in the text exposition format.
+"""``/metrics``: the process's Prometheus registry, in OpenMetrics when the request's
+``Accept`` asks for ``application/openmetrics-text``, else in the Prometheus text format.
 
 Index names are what listings scope per key, so a scrape names them only where a
 key would see them: ``HOPINDEX_API_METRICS_ACCESS=key`` (with keys configured) makes
@@ -16,7 +17,7 @@ import enum
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
@@ -101,13 +102,13 @@ class _View(Collector):
         return viewed(self._source.collect(), self._view)
 
 
-def render_view(view: IndexView, source: CollectorRegistry | None = None
+def render_view(view: IndexView, source: CollectorRegistry | None = None, accept: str = ""
                 ) -> tuple[bytes, str]:
     """The exposition of ``source`` (default: this process's registry) seen through
-    ``view``."""
+    ``view``, in the format ``accept`` (the request's header) asks for."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_View(source or process_registry(), view))
-    return render_metrics(registry)
+    return render_metrics(registry, accept)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -117,7 +118,8 @@ async def metrics(request: web.Request) -> web.Response:
                  and who is not None)
     view = index_view(ctx.settings, protected, who.indexes if who is not None else None)
     # Collecting walks every metric: off the loop, like any other blocking call.
-    body, content_type = await ctx.blocking.run(render_view, view)
+    body, content_type = await ctx.blocking.run(
+        render_view, view, accept=request.headers.get(hdrs.ACCEPT, ""))
     return web.Response(body=body, headers={"Content-Type": content_type})
 
 

@@ -21,6 +21,7 @@ from hopindex.api.http.errors import (
     internal_error,
     plain_traceback,
 )
+from hopindex.api.http.event_tokens import TOKEN_PARAM, Refusal
 from hopindex.api.http.keys import LOCAL_PRINCIPAL, Pending, Principal
 from hopindex.api.http.ratelimit import (
     FailureLimiter,
@@ -32,6 +33,7 @@ from hopindex.api.http.routing import (
     PRINCIPAL_KEY,
     REQUEST_ID_HEADER,
     REQUEST_ID_KEY,
+    Credential,
     Handler,
     Route,
     RouteKind,
@@ -136,13 +138,25 @@ def _bearer(request: web.Request) -> str | None:
     return credentials.strip()
 
 
+def _takes_token(route: Route) -> bool:
+    return route.credential is Credential.API_KEY_OR_EVENT_TOKEN
+
+
 def _check_query(request: web.Request, route: Route) -> None:
+    taken = (*route.query, TOKEN_PARAM) if _takes_token(route) else route.query
     for name in request.query:
-        if name not in route.query:
-            known = ", ".join(route.query) or "none"
+        if name not in taken:
+            known = ", ".join(taken) or "none"
             raise bad_request(f"unknown query parameter {name!r}; known: {known}", field=name)
         if len(request.query.getall(name)) > 1:
             raise bad_request(f"query parameter {name!r} is given more than once", field=name)
+
+
+async def _too_many_failures(checks: KeyChecks, wait_s: float) -> ApiError:
+    await checks.pause.pause(wait_s)
+    return ApiError(429, "too_many_failures", "too many requests without a valid API key "
+                    f"from this address; retry in {retry_after_header(wait_s)}s",
+                    headers={"Retry-After": retry_after_header(wait_s)})
 
 
 async def _authenticate(request: web.Request) -> Principal:
@@ -161,23 +175,46 @@ async def _authenticate(request: web.Request) -> Principal:
     # Not kept in this frame past here: a traceback must not carry it.
     del presented
     if wait_s is not None:
-        await checks.pause.pause(wait_s)
-        raise ApiError(429, "too_many_failures", "too many requests without a valid API key "
-                       f"from this address; retry in {retry_after_header(wait_s)}s",
-                       headers={"Retry-After": retry_after_header(wait_s)})
+        raise await _too_many_failures(checks, wait_s)
     if missing:
-        raise ApiError(401, "unauthenticated", "send an API key: Authorization: Bearer KEY")
+        hint = (f"; ?{TOKEN_PARAM}= (an event token) is taken by GET /v1/events only"
+                if TOKEN_PARAM in request.query else "")
+        raise ApiError(401, "unauthenticated",
+                       f"send an API key: Authorization: Bearer KEY{hint}")
     if not isinstance(found, Principal):
         raise ApiError(401, "unauthenticated", "the API key is not valid")
     checks.failures.give_back(client)
     return found
 
 
+async def _authenticate_token(request: web.Request) -> Principal:
+    """The read-only, one-index principal of an event token (event_tokens.py). A token
+    that is refused spends a failure token, as a wrong key does."""
+    given = request.query.getall(TOKEN_PARAM)
+    if len(given) > 1:
+        raise bad_request(f"query parameter {TOKEN_PARAM!r} is given more than once",
+                          field=TOKEN_PARAM)
+    found = context(request).tokens.verify(given[0], now=time.time())
+    if isinstance(found, Principal):
+        return found
+    del given  # a traceback must not carry it
+    checks = request.app[KEY_CHECKS]
+    client = client_of(request.remote)
+    wait_s = checks.failures.take(client)
+    log.info("event_token_refused", reason=found.value)
+    if wait_s is not None:
+        raise await _too_many_failures(checks, wait_s)
+    message = ("the event token expired; ask POST /v1/indexes/{name}/events/token for a new "
+               "one" if found is Refusal.EXPIRED else "the event token is not valid")
+    raise ApiError(401, "unauthenticated", message, field=TOKEN_PARAM)
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """401 without a valid key, 403 when the key's access or indexes do not cover the
-    route (the ``{name}`` in its path; handlers check indexes named elsewhere), then
-    400 for query parameters the route does not take."""
+    """401 without a valid key (or event token, on the routes that take one), 403 when
+    the key's access or indexes do not cover the route (the ``{name}`` in its path;
+    handlers check indexes named elsewhere), then 400 for query parameters the route
+    does not take."""
     route = route_of(request)
     if route is None:
         return await handler(request)  # aiohttp answers 404 or 405
@@ -186,8 +223,12 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         _check_query(request, route)
         return await handler(request)
     ctx = context(request)
-    request[PRINCIPAL_KEY] = (await _authenticate(request) if ctx.keys.configured
-                              else LOCAL_PRINCIPAL)
+    # A key, when sent, decides (pages cannot send one, programs need no token).
+    if _takes_token(route) and TOKEN_PARAM in request.query and _bearer(request) is None:
+        request[PRINCIPAL_KEY] = await _authenticate_token(request)
+    else:
+        request[PRINCIPAL_KEY] = (await _authenticate(request) if ctx.keys.configured
+                                  else LOCAL_PRINCIPAL)
     who = request[PRINCIPAL_KEY]
     if not who.access.allows(needed):
         raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError
+from hopindex.api.http.event_tokens import EventTokens
 from hopindex.api.http.keys import Access, KeyRing, Principal
 from hopindex.api.http.submission import JobLauncher
 from hopindex.api.service import Hopindex
@@ -34,6 +35,12 @@ class Guard(enum.StrEnum):
         return None if self is Guard.PUBLIC else Access(self.value)
 
 
+class Credential(enum.StrEnum):
+    API_KEY = "api_key"  # Authorization: Bearer KEY
+    # Or ?token= from POST /v1/indexes/{name}/events/token, for pages (event_tokens.py).
+    API_KEY_OR_EVENT_TOKEN = "api_key_or_event_token"
+
+
 class RouteKind(enum.StrEnum):
     JSON = "json"  # answers within HOPINDEX_API_REQUEST_TIMEOUT_S
     STREAM = "stream"  # server-sent events: open until the client leaves
@@ -48,6 +55,7 @@ class Route:
     kind: RouteKind = RouteKind.JSON
     # The query parameters it reads; any other is refused, as unknown body fields are.
     query: tuple[str, ...] = ()
+    credential: Credential = Credential.API_KEY
 
 
 @dataclass(slots=True)
@@ -63,6 +71,7 @@ class ApiContext:
     service: Hopindex
     settings: Settings
     keys: KeyRing
+    tokens: EventTokens
     blocking: BlockingRunner
     jobs: JobLauncher
     streams: StreamGate

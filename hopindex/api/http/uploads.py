@@ -7,8 +7,8 @@ accepts exactly the formats and reports exactly the errors the CLI does:
 - ``application/json``: a list of records, one record, or a HotpotQA corpus object;
 - ``application/x-ndjson`` (or ``application/jsonl``): one record per line;
 - ``multipart/form-data``: files in parts named ``file``, read by their suffix
-  (``.jsonl``, ``.json``, ``.txt``, ``.md``); a file name may hold folders
-  (``notes/a.md``), which become part of a text document's id, as with the CLI.
+  (``.jsonl``, ``.json``, either ``.gz``, ``.txt``, ``.md``); a file name may hold
+  folders (``notes/a.md``), which become part of a text document's id, as with the CLI.
 
 Errors name the body's file and line: ``body.jsonl:3``, ``body.json[2]:text``.
 """

@@ -118,6 +118,7 @@ def test_api_key_command_prints_a_key_and_its_file_entry(tmp_path: Path) -> None
     from click.testing import CliRunner
 
     from hopindex.api.cli import main
+    from hopindex.api.exit_codes import ExitCode
 
     result = CliRunner().invoke(main, ["api-key", "--access", "read", "--index", "wiki",
                                        "--name", "reporting"])
@@ -131,7 +132,7 @@ def test_api_key_command_prints_a_key_and_its_file_entry(tmp_path: Path) -> None
     assert (found.name, found.access, found.indexes) == ("reporting", Access.READ,
                                                          frozenset({"wiki"}))
     bad = CliRunner().invoke(main, ["api-key", "--index", "Not Valid"])
-    assert bad.exit_code == 2 and "invalid index name" in bad.output
+    assert bad.exit_code == ExitCode.DATA_ERROR and "invalid index name" in bad.output
 
 
 def scrypt_entry(name: str, key: str, *, with_id: bool = True) -> dict[str, str]:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.links import MAX_BY_CHARS
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.api.http.conftest import KEYS, Api, ApiFactory
@@ -133,8 +134,8 @@ def test_unknown_indexes_and_links_other_methods_and_bad_bodies_are_refused(api:
 
 def test_the_remote_cli_lists_and_rejects_through_the_api(api: Api, tmp_path: Path) -> None:
     """`hopindex links list|reject` with HOPINDEX_API_URL print what the server answers and
-    exit 2 with its reason for an unknown index or link and an index of another method;
-    no local data dir is opened."""
+    exit with its reason, 66 for an unknown index or link and 65 for an index of another
+    method or a blank entity, as locally; no local data dir is opened."""
     links = build(api, "kg-remote")
     cli = CliRunner(env={"HOPINDEX_API_URL": api.url, "HOPINDEX_API_KEY": KEYS["write"],
                          "HOPINDEX_DATA_DIR": str(tmp_path / "local")})
@@ -150,12 +151,14 @@ def test_the_remote_cli_lists_and_rejects_through_the_api(api: Api, tmp_path: Pa
     assert rejected.exit_code == 0, rejected.output
     assert "by remote reviewer" in rejected.output
     assert api.service.list_links("kg-remote") == links[1:]
-    for args, message in (
-            (["list", "--index", "nothing"], "no index 'nothing'"),
-            (["list", "--index", "plain"], "built with 'extractive'"),
-            (["list", "--index", "kg-remote", "--entity", ""], "'entity' must not be empty"),
-            (["reject", "--index", "kg-remote", "--link", "feedbeef"], "no link 'feedbeef'")):
+    for args, code, message in (
+            (["list", "--index", "nothing"], ExitCode.NOT_FOUND, "no index 'nothing'"),
+            (["list", "--index", "plain"], ExitCode.DATA_ERROR, "built with 'extractive'"),
+            (["list", "--index", "kg-remote", "--entity", ""], ExitCode.DATA_ERROR,
+             "'entity' must not be empty"),
+            (["reject", "--index", "kg-remote", "--link", "feedbeef"], ExitCode.NOT_FOUND,
+             "no link 'feedbeef'")):
         refused = cli.invoke(main, ["links", *args])
-        assert refused.exit_code == 2, (args, refused.output)
+        assert refused.exit_code == code, (args, refused.output)
         assert message in refused.output and "HTTP 4" in refused.output
     assert not (tmp_path / "local").exists()

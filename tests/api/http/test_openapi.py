@@ -11,9 +11,10 @@ from typing import Any
 
 import schemathesis
 
+from hopindex.api.http.event_tokens import TOKEN_PARAM
 from hopindex.api.http.openapi.spec import build_spec
 from hopindex.api.http.routes import ALL_ROUTES
-from hopindex.api.http.routing import Guard
+from hopindex.api.http.routing import Credential, Guard
 from hopindex.core.settings import Settings
 
 SETTINGS = Settings(data_dir=Path("unused")).resolved()
@@ -89,3 +90,14 @@ def test_schemathesis_loads_every_operation() -> None:
     assert len(results) == len(operations(SPEC))
     for result in results:
         result.ok()  # raises on an operation schemathesis cannot read
+
+
+def test_event_tokens_are_declared_where_routes_take_them() -> None:
+    """The operations listing the ``eventToken`` scheme are exactly the routes that take
+    ``?token=``, and the scheme names that query parameter."""
+    for route in ALL_ROUTES:
+        op = operations(SPEC)[(route.method, route.path)]
+        takes = {"eventToken": []} in op.get("security", [])
+        assert takes == (route.credential is Credential.API_KEY_OR_EVENT_TOKEN), route
+    scheme = SPEC["components"]["securitySchemes"]["eventToken"]
+    assert (scheme["in"], scheme["name"]) == ("query", TOKEN_PARAM)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
-from hopindex.api.cli_support import EXIT_INPUT
+from hopindex.api.exit_codes import ExitCode
 from hopindex.api.service import Hopindex
 from hopindex.backends.llm.client import ChatRequest, LlmClient, LlmSettings
 from hopindex.backends.llm.credentials import check_llm_key
@@ -167,7 +167,7 @@ def test_openai_without_a_key_stops_each_process_at_start(command: list[str],
                          "OPENAI_API_KEY": None, "HOPINDEX_LLM_API_KEY": None})
     argv = [str(corpus_file(tmp_path)) if a == "CORPUS" else a for a in command]
     result = cli.invoke(main, argv)
-    assert result.exit_code == EXIT_INPUT, result.output
+    assert result.exit_code == ExitCode.CONFIG, result.output
     assert "OPENAI_API_KEY" in result.output and "HOPINDEX_LLM_API_KEY" in result.output
     assert "Traceback" not in result.output
     assert not isinstance(result.exception, ConfigError)  # handled, not escaped

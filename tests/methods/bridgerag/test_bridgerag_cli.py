@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.methods.bridgerag.conftest import hotpot_documents, hotpot_questions
 
@@ -83,12 +84,13 @@ def test_query_trace_prints_the_decision_record(cli: tuple[CliRunner, Path]) -> 
     assert result["usage"]["llm_calls"] == 2 and result["trace"]["params"]["extraction"] == "merged"
 
 
-def test_bad_params_exit_2_naming_them(cli: tuple[CliRunner, Path]) -> None:
-    """A malformed --param or a bad value is a usage error naming what is wrong."""
+def test_bad_params_exit_naming_them(cli: tuple[CliRunner, Path]) -> None:
+    """A malformed --param is a usage error (2) and a value the method refuses bad input
+    (65), each naming what is wrong."""
     runner, _ = cli
     malformed = runner.invoke(main, ["query", "--index", "hp", "--method", "bridgerag",
                                      "--param", "alpha", "q?"])
-    assert malformed.exit_code == 2 and "--param" in malformed.output
+    assert malformed.exit_code == ExitCode.USAGE and "--param" in malformed.output
     bad = runner.invoke(main, ["query", "--index", "hp", "--method", "bridgerag",
                                "--param", "alpha=2", "q?"])
-    assert bad.exit_code == 2 and "params.alpha" in bad.output
+    assert bad.exit_code == ExitCode.DATA_ERROR and "params.alpha" in bad.output

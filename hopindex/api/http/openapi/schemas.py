@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S, TOKEN_PARAM, TOKEN_PATTERN
 from hopindex.api.http.keys import Access
 from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
 from hopindex.api.http.routes.query import MAX_METHOD_CHARS, MAX_QUERY_BODY_BYTES
@@ -237,6 +238,14 @@ SERVER_SENT_EVENT = obj({
              "contentSchema": {"anyOf": [ref("Event"), ref("Error")]}},
 })
 
+EVENT_TOKEN = obj({
+    "token": {"type": "string", "pattern": TOKEN_PATTERN,
+              "description": "pass as ?token= on GET /v1/events with index set to this index"},
+    "index": INDEX_NAME,
+    "expires_at": {"type": "integer", "description": "Unix time (s); a stream opened before "
+                   "then keeps going, a later (re)connection is a 401"},
+}, ("token", "index", "expires_at"))
+
 WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "string"},
                "created_at": TIMESTAMP}, ("id", "index", "url", "created_at"))
 
@@ -342,10 +351,17 @@ def _options(schemas: dict[str, Schema]) -> Schema:
 
 def components(settings: Settings) -> dict[str, Any]:
     return {
-        "securitySchemes": {"bearerAuth": {
-            "type": "http", "scheme": "bearer",
-            "description": f"an API key; {Access.READ.value} keys may query and read, "
-                           f"{Access.WRITE.value} keys may also ingest, delete and cancel"}},
+        "securitySchemes": {
+            "bearerAuth": {
+                "type": "http", "scheme": "bearer",
+                "description": f"an API key; {Access.READ.value} keys may query and read, "
+                               f"{Access.WRITE.value} keys may also ingest, delete and cancel"},
+            "eventToken": {
+                "type": "apiKey", "in": "query", "name": TOKEN_PARAM,
+                "description": "for a page's EventSource, which cannot send a header: a "
+                               "read-only token for one index's events from POST "
+                               "/v1/indexes/{name}/events/token, valid for "
+                               f"{EVENT_TOKEN_TTL_S // 60} minutes; never an API key"}},
         "schemas": {
             "Error": ERROR, "Index": INDEX, "IndexDetail": INDEX_DETAIL,
             # A method of null is the default one, as if left out.
@@ -355,7 +371,8 @@ def components(settings: Settings) -> dict[str, Any]:
             "Job": job_schema(), "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
             "Passage": PASSAGE, "QueryRequest": query_request(settings),
             "QueryResult": QUERY_RESULT, "Event": EVENT,
-            "ServerSentEvent": SERVER_SENT_EVENT, "Webhook": WEBHOOK,
+            "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
+            "Webhook": WEBHOOK,
             "NewWebhook": NEW_WEBHOOK, "Readiness": READINESS,
             "OnError": enum_of(OnError), "StreamMode": enum_of(StreamMode),
         },

@@ -12,6 +12,7 @@ from hopindex.api.http.openapi.links import LINK_SCHEMAS
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
+from hopindex.api.http.routes.docs import BUNDLE_PATH, DOCS_PATH, HTML_TYPE, SCRIPT_TYPE
 from hopindex.api.http.routes.events import EVENT_ID_PATTERN
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
@@ -204,11 +205,13 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
 def _metrics_path(settings: Settings) -> dict[str, Any]:
     public = settings.api_metrics_access is MetricsAccess.PUBLIC
     ok = {"200": {
-        "description": "Prometheus text exposition format. Label values name indexes "
+        "description": "Prometheus text exposition format, or OpenMetrics when Accept "
+                       "names application/openmetrics-text. Label values name indexes "
                        "only when a key is needed (the key's indexes) or with "
                        "HOPINDEX_API_METRICS_INDEX_LABELS=always; otherwise series are "
                        "summed over indexes",
-        "content": {"text/plain": {"schema": {"type": "string"}}}}}
+        "content": {"text/plain": {"schema": {"type": "string"}},
+                    "application/openmetrics-text": {"schema": {"type": "string"}}}}}
     responses = ok if public else {**ok, **_errors()}
     return {"/metrics": {"get": _op("Get metrics", responses, public=public, tag="service")}}
 
@@ -227,7 +230,7 @@ def _other_paths() -> dict[str, Any]:
         "/v1/jobs/{job_id}/cancel": {"parameters": [JOB_PARAM], "post": _op(
             "Cancel a job", {**_ok(200, "the job, cancelled", ref("Job")),
                              **_errors(404, 409)}, tag="jobs")},
-        "/v1/events": {"get": _op("Stream events", {
+        "/v1/events": {"get": {**_op("Stream events", {
             "200": {"description": "server-sent events: `id:`, `event:` (the type) and "
                                    "`data:` (an Event as JSON) per event; comment lines keep "
                                    "the connection alive",
@@ -240,7 +243,19 @@ def _other_paths() -> dict[str, Any]:
                    "follow (default): keep streaming new events; backlog: end at the log's end"),
             _param("Last-Event-ID", "header", EVENT_ID,
                    "resume after this id (sent by reconnecting EventSource clients); wins "
-                   "over `from`")])},
+                   "over `from`")]),
+            "security": [{"bearerAuth": []}, {"eventToken": []}],
+            "description": "With an API key, or (for a page's EventSource, which cannot "
+                           "send a header) an event token for the index named by `index`: "
+                           "`?index=NAME&token=TOKEN`. A token is refused on every other "
+                           "route and index; a request that sends an API key is judged by "
+                           "the key alone."}},
+        "/v1/indexes/{name}/events/token": {"parameters": [INDEX_PARAM], "post": {**_op(
+            "Issue an event token", {**_ok(200, "a read-only token for this index's events",
+                                           ref("EventToken")), **_errors()}, tag="events"),
+            "description": "For a page: fetch this with the API key, then open "
+                           "`new EventSource('/v1/events?index=NAME&token=' + token)`. The "
+                           "index need not exist yet."}},
         "/v1/webhooks": {
             "get": _op("List webhooks", {**_ok(200, "webhooks (without secrets)", {
                 "type": "object", "required": ["webhooks"],
@@ -257,6 +272,7 @@ def _other_paths() -> dict[str, Any]:
                           tag="webhooks")},
         "/v1/openapi.json": {"get": _op("Get this specification", _ok(
             200, "OpenAPI 3.1", {"type": "object"}), public=True, tag="service")},
+        **_docs_paths(),
         "/healthz": {"get": _op("Check liveness", _ok(200, "the process answers", {
             "type": "object", "properties": {"status": {"const": "ok"}}}), public=True,
             tag="service")},
@@ -264,6 +280,22 @@ def _other_paths() -> dict[str, Any]:
             **_ok(200, "every backend answers", ref("Readiness")),
             "503": {"description": "a backend does not answer",
                     "content": _json(ref("Readiness"))}}, public=True, tag="service")},
+    }
+
+
+def _docs_paths() -> dict[str, Any]:
+    def text(media: str, description: str) -> dict[str, Any]:
+        return {"200": {"description": description,
+                        "content": {media: {"schema": {"type": "string"}}}}}
+
+    return {
+        DOCS_PATH: {"get": _op("Show the API reference", text(
+            HTML_TYPE, "a page that renders this document (Redoc, served from here)"),
+            public=True, tag="service")},
+        BUNDLE_PATH: {"get": _op("Get the API reference script", {
+            **text(SCRIPT_TYPE, "the Redoc bundle the page runs"),
+            "304": {"description": "unchanged since the ETag sent in If-None-Match"}},
+            public=True, tag="service")},
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hopindex.api.http import metrics
 from hopindex.api.http.routes import (
+    docs,
     documents,
     events,
     indexes,
@@ -17,5 +18,6 @@ from hopindex.api.http.routing import Route
 
 ALL_ROUTES: list[Route] = [
     *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *links.ROUTES, *jobs.ROUTES,
-    *events.ROUTES, *webhooks.ROUTES, *service.ROUTES, *metrics.ROUTES,
+    *events.ROUTES, *webhooks.ROUTES, *service.ROUTES, *docs.ROUTES,
+    *metrics.ROUTES,
 ]

@@ -1,14 +1,17 @@
-"""``GET /v1/events``: the event log as server-sent events, resumable by id."""
+"""``GET /v1/events``: the event log as server-sent events, resumable by id; and the
+event tokens a page's ``EventSource`` passes in its place of a key (event_tokens.py)."""
 
 from __future__ import annotations
 
 import re
+import time
 
 from aiohttp import web
 
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import index_name, query_enum, query_string
 from hopindex.api.http.routing import (
+    Credential,
     Guard,
     Route,
     RouteKind,
@@ -58,5 +61,17 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
         raise ApiError(404, "unknown_event_id", str(exc), field=field) from None
 
 
-ROUTES = [Route("GET", "/v1/events", stream_events, Guard.READ, RouteKind.STREAM,
-                query=("index", "from", "mode"))]
+async def issue_event_token(request: web.Request) -> web.Response:
+    """A read-only token for this index's events, for ``?token=`` on ``/v1/events``. The
+    index need not exist yet: a page may watch the ingest that creates it."""
+    name = index_name(request.match_info["name"], field="name")
+    issued = context(request).tokens.issue(principal(request), name, now=time.time())
+    # A credential: no cache keeps it.
+    return web.json_response(issued.as_dict(), headers={"Cache-Control": "no-store"})
+
+
+ROUTES = [
+    Route("GET", "/v1/events", stream_events, Guard.READ, RouteKind.STREAM,
+          query=("index", "from", "mode"), credential=Credential.API_KEY_OR_EVENT_TOKEN),
+    Route("POST", "/v1/indexes/{name}/events/token", issue_event_token, Guard.READ),
+]

@@ -1,0 +1,98 @@
+"""``hopindex indexes list|describe|delete``: the indexes that exist, what one holds
+and whether it is complete, and dropping one; locally or through a server (``--api``),
+printed alike either way."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from hopindex.api.cli_context import open_service, remote_commands
+from hopindex.api.cli_errors import USAGE, print_error
+from hopindex.api.cli_support import handle_errors
+from hopindex.api.index_views import describe_index, index_view
+from hopindex.api.render_indexes import print_deleted, print_described, print_indexes
+
+
+@click.group()
+def indexes() -> None:
+    """The indexes: list them, describe one (documents, units per kind, whether it is
+    complete and what it is missing), delete one."""
+
+
+@indexes.command(name="list")
+@click.option("--json", "as_json", is_flag=True,
+              help="A JSON array: name, method, created_at, options.")
+@handle_errors
+def indexes_list(as_json: bool) -> None:
+    """List the indexes by name, with the method each is built with."""
+    if (remote := remote_commands()) is not None:
+        found = remote.client.list_indexes()
+    else:
+        with open_service() as service:
+            found = [index_view(info) for info in service.list_indexes()]
+    print_indexes(sorted(found, key=lambda index: str(index["name"])), as_json=as_json)
+
+
+@indexes.command(name="describe")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object, the fields of GET /v1/indexes/NAME.")
+@click.argument("name")
+@handle_errors
+def indexes_describe(as_json: bool, name: str) -> None:
+    """Show index NAME: its method and options, documents, units per kind, and its
+    status (ready, building, partial) with what it is missing: documents not fully
+    indexed, items that failed for good, running jobs, stale trees.
+
+    Exits 66 when there is no such index. A partial index still exits 0: `hopindex
+    repair --index NAME` redoes what it is missing.
+    """
+    if (remote := remote_commands()) is not None:
+        print_described(remote.client.describe_index(name), as_json=as_json)
+        return
+    with open_service() as service:
+        print_described(describe_index(service, name), as_json=as_json)
+
+
+@indexes.command(name="delete")
+@click.option("--yes", "-y", is_flag=True, help="Delete without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Print the deletion as JSON.")
+@click.argument("name")
+@handle_errors
+def indexes_delete(yes: bool, as_json: bool, name: str) -> None:
+    """Delete index NAME and everything in it: documents, units, vectors, keyword
+    postings and its jobs. Asks first (on stderr) unless --yes.
+
+    Exits 2 when not confirmed (no answer on a closed stdin counts as no), 66 when
+    there is no such index, 75 while one of its jobs is running (cancel it or wait).
+    """
+    if (remote := remote_commands()) is not None:
+        described = remote.client.describe_index(name)
+        if not yes:
+            confirm_delete(described, as_json=as_json)
+        remote.client.delete_index(name)
+    else:
+        with open_service() as service:
+            described = describe_index(service, name)
+            if not yes:
+                confirm_delete(described, as_json=as_json)
+            service.delete_index(name)
+    print_deleted(described, as_json=as_json)
+
+
+def confirm_delete(described: dict[str, Any], *, as_json: bool) -> None:
+    """Ask before deleting; exit with the usage code unless the answer is yes."""
+    name = described["name"]
+    try:
+        confirmed = click.confirm(f"Delete index {name!r} and its {described['documents']} "
+                                  f"documents (method {described['method']})? This cannot "
+                                  "be undone.", default=False, err=True)
+    except click.Abort:  # stdin closed or Ctrl-C: nobody said yes
+        click.echo(err=True)  # end the prompt's line
+        confirmed = False
+    if not confirmed:
+        print_error(f"index {name!r} not deleted: not confirmed (--yes deletes without "
+                    "asking)", USAGE, as_json=as_json)
+        sys.exit(USAGE.exit_code)
