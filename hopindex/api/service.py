@@ -164,7 +164,8 @@ class Hopindex:
                                          settings=self.settings, tasks=tasks,
                                          read_settings=lambda name: method_settings(
                                              self.settings, name),
-                                         index_kinds=self._index_kinds, records=b.state)
+                                         index_kinds=self._index_kinds, records=b.state,
+                                         catalogue=b.state)
         return self._search
 
     def _index_kinds(self, index: str) -> frozenset[UnitKind]:

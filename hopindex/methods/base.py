@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hopindex.backends.protocols import (
     DocumentStore,
     Embedder,
+    EntityCatalogue,
     IndexCatalog,
     KeywordIndex,
     RecordStore,
@@ -183,6 +184,8 @@ class SearchContext:
     index_kinds: Callable[[str], frozenset[UnitKind]] | None = None
     # Index methods' own records (sirerag's tree plans), for methods that read them.
     records: RecordStore | None = None
+    # The entity catalogue (who mentions what), for methods that walk it (hops).
+    catalogue: EntityCatalogue | None = None
 
     def method_settings(self, method: str) -> Any:
         if self.read_settings is None:

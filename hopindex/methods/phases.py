@@ -26,6 +26,7 @@ class QueryPhase(enum.StrEnum):
     ANSWER = "answer"  # the answer LLM call
     EXTRACT = "extract"  # local models (or rules) rewriting sub-questions, extracting spans
     EXPAND = "expand"  # units to their source passages (provenance)
+    WALK = "walk"  # second hops without an LLM: graph walks, feedback searches
 
 
 PHASES = frozenset(p.value for p in QueryPhase)

@@ -59,6 +59,7 @@ def _register_builtins(found: MethodRegistry) -> None:
         bridgerag,
         compactrag,
         extractive,
+        hops,
         indexrag,
         ircot,
         kgbridge,
@@ -67,7 +68,7 @@ def _register_builtins(found: MethodRegistry) -> None:
     )
 
     for package in (extractive, indexrag, naive, ircot, bridgerag, sirerag, compactrag,
-                    kgbridge):
+                    kgbridge, hops):
         package.register(found)
 
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from hopindex.core.errors import ConfigError, InvalidInputError
+from hopindex.core.errors import ConfigError
 from hopindex.methods.base import ParamValue
+from hopindex.methods.query_params import (
+    check_bounds,
+    params_as_dict,
+    params_schema,
+    read_params,
+    require_param,
+)
 
 
 class DecisionRecords(enum.StrEnum):
@@ -78,49 +85,24 @@ class BridgeRagParams:
     record: DecisionRecords | None = None
 
     def __post_init__(self) -> None:
-        for name, (low, high) in _BOUNDS.items():
-            value = getattr(self, name)
-            _require(low <= value <= high, name, f"must be between {low:g} and {high:g}, "
-                                                 f"got {value}")
-        _require(self.bridges <= self.hop1_k, "bridges",
-                 f"cannot exceed hop1_k ({self.hop1_k}), got {self.bridges}")
+        check_bounds(self, _BOUNDS)
+        require_param(self.bridges <= self.hop1_k, "bridges",
+                      f"cannot exceed hop1_k ({self.hop1_k}), got {self.bridges}")
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        """The parameters as a JSON Schema object (the HTTP API's ``options``): each
-        number with its bounds, each choice with its values (either case)."""
-        properties: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name in _ENUMS:
-                values = [m.value for m in _ENUMS[f.name]]
-                properties[f.name] = {"type": "string", "enum": sorted(
-                    {*values, *(v.lower() for v in values), *(v.upper() for v in values)})}
-            else:
-                low, high = _BOUNDS[f.name]
-                kind = "integer" if isinstance(f.default, int) else "number"
-                properties[f.name] = {"type": kind, "minimum": low, "maximum": high}
-        return {"type": "object", "properties": properties, "additionalProperties": False,
+        """The parameters as a JSON Schema object (the HTTP API's ``options``)."""
+        return {**params_schema(cls, bounds=_BOUNDS, enums=_ENUMS),
                 # bridges may not exceed hop1_k (default 5)
                 "if": {"required": ["bridges"], "properties": {"bridges": {"const": 2}}},
                 "then": {"properties": {"hop1_k": {"minimum": 2}}}}
 
     @classmethod
     def from_params(cls, params: Mapping[str, ParamValue]) -> BridgeRagParams:
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for name, raw in params.items():
-            if name not in known:
-                raise InvalidInputError(f"unknown bridgerag parameter; known: "
-                                        f"{', '.join(known)}", where=f"params.{name}")
-            values[name] = _convert(name, raw, known[name].default)
-        return cls(**values)
+        return read_params(cls, params, method="bridgerag", enums=_ENUMS)
 
     def as_dict(self) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            values[f.name] = value.value if isinstance(value, enum.Enum) else value
-        return values
+        return params_as_dict(self)
 
 
 # What `hopindex eval --method bridgerag` compares, and the shorthands of
@@ -144,32 +126,3 @@ _ENUMS: dict[str, type[enum.StrEnum]] = {
     "record": DecisionRecords,
 }
 
-
-def _convert(name: str, raw: ParamValue, default: object) -> object:
-    where = f"params.{name}"
-    if name in _ENUMS:
-        choices = _ENUMS[name]
-        text = str(raw).strip()
-        for member in choices:
-            if text.casefold() == member.value.casefold():
-                return member
-        raise InvalidInputError(f"must be one of {', '.join(m.value for m in choices)}, "
-                                f"got {raw!r}", where=where)
-    if isinstance(raw, bool):
-        raise InvalidInputError(f"must be a number, got {raw!r}", where=where)
-    if isinstance(default, int):
-        if isinstance(raw, float) and not raw.is_integer():
-            raise InvalidInputError(f"must be an integer, got {raw!r}", where=where)
-        try:
-            return int(raw)
-        except ValueError:
-            raise InvalidInputError(f"must be an integer, got {raw!r}", where=where) from None
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidInputError(f"must be a number, got {raw!r}", where=where) from None
-
-
-def _require(ok: bool, name: str, message: str) -> None:
-    if not ok:
-        raise InvalidInputError(message, where=f"params.{name}")

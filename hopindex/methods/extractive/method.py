@@ -145,7 +145,7 @@ class ExtractiveIndexMethod:
     llm_use = LlmUse.NONE
     settings_type = ExtractiveSettings
     writes = frozenset({UnitKind.PASSAGE, UnitKind.BRIDGE})
-    default_queries = ("extractive", "naive")
+    default_queries = ("hops", "extractive", "naive")
     phases: tuple[Phase, ...] = (
         DocumentsPhase(name="stage1", run=run_stage1, writes=frozenset({UnitKind.PASSAGE})),
         DocumentsPhase(name="link", run=run_link, batch_scale=4,

@@ -25,6 +25,15 @@ def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
     Indexes without passage units (IndexRAG keeps only AKUs and bridging facts) show
     the document itself when ``documents`` is given.
     """
+    order = rank_documents(hits, units, limit=k)
+    return show_documents(index, [(d, hit.score, unit) for d, hit, unit in order[:k]],
+                          units, hits, unit_store, documents=documents)
+
+
+def rank_documents(hits: Sequence[Hit], units: dict[str, Unit], *,
+                   limit: int | None = None) -> list[tuple[str, Hit, Unit]]:
+    """Source documents of ``hits`` in order (the module's docstring says how), each with
+    the hit and unit that reached it first; stops once ``limit`` are found."""
     doc_score: dict[str, float] = {}
     for hit in hits:
         unit = units[hit.unit_id]
@@ -43,9 +52,16 @@ def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
             if doc_id not in seen:
                 seen.add(doc_id)
                 order.append((doc_id, hit, unit))
-        if len(order) >= k:
+        if limit is not None and len(order) >= limit:
             break
-    order = order[:k]
+    return order
+
+
+def show_documents(index: str, order: Sequence[tuple[str, float, Unit]],
+                   units: dict[str, Unit], hits: Sequence[Hit], unit_store: UnitStore, *,
+                   documents: DocumentStore | None = None) -> list[RankedPassage]:
+    """Ranked documents ``(doc_id, score, unit that led there)``, each shown by its best
+    passage: the best-ranked passage hit, else its first chunk."""
     doc_ids = [d for d, _, _ in order]
     passages_by_doc = _best_passage_per_doc(index, doc_ids, units, hits, unit_store)
     shown = {d: (str(p.metadata.get("title", "")), p.text, p.unit_id)
@@ -55,12 +71,12 @@ def expand_to_passages(index: str, hits: Sequence[Hit], units: dict[str, Unit],
         for document in documents.get_documents(index, missing):
             shown[document.doc_id] = (document.title, document.text, "")
     result: list[RankedPassage] = []
-    for rank, (doc_id, hit, unit) in enumerate(order, start=1):
+    for rank, (doc_id, score, unit) in enumerate(order, start=1):
         if doc_id not in shown:
             continue  # the document was deleted after its bridge was written
         title, text, passage_id = shown[doc_id]
         result.append(RankedPassage(
-            rank=rank, doc_id=doc_id, title=title, text=text, score=hit.score,
+            rank=rank, doc_id=doc_id, title=title, text=text, score=score,
             via_unit_id=unit.unit_id, via_kind=unit.kind.value,
             via_text="" if unit.unit_id == passage_id else unit.text,
         ))

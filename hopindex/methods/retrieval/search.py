@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hopindex.backends.protocols import UnitFilter
+from hopindex.backends.protocols import UnitFilter, Vector
 from hopindex.core.models import Hit, Unit
 from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.phases import PhaseTimer, QueryPhase
@@ -20,6 +20,9 @@ class Candidates:
     units: dict[str, Unit]
     phases_s: dict[str, float]
     engines: dict[str, int]
+    # The question's embedding, for methods that score stored vectors against it
+    # (None when the retrieval was keyword only).
+    vector: Vector | None = None
 
 
 def retrieve_candidates(context: SearchContext, index: str, question: str,
@@ -29,6 +32,7 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
     lists: list[Sequence[Hit]] = []
     weights: list[float] = []
     engines: dict[str, int] = {}
+    vector: Vector | None = None
     if retrieval in (Retrieval.DENSE, Retrieval.HYBRID):
         with timer.phase(QueryPhase.EMBED):
             vector = context.embedder.embed_query(question)
@@ -55,4 +59,5 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
                                                                [h.unit_id for h in hits])}
     # A hit whose unit vanished (deleted between search and load) is dropped, not failed.
     hits = [h for h in hits if h.unit_id in units]
-    return Candidates(hits=hits, units=units, phases_s=timer.phases_s, engines=engines)
+    return Candidates(hits=hits, units=units, phases_s=timer.phases_s, engines=engines,
+                      vector=vector)

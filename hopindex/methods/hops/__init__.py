@@ -1,0 +1,42 @@
+"""``hops``: LLM-free second hops over an ``extractive`` index (docs/methods.md,
+"Second hops without an LLM").
+
+Hop 1 is ``extractive``'s hybrid search over passages and bridges. ``graph`` adds the
+documents the question names by title and walks from the seed documents through
+their bridge units (scored by stored vectors against the question) to the documents
+beyond; ``query`` fuses the lists by weighted reciprocal rank. No model runs per
+query besides the embedder of hop 1.
+"""
+
+from typing import Any
+
+from hopindex.core.models import UnitKind
+from hopindex.methods.hops.params import HopsParams
+from hopindex.methods.hops.query import HopsMethod
+from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
+
+__all__ = ["HopsMethod", "describe_trace", "register"]
+
+
+def describe_trace(trace: dict[str, Any]) -> list[str]:
+    """``hopindex query --trace``: seeds, the bridges walked, and why each passage ranks."""
+    lines = [f"degraded: {note}" for note in trace.get("degraded", [])]
+    lines.append(f"seeds: {', '.join(trace.get('seeds', [])) or '(none)'}")
+    if trace.get("named"):
+        lines.append(f"named in the question: {', '.join(trace['named'])}")
+    for step in trace.get("walk", []):
+        lines.append(f"walk {step['entity']!r} (cosine {step['similarity']}): "
+                     f"{', '.join(step['from'])} -> {', '.join(step['to'])}")
+    for rank, entry in enumerate(trace.get("ranks", []), start=1):
+        why = ", ".join(f"{name} #{r}" for name, r in entry["lists"].items())
+        lines.append(f"{rank}. {entry['title'] or entry['doc_id']} ({entry['score']}): {why}")
+    return lines
+
+
+def register(registry: MethodRegistry) -> None:
+    registry.add_query_method(QueryMethodSpec(
+        name=HopsMethod.name, factory=HopsMethod,
+        reads=frozenset({UnitKind.PASSAGE}), llm_use=LlmUse.NONE,
+        options_schema=HopsParams.json_schema(), describe_trace=describe_trace,
+        summary="extractive's hop 1, then documents the question names and a walk "
+                "through bridge units to the next hop; no LLM"))
