@@ -79,6 +79,8 @@ bench: setup
 	$(PY) benchmarks/sirerag_pipeline.py
 	$(PY) benchmarks/compactrag_pipeline.py
 	$(PY) benchmarks/kgbridge_pipeline.py --corpus 2wiki
+	$(PY) benchmarks/hops_eval.py
+	$(PY) benchmarks/ingest_large_json.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \
