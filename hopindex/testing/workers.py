@@ -27,6 +27,18 @@ BEAT_READY_MARK = "beat: Starting..."
 START_TIMEOUT_S = 60.0
 
 
+def stop_session(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM to a process started in its own session and its children (a worker's
+    warm shutdown), SIGKILL after ``timeout_s``."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 class HopindexProcess:
     """A ``hopindex`` subcommand in its own process group, its output kept in ``log_path``;
     ready once it prints ``ready_mark``."""
@@ -71,13 +83,7 @@ class HopindexProcess:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Warm shutdown (SIGTERM: finish running tasks), SIGKILL after ``timeout_s``."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_session(self.process, timeout_s)
         self._close_log()
 
     def _close_log(self) -> None:

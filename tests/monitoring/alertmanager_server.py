@@ -20,14 +20,13 @@ import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pytest
 
 from hopindex.testing.redis_server import free_port
 from tests.monitoring.conftest import monitoring_dir
-from tests.monitoring.prometheus_server import install_package
+from tests.monitoring.prometheus_server import ServerProcess, install_package
 
 PACKAGE = "prometheus-alertmanager"
 # Debian names the server after its package; upstream's tarball calls it alertmanager.
@@ -119,7 +118,7 @@ class WebhookReceiver:
         self._thread.join(timeout=5)
 
 
-class AlertmanagerServer:
+class AlertmanagerServer(ServerProcess):
     """Alertmanager on a free loopback port with ``config``, storing in ``tmp``; no
     cluster listener (it would take port 9094)."""
 
@@ -153,19 +152,3 @@ class AlertmanagerServer:
         raise RuntimeError(f"alertmanager did not start; its log:\n"
                            f"{self.log_path.read_text(errors='replace')[-3000:]}")
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
-
-    def __enter__(self) -> AlertmanagerServer:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any, Self
 
 import pytest
 
@@ -77,7 +77,32 @@ def prometheus_tools() -> PrometheusTools:
     return tools
 
 
-class PrometheusServer:
+class ServerProcess:
+    """A server binary run on loopback for a test, its output in a log file: stopped
+    with SIGTERM (SIGKILL after 10 s) when the ``with`` block ends."""
+
+    process: subprocess.Popen[bytes]
+    _log: IO[bytes]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+class PrometheusServer(ServerProcess):
     """``prometheus`` scraping ``targets`` (job name → host:port list) every
     ``scrape_interval_s``, or running the config file ``config_path`` when given;
     listening on a free loopback port, storing in ``tmp``."""
@@ -158,20 +183,4 @@ class PrometheusServer:
             value = self.value(expr)
         return value
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
-
-    def __enter__(self) -> PrometheusServer:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 

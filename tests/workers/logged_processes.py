@@ -5,7 +5,6 @@ merges them)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from types import TracebackType
 from typing import Self
 
 from hopindex.core.settings import Settings
+from hopindex.testing.workers import stop_session
 
 APP = "hopindex.workers.app"
 START_TIMEOUT_S = 90.0
@@ -60,13 +60,7 @@ class LoggedProcess:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM (a worker's warm shutdown), SIGKILL after ``timeout_s``."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_session(self.process, timeout_s)
 
     def stdout(self) -> str:
         return self.stdout_path.read_text(errors="replace")

@@ -9,27 +9,10 @@ from aiohttp import web
 from hopindex.api.http.errors import ApiError
 from hopindex.api.http.params import body_choice, check_fields, index_name, read_json_object
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
+from hopindex.api.index_views import describe_index, index_view
 from hopindex.api.service import Hopindex
-from hopindex.backends.protocols import IndexInfo
-from hopindex.core.errors import NotFoundError
 from hopindex.methods.registry import index_method_names
 from hopindex.scheduler.submit import ensure_index
-
-
-def index_view(info: IndexInfo) -> dict[str, Any]:
-    return {"name": info.name, "method": info.method, "created_at": info.created_at,
-            "options": info.options}
-
-
-def describe(service: Hopindex, name: str) -> dict[str, Any]:
-    """The index with its method, settings and what it holds."""
-    info = service.backends.state.get_index(name)
-    if info is None:
-        raise NotFoundError(f"no index {name!r}")
-    units = service.backends.state.count_units(name)
-    return {**index_view(info), "documents": service.count_documents(name),
-            "units": {kind.value: n for kind, n in sorted(units.items())},
-            **service.outstanding(name).as_dict()}
 
 
 async def list_indexes(request: web.Request) -> web.Response:
@@ -44,7 +27,7 @@ def _create(service: Hopindex, name: str, method: str | None) -> dict[str, Any]:
         raise ApiError(409, "index_exists", f"index {name!r} exists; ingest into it, or "
                                             "delete it first", field="name")
     ensure_index(service.runtime, name, method)
-    return describe(service, name)
+    return describe_index(service, name)
 
 
 async def create_index(request: web.Request) -> web.Response:
@@ -63,7 +46,7 @@ async def create_index(request: web.Request) -> web.Response:
 async def get_index(request: web.Request) -> web.Response:
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
-    return web.json_response(await ctx.blocking.run(describe, ctx.service, name))
+    return web.json_response(await ctx.blocking.run(describe_index, ctx.service, name))
 
 
 async def delete_index(request: web.Request) -> web.Response:
