@@ -33,8 +33,13 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
     for stage_name, usage in sorted(job.llm.items()):
         console.print(f"LLM {stage_name}: {usage.calls} calls, {usage.cache_hits} cached, "
                       f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
-                      f"tokens, {usage.retries} retries, {usage.limiter_wait_s:.1f}s waiting "
-                      "on the rate limiter")
+                      f"tokens{cost_text(usage.cost)}, {usage.retries} retries, "
+                      f"{usage.limiter_wait_s:.1f}s waiting on the rate limiter", markup=False)
+    if len(job.llm) > 1:
+        total = job.llm_total
+        console.print(f"LLM total: {total.calls} calls, {total.prompt_tokens} prompt + "
+                      f"{total.completion_tokens} completion tokens{cost_text(total.cost)}",
+                      markup=False)
     # Reasons and failures unwrapped (soft_wrap): a file path or a reason broken at the
     # console's width (80 columns when piped) cannot be searched for or copied.
     if job.reason:
@@ -57,7 +62,8 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100) ->
         usage = result.usage
         console.print(f"  answer: {result.answer}", markup=False)
         console.print(f"  LLM: {usage.llm_calls} calls, {usage.cache_hits} cached, "
-                      f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens")
+                      f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+                      f"tokens{cost_text(usage.cost)}", markup=False)
     for passage in result.passages:
         body = passage.text.split("\n", 1)[-1]
         console.print(f"  {passage.rank:>2}. [bold]{passage.title}[/bold] "
@@ -68,6 +74,15 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100) ->
             console.print(f"      via {passage.via_kind} "
                           f"{textwrap.shorten(passage.via_text, width=width - 10)!r}",
                           markup=False)
+
+
+def cost_text(cost: float | None) -> str:
+    """``, cost 0.0123``, in whatever currency the prices are given in (hopindex names
+    none); nothing when unpriced, since a zero would claim the calls were free."""
+    if cost is None:
+        return ""
+    # Small sums keep their significant digits; a cent-level figure needs no more.
+    return f", cost {cost:.4f}" if cost >= 0.01 else f", cost {cost:.6g}"
 
 
 def render_trace(console: Console, result: QueryResult) -> None:

@@ -228,6 +228,7 @@ def build_llm_client(settings: Settings) -> LlmClient:
     """The client with its limiter and cache; call it on the loop that will use it."""
     from hopindex.backends.llm.client import LlmClient, LlmSettings
     from hopindex.backends.llm.ratelimit import RateLimits, rate_limiter_for
+    from hopindex.backends.llm.usage import LlmPrices
 
     rpm = settings.llm_requests_per_minute or None
     limits = RateLimits(requests_per_minute=rpm,
@@ -237,7 +238,9 @@ def build_llm_client(settings: Settings) -> LlmClient:
         base_url=settings.llm_base_url, model=settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.llm_timeout_s,
         max_attempts=settings.llm_max_attempts, backoff_base_s=settings.llm_backoff_base_s,
-        backoff_max_s=settings.llm_backoff_max_s)
+        backoff_max_s=settings.llm_backoff_max_s,
+        prices=LlmPrices(input_per_mtok=settings.llm_price_input_per_mtok,
+                         output_per_mtok=settings.llm_price_output_per_mtok))
     limiter = rate_limiter_for(settings.shared_redis_url(settings.llm_limiter_url), limits)
     return LlmClient(llm_settings, limiter, open_response_cache(settings),
                      observer=open_llm_observer(settings))

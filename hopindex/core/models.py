@@ -189,7 +189,13 @@ class Group:
 
 @dataclass(slots=True)
 class LlmUsage:
-    """What LLM calls cost: one stage of a job, one query, or a total of several."""
+    """What LLM calls cost: one stage of a job, one query, or a total of several.
+
+    ``cost`` is money at the prices in force when each call was made (the client
+    prices it as it records it), so a later price change never rewrites a job's
+    history. None: unpriced, or some of the calls counted here were unpriced, since
+    a sum that skipped them would understate the bill.
+    """
 
     calls: int = 0
     cache_hits: int = 0
@@ -197,8 +203,15 @@ class LlmUsage:
     completion_tokens: int = 0
     retries: int = 0
     limiter_wait_s: float = 0.0
+    cost: float | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing recorded yet: its ``cost`` says nothing about prices."""
+        return not (self.calls or self.cache_hits)
 
     def add(self, other: LlmUsage) -> None:
+        self.cost = combined_cost(self.cost, self.is_empty, other.cost, other.is_empty)
         self.calls += other.calls
         self.cache_hits += other.cache_hits
         self.prompt_tokens += other.prompt_tokens
@@ -207,18 +220,42 @@ class LlmUsage:
         self.limiter_wait_s += other.limiter_wait_s
 
     def as_dict(self) -> dict[str, float]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "retries": self.retries,
-                "limiter_wait_s": round(self.limiter_wait_s, 6)}
+        data: dict[str, float] = {
+            "calls": self.calls, "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "retries": self.retries,
+            "limiter_wait_s": round(self.limiter_wait_s, 6)}
+        if self.cost is not None:  # unpriced: no figure at all, not a zero
+            data["cost"] = round(self.cost, COST_DECIMALS)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LlmUsage:
+        cost = data.get("cost")
         return cls(calls=int(data.get("calls", 0)), cache_hits=int(data.get("cache_hits", 0)),
                    prompt_tokens=int(data.get("prompt_tokens", 0)),
                    completion_tokens=int(data.get("completion_tokens", 0)),
                    retries=int(data.get("retries", 0)),
-                   limiter_wait_s=float(data.get("limiter_wait_s", 0.0)))
+                   limiter_wait_s=float(data.get("limiter_wait_s", 0.0)),
+                   cost=None if cost is None else float(cost))
+
+
+# A token at the cheapest prices is a fraction of a millionth; ten places keep it
+# while dropping float noise from sums.
+COST_DECIMALS = 10
+
+
+def combined_cost(cost: float | None, empty: bool, other: float | None,
+                  other_empty: bool) -> float | None:
+    """The cost of two usages together: an empty one adds nothing, and an unpriced
+    one makes the sum unknown (None) rather than short."""
+    if other_empty:
+        return cost
+    if empty:
+        return other
+    if cost is None or other is None:
+        return None
+    return cost + other
 
 
 def total_usage(usages: Iterable[LlmUsage]) -> LlmUsage:

@@ -115,6 +115,10 @@ class Settings:
     # else in-process (limiter) and SQLite under data_dir (cache).
     llm_cache_url: str = ""
     llm_limiter_url: str = ""
+    # What the provider charges per million prompt (input) and completion (output)
+    # tokens, in the operator's currency; unset (None, or empty) records tokens only.
+    llm_price_input_per_mtok: float | None = None
+    llm_price_output_per_mtok: float | None = None
 
     # Workers (docs/architecture.md). A message not acknowledged within the visibility timeout
     # is redelivered (the recovery delay after a worker dies), so every task must
@@ -252,6 +256,8 @@ class Settings:
             value = getattr(self, f.name)
             if isinstance(value, enum.Enum):
                 value = value.value
+            elif value is None:  # an unset optional number: parsed back as unset
+                value = ""
             elif isinstance(value, bool):
                 value = "true" if value else "false"
             env[_PREFIX + f.name.upper()] = str(value)
@@ -397,6 +403,23 @@ class Settings:
         if self.llm_limiter_url and urlsplit(self.llm_limiter_url).scheme not in REDIS_SCHEMES:
             raise ConfigError(f"{_PREFIX}LLM_LIMITER_URL must be a redis:// URL, "
                               f"got {self.llm_limiter_url!r}")
+        self._validate_prices()
+
+    def _validate_prices(self) -> None:
+        names = ("llm_price_input_per_mtok", "llm_price_output_per_mtok")
+        for name in names:
+            price = getattr(self, name)
+            if price is None:
+                continue
+            # Programs may pass any object; the environment's text is parsed already.
+            if (isinstance(price, bool) or not isinstance(price, int | float)
+                    or not math.isfinite(price) or price < 0):
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be a price of 0 or more per "
+                                  f"million tokens, got {price!r}")
+        if (self.llm_price_input_per_mtok is None) != (self.llm_price_output_per_mtok is None):
+            # One price alone would report a part of the bill as the whole of it.
+            raise ConfigError(f"set both {_PREFIX}LLM_PRICE_INPUT_PER_MTOK and "
+                              f"{_PREFIX}LLM_PRICE_OUTPUT_PER_MTOK, or neither")
 
     def shared_redis_url(self, explicit: str) -> str:
         """``explicit`` if set, else the broker URL when the broker is Redis, else ''."""
@@ -415,8 +438,11 @@ _NAME_PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]{0,99})?")
 
 
 def parse_setting(key: str, raw: str, default: object) -> object:
-    """``raw`` as the type of the setting whose default is ``default``."""
+    """``raw`` as the type of the setting whose default is ``default``; a default of
+    None is an optional number, unset when ``raw`` is empty."""
     value = raw.strip()
+    if default is None:
+        return _parse_number(key, raw, float) if value else None
     if isinstance(default, bool):
         return _parse_bool(key, raw)
     if isinstance(default, enum.Enum):

@@ -19,7 +19,7 @@ from hopindex.backends.protocols import (
     VectorStore,
 )
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
-from hopindex.core.models import LlmUsage, UnitKind
+from hopindex.core.models import COST_DECIMALS, LlmUsage, UnitKind, combined_cost
 from hopindex.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -111,8 +111,12 @@ class QueryUsage:
     llm_retries: int = 0
     limiter_wait_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)
+    # Money at the configured prices (see LlmUsage.cost); None: unpriced.
+    cost: float | None = None
 
     def add_llm(self, usage: LlmUsage) -> None:
+        self.cost = combined_cost(self.cost, not (self.llm_calls or self.cache_hits),
+                                  usage.cost, usage.is_empty)
         self.llm_calls += usage.calls
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
@@ -121,11 +125,14 @@ class QueryUsage:
         self.limiter_wait_s += usage.limiter_wait_s
 
     def as_dict(self) -> dict[str, Any]:
-        return {"llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits,
-                "llm_retries": self.llm_retries,
-                "limiter_wait_s": round(self.limiter_wait_s, 6),
-                "phases_s": {k: round(v, 6) for k, v in self.phases_s.items()}}
+        data: dict[str, Any] = {
+            "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits,
+            "llm_retries": self.llm_retries, "limiter_wait_s": round(self.limiter_wait_s, 6),
+            "phases_s": {k: round(v, 6) for k, v in self.phases_s.items()}}
+        if self.cost is not None:  # unpriced: no figure at all, not a zero
+            data["cost"] = round(self.cost, COST_DECIMALS)
+        return data
 
 
 @dataclass(slots=True)

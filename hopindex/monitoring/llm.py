@@ -3,8 +3,8 @@
 ``backends/registry.py`` hands it to every ``LlmClient`` when metrics are on. The
 client reports each cache lookup (and each failed cache read or write), each
 rate-limiter admission and each request, so ``hopindex_llm_requests_total{outcome="ok"}``
-and the token counters add up to the calls and tokens a job record or a query
-response reports.
+and the token and cost counters add up to the calls, tokens and cost a job record or
+a query response reports.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ class PrometheusLlmObserver:
         m.RATELIMIT_WAIT.labels(stage=stage, model=model).observe(waited_s)
 
     def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
-                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0,
+                        cost: float | None = None) -> None:
         m.LLM_REQUESTS.labels(stage=stage, model=model, outcome=outcome.value).inc()
         m.LLM_REQUEST_DURATION.labels(stage=stage, model=model).observe(duration_s)
         if prompt_tokens:
@@ -35,3 +36,5 @@ class PrometheusLlmObserver:
         if completion_tokens:
             m.LLM_TOKENS.labels(stage=stage, model=model,
                                 kind=TokenKind.COMPLETION.value).inc(completion_tokens)
+        if cost:  # unpriced calls leave the counter alone: no series, not a false zero
+            m.LLM_COST.labels(stage=stage, model=model).inc(cost)

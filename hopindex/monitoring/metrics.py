@@ -41,6 +41,10 @@ LLM_REQUESTS = Counter(
 LLM_TOKENS = Counter(
     "hopindex_llm_tokens", "Tokens the LLM provider reported, prompt and completion.",
     ["stage", "model", "kind"])
+# Money in the operator's currency at HOPINDEX_LLM_PRICE_*_PER_MTOK; priced calls only.
+LLM_COST = Counter(
+    "hopindex_llm_cost", "What LLM requests cost at the configured prices (operator's currency).",
+    ["stage", "model"])
 LLM_REQUEST_DURATION = Histogram(
     "hopindex_llm_request_duration_seconds", "Duration of one request to the LLM provider.",
     ["stage", "model"], buckets=LLM_DURATION_BUCKETS_S)

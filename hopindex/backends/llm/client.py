@@ -25,7 +25,7 @@ import enum
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import openai
@@ -40,7 +40,7 @@ from hopindex.backends.llm.observer import (
 )
 from hopindex.backends.llm.ratelimit import RateLimiter, Reservation
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
-from hopindex.backends.llm.usage import UsageMeter
+from hopindex.backends.llm.usage import LlmPrices, UsageMeter
 from hopindex.core.errors import (
     BackendError,
     ConfigError,
@@ -75,6 +75,8 @@ class LlmSettings:
     max_attempts: int = 6
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
+    # Prices each answered call as it is recorded (job records, query usage, metrics).
+    prices: LlmPrices = field(default_factory=LlmPrices)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -134,7 +136,7 @@ class LlmClient:
         key = self._key(request)
         cached = await self._cached(request.stage, key)
         if cached is not None:
-            usage.record_cache_hit(request.stage)
+            usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
             return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
                               cached=True)
         result = await self._call(request, usage)
@@ -152,7 +154,7 @@ class LlmClient:
         key = self._key(request)
         found = _parsed(await self._cached(request.stage, key), parse)
         if found is not None:
-            usage.record_cache_hit(request.stage)
+            usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
             return found[0]
         result = await self._call(request, usage)
         try:
@@ -272,13 +274,14 @@ class LlmClient:
                 duration_s = time.perf_counter() - started
                 prompt_tokens = response.usage.prompt_tokens if response.usage else 0
                 completion_tokens = response.usage.completion_tokens if response.usage else 0
+                cost = self.settings.prices.cost_of(prompt_tokens, completion_tokens)
                 self._observer.observe_request(request.stage, model, LlmOutcome.OK, duration_s,
                                                prompt_tokens=prompt_tokens,
-                                               completion_tokens=completion_tokens)
+                                               completion_tokens=completion_tokens, cost=cost)
                 await self._settle(request.stage, reservation, prompt_tokens + completion_tokens)
                 usage.record_call(request.stage, prompt_tokens=prompt_tokens,
                                   completion_tokens=completion_tokens, waited_s=waited_s,
-                                  retries=attempt - 1)
+                                  retries=attempt - 1, cost=cost)
                 log.debug("llm_call_finished", stage=request.stage, model=model,
                           attempt=attempt, duration_s=round(duration_s, 3),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)

@@ -44,8 +44,10 @@ class LlmObserver(Protocol):
         """One rate-limiter admission and how long it waited."""
 
     def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
-                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
-        """One request sent to the provider; tokens as the provider reported them."""
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0,
+                        cost: float | None = None) -> None:
+        """One request sent to the provider; tokens as the provider reported them, and
+        their cost at the configured prices (None: unpriced)."""
 
 
 class NullLlmObserver:
@@ -61,7 +63,8 @@ class NullLlmObserver:
         return None
 
     def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
-                        *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+                        *, prompt_tokens: int = 0, completion_tokens: int = 0,
+                        cost: float | None = None) -> None:
         return None
 
 

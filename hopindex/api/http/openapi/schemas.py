@@ -152,8 +152,12 @@ STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
                     for k in ("total", "done", "failed", "skipped")},
                    ("total", "done", "failed", "skipped"))
 
+# Money at the prices in force when the calls were made (HOPINDEX_LLM_PRICE_*); absent
+# when any of them was unpriced.
+COST = {"type": "number", "minimum": 0}
 LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
-                 "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER})
+                 "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER,
+                 "cost": COST})
 
 def job_schema() -> Schema:
     """A job record. Its counts are keyed by step: ``validate``, each phase of the index's
@@ -218,7 +222,8 @@ QUERY_RESULT = obj({
     "answer": {"type": ["string", "null"]},
     "passages": {"type": "array", "items": ref("Passage")},
     "trace": {"type": "object", "description": "the method's decisions, step by step"},
-    "usage": obj({"llm_calls": {"type": "integer"}, "prompt_tokens": {"type": "integer"},
+    "usage": obj({"cost": COST, "llm_calls": {"type": "integer"},
+                  "prompt_tokens": {"type": "integer"},
                   "completion_tokens": {"type": "integer"}, "cache_hits": {"type": "integer"},
                   "phases_s": {"type": "object", "additionalProperties": NUMBER}},
                  ("llm_calls", "prompt_tokens", "completion_tokens")),
