@@ -32,6 +32,7 @@ from hopindex.api.cli_support import (
     run_and_report,
 )
 from hopindex.api.cli_webhooks import webhooks
+from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, load_settings, query_method_names
 
@@ -87,18 +88,24 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
 @click.option("--no-wait", is_flag=True,
               help="With workers (HOPINDEX_BROKER_URL): print the job id and return; follow "
                    "it later with `hopindex jobs JOB_ID --follow` or `hopindex events`.")
+@click.option("--dry-run", is_flag=True,
+              help="Plan the ingest without running it: documents new, changed, unchanged "
+                   "and invalid, and each phase's LLM calls and tokens. Calls no LLM and "
+                   "writes nothing.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
 def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
-           paths: tuple[Path, ...]) -> None:
+           dry_run: bool, paths: tuple[Path, ...]) -> None:
     """Ingest JSONL/JSON files (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz) or folders
     of .txt/.md files into INDEX.
 
     Unchanged documents are skipped; changed ones recompute only what they touch.
     Exits 3 when some documents failed (the rest are ingested; the job says why), 65
-    when none could be used.
+    when none could be used. With --dry-run, 65 when none could be used.
     """
-
+    if dry_run:
+        _dry_run(index, method, paths, as_json=as_json)
+        return
     if (remote := _remote()) is not None:
         remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
                       no_wait=no_wait)
@@ -108,6 +115,23 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
                        lambda: service.ingest_paths(index, list(paths), method=method),
                        in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
                        no_wait=no_wait)
+
+
+def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
+             as_json: bool) -> None:
+    from hopindex.api.render_plan import print_plan
+
+    if _remote() is not None:
+        raise click.UsageError("--dry-run plans with the local service; it does not go "
+                               "through --api yet (POST /v1/indexes/NAME/documents"
+                               "?dry_run=true does)")
+    with _service() as service:
+        plan = service.plan_ingest_paths(index, list(paths), method=method)
+    print_plan(plan.as_dict(), as_json=as_json)
+    if plan.errors and not plan.documents.usable:
+        first = plan.errors[0]
+        raise InvalidInputError(f"no document could be used: {first.item}: {first.reason}",
+                                where=first.where or "paths")
 
 
 @main.command()

@@ -29,6 +29,7 @@ from hopindex.methods.registry import (
 )
 from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
+from hopindex.scheduler.dry_run import IngestPlan, plan_ingest
 from hopindex.scheduler.level_builds import level_statuses
 from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
@@ -90,6 +91,20 @@ class Hopindex:
         know the job before the call returns."""
         return submit_ingest(self.runtime, index, documents, read_errors, method=method,
                              job_id=job_id)
+
+    def plan_ingest_paths(self, index: str, paths: Sequence[Path],
+                          method: str | None = None) -> IngestPlan:
+        """What ``ingest_paths`` would do and cost, computed without an LLM call or a write."""
+        validate_index_name(index)
+        read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
+        return self.plan_ingest_documents(index, read.documents, read.errors, method=method)
+
+    def plan_ingest_documents(self, index: str, documents: Sequence[RawDocument],
+                              read_errors: Sequence[ReadError] = (),
+                              method: str | None = None) -> IngestPlan:
+        """The dry run of ``ingest_documents`` (scheduler/dry_run.py): documents new,
+        changed, unchanged and invalid, and each phase's LLM calls and tokens."""
+        return plan_ingest(self.runtime, index, documents, read_errors, method=method)
 
     def delete_documents(self, index: str, doc_ids: Sequence[str],
                          job_id: str | None = None) -> Job:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore, VectorStore
 from hopindex.core.errors import ConfigError
@@ -40,6 +40,7 @@ from hopindex.core.models import Document, ItemError, Unit, UnitKind
 from hopindex.methods.base import QueryMethod, SearchContext
 
 if TYPE_CHECKING:
+    from hopindex.backends.llm.client import ChatRequest
     from hopindex.backends.llm.runner import LlmRunner
     from hopindex.backends.llm.usage import UsageMeter
 
@@ -259,6 +260,61 @@ class IndexMethod(Protocol):
         """Drop the method's own records of documents a delete removes (entity mentions,
         analyses) and say which groups they touched."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """What a dry run's planner may use: the index's state and the NLP analyser, for
+    reading only, and the method's settings. No LLM, no writes: a plan costs nothing."""
+
+    index: str
+    method: str
+    phase: str  # qualified: ``indexrag.stage1``
+    state: StateStore
+    settings: Any
+    open_nlp: Callable[[], NlpAnalyzer]
+
+    @property
+    def nlp(self) -> NlpAnalyzer:
+        return self.open_nlp()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentCalls:
+    """One document's calls in a documents phase: ``requests`` exactly as they are sent
+    (so the response cache key and the prompt size are known), and at most ``more``
+    further calls built from their replies (0: the requests are all of them)."""
+
+    requests: list[ChatRequest] = field(default_factory=list)
+    more: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CallBound:
+    """At most ``max_calls`` LLM calls for a groups or levels phase, and how that bound
+    was reached (``basis``, for a person); ``max_calls`` None: no bound can be given."""
+
+    max_calls: int | None
+    basis: str
+
+
+@runtime_checkable
+class CallPlanner(Protocol):
+    """Optional on an index method: the LLM calls an ingest would make, without making
+    them (``hopindex ingest --dry-run``). A method without it is "not planned".
+
+    ``plan_document_calls``: the calls a documents phase (``context.phase``) makes for
+    ``document`` (new or changed); None when that phase cannot say. Planning runs no
+    model and writes nothing: it may read the state and run the NLP analyser.
+    ``bound_group_calls``: an upper bound on a groups or levels phase's calls when
+    ``documents`` (new or changed) are ingested; None: not planned.
+    """
+
+    def plan_document_calls(self, context: PlanContext, document: Document
+                            ) -> DocumentCalls | None: ...
+
+    def bound_group_calls(self, context: PlanContext, documents: Sequence[Document]
+                          ) -> CallBound | None: ...
 
 
 def phase_name(method: str, phase: Phase | str) -> str:

@@ -30,8 +30,11 @@ from hopindex.methods.compactrag.parsing import (
     normalise_question,
     parse_qa_pairs,
 )
+from hopindex.methods.compactrag.planning import plan_qa_calls
 from hopindex.methods.compactrag.prompts import qa_request, shown_passage
 from hopindex.methods.plugin import (
+    CallBound,
+    DocumentCalls,
     DocumentsPhase,
     DocumentsResult,
     Forgotten,
@@ -40,6 +43,7 @@ from hopindex.methods.plugin import (
     LlmUse,
     Phase,
     PhaseContext,
+    PlanContext,
 )
 
 log = get_logger(__name__)
@@ -195,3 +199,15 @@ class CompactRagIndexMethod:
         touched |= state.delete_mentions(index, doc_ids)
         state.delete_records(index, list(doc_ids), namespace=RECORDS)
         return Forgotten(touched={QUESTIONS: touched})
+
+    def plan_document_calls(self, context: PlanContext, document: Document
+                            ) -> DocumentCalls | None:
+        if context.phase == f"{METHOD}.qa":
+            return plan_qa_calls(context, document, RECORDS)
+        return None
+
+    def bound_group_calls(self, context: PlanContext, documents: Sequence[Document]
+                          ) -> CallBound | None:
+        if context.phase == f"{METHOD}.pairs":
+            return CallBound(max_calls=0, basis="the pairs phase calls no LLM")
+        return None

@@ -19,8 +19,11 @@ from hopindex.methods.bridges import (
     replace_document_mentions,
 )
 from hopindex.methods.indexrag.indexing import extract_documents, plan_bridges, write_bridging_facts
+from hopindex.methods.indexrag.planning import bound_stage2_calls, plan_stage1_calls
 from hopindex.methods.indexrag.units import METHOD, doc_facts_from_units
 from hopindex.methods.plugin import (
+    CallBound,
+    DocumentCalls,
     DocumentsPhase,
     DocumentsResult,
     Forgotten,
@@ -29,6 +32,7 @@ from hopindex.methods.plugin import (
     LlmUse,
     Phase,
     PhaseContext,
+    PlanContext,
 )
 
 
@@ -83,3 +87,12 @@ class IndexRagIndexMethod:
 
     def forget_documents(self, context: PhaseContext, doc_ids: Sequence[str]) -> Forgotten:
         return forget_mentions(context, doc_ids)
+
+    def plan_document_calls(self, context: PlanContext, document: Document
+                            ) -> DocumentCalls | None:
+        return plan_stage1_calls(document) if context.phase.endswith(".stage1") else None
+
+    def bound_group_calls(self, context: PlanContext, documents: Sequence[Document]
+                          ) -> CallBound | None:
+        return bound_stage2_calls(context, documents) if context.phase.endswith(".stage2") \
+            else None

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.core.models import UnitKind
+from hopindex.core.models import Document, UnitKind
 from hopindex.methods.kgbridge.graphs import GRAPHS, LINKS, METHOD, run_graphs
 from hopindex.methods.kgbridge.links import build_links
+from hopindex.methods.kgbridge.planning import plan_graph_calls
 from hopindex.methods.kgbridge.settings import KgBridgeSettings
 from hopindex.methods.plugin import (
+    CallBound,
+    DocumentCalls,
     DocumentsPhase,
     Forgotten,
     GroupsPhase,
     LlmUse,
     Phase,
     PhaseContext,
+    PlanContext,
 )
 
 __all__ = ["KgBridgeIndexMethod", "KgBridgeSettings"]
@@ -50,3 +54,12 @@ class KgBridgeIndexMethod:
         touched |= state.delete_mentions(index, doc_ids)
         state.delete_records(index, list(doc_ids), namespace=GRAPHS)
         return Forgotten(touched={LINKS: touched})
+
+    def plan_document_calls(self, context: PlanContext, document: Document
+                            ) -> DocumentCalls | None:
+        return plan_graph_calls(context, document) if context.phase == f"{METHOD}.graphs" \
+            else None
+
+    def bound_group_calls(self, context: PlanContext, documents: Sequence[Document]
+                          ) -> CallBound | None:
+        return None  # the candidate pairs come from the new summaries' vectors

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hopindex.core.errors import ConfigError
-from hopindex.core.models import UnitKind
+from hopindex.core.models import Document, UnitKind
 from hopindex.methods.plugin import (
+    CallBound,
+    DocumentCalls,
     DocumentsPhase,
     Forgotten,
     GroupsPhase,
@@ -23,9 +25,11 @@ from hopindex.methods.plugin import (
     LlmUse,
     Phase,
     PhaseContext,
+    PlanContext,
     Rebuild,
 )
 from hopindex.methods.sirerag.aggregates import build_aggregates
+from hopindex.methods.sirerag.planning import plan_proposition_calls
 from hopindex.methods.sirerag.propositions import AGGREGATES, METHOD, PROPOSITIONS, run_propositions
 from hopindex.methods.sirerag.trees import Tree, tree_phase
 
@@ -96,3 +100,15 @@ class SiReRagIndexMethod:
         touched |= state.delete_mentions(index, doc_ids)
         state.delete_records(index, list(doc_ids), namespace=PROPOSITIONS)
         return Forgotten(touched={AGGREGATES: touched})
+
+    def plan_document_calls(self, context: PlanContext, document: Document
+                            ) -> DocumentCalls | None:
+        if context.phase == f"{METHOD}.propositions":
+            return plan_proposition_calls(context, document)
+        return None
+
+    def bound_group_calls(self, context: PlanContext, documents: Sequence[Document]
+                          ) -> CallBound | None:
+        if context.phase == f"{METHOD}.aggregates":
+            return CallBound(max_calls=0, basis="aggregates call no LLM")
+        return None  # a tree's summary calls depend on how its clusters fall

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hopindex.api.http.openapi.links import LINK_SCHEMAS
+from hopindex.api.http.openapi.plan import PLAN_SCHEMAS
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
@@ -146,6 +147,8 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
             "parameters": [INDEX_PARAM],
             "post": _op("Ingest documents", {
                 **_ok(202, "the job (poll /v1/jobs/{id} or follow /v1/events)", ref("Job")),
+                **_ok(200, "with dry_run=true: the plan; nothing was written and no LLM "
+                           "was called", ref("IngestPlan")),
                 **_errors(404, 413, 415, 422, 429)}, body=documents_body, params=[
                 _param("method", "query", index_methods(settings),
                        "how a new index is built (default here: "
@@ -153,7 +156,12 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                        "keeps its method"),
                 _param("on_error", "query", ref("OnError"),
                        "reject (default): any bad record fails the request with a 400 naming "
-                       "its line; skip: bad records are listed on the job")]),
+                       "its line; skip: bad records are listed on the job"),
+                _param("dry_run", "query", {"type": "string", "enum": ["true", "false"]},
+                       "true: plan the ingest instead of running it (200 with the "
+                       "IngestPlan: documents new, changed, unchanged and invalid, each "
+                       "phase's LLM calls, exact or bounded, and tokens); nothing is "
+                       "written and no LLM is called")]),
             "delete": _op("Delete documents", {
                 **_ok(202, "the job", ref("Job")), **_errors(404, 413, 415, 429)},
                 body=_json(ref("DeleteDocuments"))),
@@ -321,4 +329,5 @@ def _components(settings: Settings) -> dict[str, Any]:
     # schemas.py cannot list them itself.
     found = components(settings)
     found["schemas"].update(LINK_SCHEMAS)
+    found["schemas"].update(PLAN_SCHEMAS)
     return found

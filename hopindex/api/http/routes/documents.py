@@ -1,4 +1,5 @@
-"""``/v1/indexes/{name}/documents``: ingest (202 with a job) and delete documents."""
+"""``/v1/indexes/{name}/documents``: ingest (202 with a job, or with ``dry_run=true``
+200 with the plan) and delete documents."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ async def ingest(request: web.Request) -> web.Response:
     index = index_name(request.match_info["name"], field="name")
     method = query_choice(request, "method", index_method_names())
     on_error = query_enum(request, "on_error", OnError, OnError.REJECT)
+    # Read before the body, so a bad value is refused without reading an upload.
+    dry_run = query_choice(request, "dry_run", ("true", "false")) == "true"
     read = await receive_documents(request, ctx.blocking,
                                    max_body_bytes=settings.api_max_body_bytes,
                                    max_document_bytes=settings.max_document_bytes)
@@ -49,6 +52,10 @@ async def ingest(request: web.Request) -> web.Response:
     if read.errors and (on_error is OnError.REJECT or not read.documents):
         raise rejection(read.errors)
     service = ctx.service
+    if dry_run:
+        plan = await ctx.blocking.run(service.plan_ingest_documents, index, read.documents,
+                                      read.errors, method=method)
+        return web.json_response(plan.as_dict())
     job = await ctx.jobs.launch(lambda job_id: service.ingest_documents(
         index, read.documents, read.errors, method=method, job_id=job_id))
     return accepted(job)
@@ -86,6 +93,6 @@ async def delete_documents(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
-          query=("method", "on_error")),
+          query=("method", "on_error", "dry_run")),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
 ]

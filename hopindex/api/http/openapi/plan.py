@@ -1,0 +1,49 @@
+"""The OpenAPI component of an ingest dry run (``POST /v1/indexes/{name}/documents
+?dry_run=true``): what the ingest would change and cost (scheduler/dry_run.py)."""
+
+from __future__ import annotations
+
+from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, enum_of, obj
+from hopindex.scheduler.dry_run import Planning
+from hopindex.scheduler.dry_run_tokens import TokenBasis
+
+COUNT: Schema = {"type": "integer", "minimum": 0}
+OPTIONAL_COUNT: Schema = {"type": ["integer", "null"], "minimum": 0}
+
+PHASE_PLAN = obj({
+    "phase": {"type": "string", "description": "qualified name: indexrag.stage1"},
+    "kind": {"type": "string", "enum": ["documents", "groups", "levels"]},
+    "planning": {**enum_of(Planning),
+                 "description": "exact: the requests themselves, less the cache's hits; "
+                                "bound: at most `calls`; not_planned: the method cannot say "
+                                "before the calls before it; no_llm: the method calls none"},
+    "calls": {**OPTIONAL_COUNT, "description": "LLM calls (an upper bound when planning is "
+                                               "bound; null when not planned)"},
+    "basis": {"type": "string", "description": "how the calls were planned or bounded"},
+    "cache_hits": {**COUNT, "description": "planned requests the response cache answers "
+                                           "already (not in calls)"},
+    "prompt_chars": {**OPTIONAL_COUNT, "description": "characters of the planned prompts"},
+    "prompt_tokens": OPTIONAL_COUNT, "completion_tokens": OPTIONAL_COUNT,
+    "token_basis": {**enum_of(TokenBasis),
+                    "description": "history: tokens per call the provider reported on this "
+                                   "index's earlier jobs; characters: 0.25 tokens per prompt "
+                                   "character and 256 completion tokens per call, an "
+                                   "approximation for English text"},
+}, ("phase", "kind", "planning", "calls", "basis", "cache_hits", "prompt_chars",
+    "prompt_tokens", "completion_tokens", "token_basis"))
+
+INGEST_PLAN = obj({
+    "index": INDEX_NAME,
+    "method": {"type": "string"},
+    "model": {"type": "string", "description": "the LLM model the cache keys name"},
+    "index_exists": {"type": "boolean"},
+    "documents": obj(dict.fromkeys(("new", "changed", "unchanged", "invalid"), COUNT),
+                     ("new", "changed", "unchanged", "invalid")),
+    "phases": {"type": "array", "items": PHASE_PLAN},
+    "errors": {"type": "array", "items": obj({
+        "item": {"type": "string"}, "stage": {"type": "string"},
+        "reason": {"type": "string"}, "where": {"type": "string"}},
+        ("item", "stage", "reason"))},
+}, ("index", "method", "model", "index_exists", "documents", "phases", "errors"))
+
+PLAN_SCHEMAS: dict[str, Schema] = {"IngestPlan": INGEST_PLAN}

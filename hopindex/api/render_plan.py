@@ -1,0 +1,71 @@
+"""How an ingest dry run prints: the documents line, one table row per phase, how each
+phase was planned, which estimate the tokens are, the validation errors; or the plan
+as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from hopindex.api.cli_support import console
+
+MAX_ERRORS_SHOWN = 20
+TOKEN_NOTES = {
+    "history": "tokens per call reported by the provider on this index's earlier jobs",
+    "characters": "0.25 tokens per prompt character, 256 completion tokens per call "
+                  "(an approximation for English text; no tokenizer is used)",
+}
+
+
+def print_plan(plan: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan, indent=2))
+        return
+    render_plan(console, plan)
+
+
+def _figure(value: int | None, planning: str) -> str:
+    if value is None:
+        return "-"
+    return f"<= {value:,}" if planning == "bound" else f"{value:,}"
+
+
+def render_plan(out: Console, plan: dict[str, Any]) -> None:
+    docs = plan["documents"]
+    state = "" if plan["index_exists"] else " (new index)"
+    out.print(f"dry run: index {plan['index']}{state}, method {plan['method']}, model "
+              f"{plan['model'] or '-'}; nothing was written and no LLM was called",
+              markup=False)
+    out.print(f"documents: {docs['new']} new, {docs['changed']} changed, "
+              f"{docs['unchanged']} unchanged, {docs['invalid']} invalid", markup=False)
+    # The basis is a sentence: printed under the table, where it wraps as text.
+    table = Table(show_edge=False)
+    table.add_column("phase", no_wrap=True)
+    table.add_column("planning")
+    for column in ("LLM calls", "cached", "prompt tokens", "completion tokens"):
+        table.add_column(column, justify="right")
+    notes: set[str] = set()
+    for phase in plan["phases"]:
+        planning = phase["planning"]
+        if phase["token_basis"] in TOKEN_NOTES:
+            notes.add(phase["token_basis"])
+        table.add_row(phase["phase"], planning.replace("_", " "),
+                      _figure(phase["calls"], planning), f"{phase['cache_hits']:,}",
+                      _figure(phase["prompt_tokens"], planning),
+                      _figure(phase["completion_tokens"], planning))
+    out.print(table)
+    for phase in plan["phases"]:
+        out.print(f"{phase['phase']}: {phase['basis']}", markup=False)
+    for basis in sorted(notes):
+        out.print(f"tokens ({basis}): {TOKEN_NOTES[basis]}", markup=False)
+    errors = plan["errors"]
+    for error in errors[:MAX_ERRORS_SHOWN]:
+        where = f" ({error['where']})" if error.get("where") else ""
+        out.print(f"invalid: {error['item']}{where}: {error['reason']}", markup=False)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        out.print(f"... and {len(errors) - MAX_ERRORS_SHOWN} more invalid records",
+                  markup=False)

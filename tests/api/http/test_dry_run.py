@@ -1,0 +1,78 @@
+"""``POST /v1/indexes/{name}/documents?dry_run=true`` on a real server with the local
+test LLM: 200 with the plan the spec describes, no LLM request, no job, no index; a
+bad value is a 400 naming the parameter; the plan's stage-1 calls are the ingest's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from hopindex.testing.llm_limits import Endpoint
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from tests.api.http.conftest import Api, ApiFactory, sample_documents
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[LlmTestServer]:
+    server = LlmTestServer(LlmServerConfig()).start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
+    return make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
+                    llm_api_key="test-key",
+                    embedder_url=f"openai://{llm.config.embedding_model}")
+
+
+def test_dry_run_answers_the_plan_and_writes_nothing(api: Api, llm: LlmTestServer) -> None:
+    """A dry run into a new index answers 200 with an IngestPlan (checked against the
+    spec), sends the LLM nothing and creates no index and no job; the ingest that
+    follows sends exactly the planned stage-1 calls."""
+    _, docs = sample_documents(limit=4)
+    chats = llm.stats.count(Endpoint.CHAT)
+    planned = api.call("POST", "/v1/indexes/dry/documents",
+                       params={"method": "indexrag", "dry_run": "true"}, json=docs)
+    assert planned.status_code == 200, planned.text
+    plan = planned.json()
+    assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 0}
+    stage1 = plan["phases"][0]
+    assert (stage1["phase"], stage1["planning"]) == ("indexrag.stage1", "exact")
+    assert llm.stats.count(Endpoint.CHAT) == chats
+    assert api.call("GET", "/v1/indexes/dry", check=False).status_code == 404
+    assert api.service.list_jobs("dry") == []
+    job = api.call("POST", "/v1/indexes/dry/documents", params={"method": "indexrag"},
+                   json=docs)
+    assert job.status_code == 202, job.text
+    done = api.wait_job(job.json()["job_id"])
+    assert done["llm"]["stages"]["indexrag.stage1"]["calls"] == stage1["calls"]
+
+
+def test_a_bad_dry_run_value_names_the_parameter(api: Api, llm: LlmTestServer) -> None:
+    """``dry_run=yes`` is a 400 naming ``dry_run``, and nothing is planned or sent."""
+    _, docs = sample_documents(limit=2)
+    chats = llm.stats.count(Endpoint.CHAT)
+    refused = api.call("POST", "/v1/indexes/dry2/documents", params={"dry_run": "yes"},
+                       json=docs)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["field"] == "dry_run"
+    assert llm.stats.count(Endpoint.CHAT) == chats
+
+
+def test_a_dry_run_asking_another_method_names_the_field(api: Api) -> None:
+    """Asking a dry run of an index for a method it was not built with is a 400 on
+    ``method``, as the ingest is."""
+    _, docs = sample_documents(limit=1)
+    job = api.call("POST", "/v1/indexes/built/documents", params={"method": "indexrag"},
+                   json=docs)
+    assert api.wait_job(job.json()["job_id"])["state"] == "succeeded"
+    refused = api.call("POST", "/v1/indexes/built/documents",
+                       params={"method": "extractive", "dry_run": "true"}, json=docs)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["field"] == "method"

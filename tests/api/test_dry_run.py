@@ -1,0 +1,182 @@
+"""Ingest dry runs against the local test LLM server: the plan's document counts, its
+stage-1 calls equal to what the real ingest then sends, the response cache taking
+planned calls off, token estimates switching to the index's history, and a dry run
+that sends no request and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
+from hopindex.api.service import Hopindex
+from hopindex.core.errors import InvalidInputError
+from hopindex.readers import RawDocument
+from hopindex.scheduler.dry_run import IngestPlan, PhasePlan, Planning
+from hopindex.scheduler.dry_run_tokens import TokenBasis
+from hopindex.testing.llm_server import LlmTestServer
+from tests.conftest import CURIE_CORPUS, raw
+from tests.methods.indexrag.conftest import llm_settings
+from tests.workers.conftest import embedder_settings
+
+pytestmark = pytest.mark.integration
+
+# Over chunking's 2,000 characters: three overlapping chunks, three stage-1 calls.
+LONG = raw("Long Document", " ".join(f"Sentence {n} says Marie Curie studied element {n}."
+                                     for n in range(100)))
+
+
+def _service(tmp_path: Path, server: LlmTestServer, name: str = "data") -> Hopindex:
+    return Hopindex(llm_settings(tmp_path / name, server, **embedder_settings(server)))
+
+
+def _chat_requests(server: LlmTestServer) -> int:
+    return sum(server.stats.by_kind.values())
+
+
+def _phase(plan: IngestPlan, name: str) -> PhasePlan:
+    return next(p for p in plan.phases if p.phase == name)
+
+
+def _snapshot(service: Hopindex, index: str) -> dict[str, Any]:
+    state = service.backends.state
+    info = state.get_index(index)
+    hashes = state.document_hashes(index) if info else {}
+    units = state.units_of_documents(index, sorted(hashes)) if hashes else []
+    return {"index": info, "hashes": hashes, "jobs": [j.job_id for j in
+                                                      service.list_jobs(index, 100)],
+            "units": sorted(u.unit_id for u in units),
+            "mentions": state.mentions_of_documents(index, sorted(hashes)) if hashes else {}}
+
+
+def test_counts_and_nothing_sent_or_written(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """After ingesting three documents, a dry run of one unchanged, one changed, one new
+    and one empty record counts 1/1/1/1, plans stage 1 for the two to do, sends the
+    server no request and leaves the state (index, documents, jobs, units, mentions)
+    as it was; a dry run into a new index creates neither the index nor a cache file."""
+    server = start_server()
+    with _service(tmp_path, server) as service:
+        fresh = service.plan_ingest_documents("fresh", CURIE_CORPUS[:3], method="indexrag")
+        assert fresh.documents.as_dict() == {"new": 3, "changed": 0, "unchanged": 0,
+                                             "invalid": 0}
+        assert not fresh.index_exists and service.backends.state.get_index("fresh") is None
+        assert not (tmp_path / "data" / "llm-cache.sqlite3").exists()
+        assert _chat_requests(server) == 0
+        service.ingest_documents("curie", CURIE_CORPUS[:3], method="indexrag")
+        before = _snapshot(service, "curie")
+        sent = _chat_requests(server)
+        changed = CURIE_CORPUS[1]
+        batch = [CURIE_CORPUS[0], raw(changed.title, changed.text + " He died in 1906."),
+                 CURIE_CORPUS[3], raw("Empty", "   ")]
+        plan = service.plan_ingest_documents("curie", batch)
+        assert _chat_requests(server) == sent
+        assert _snapshot(service, "curie") == before
+    assert plan.documents.as_dict() == {"new": 1, "changed": 1, "unchanged": 1, "invalid": 1}
+    assert plan.errors[0].where == "Empty" and "'text' is empty" in plan.errors[0].reason
+    stage1 = _phase(plan, "indexrag.stage1")
+    assert (stage1.planning, stage1.calls, stage1.cache_hits) == (Planning.EXACT, 2, 0)
+
+
+def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """The planned stage-1 calls (one per chunk: the long document has three) are the
+    calls the ingest then sends; on the second ingest the stage-2 bound holds, and the
+    token estimates switch from characters to the index's history."""
+    server = start_server()
+    first = [*CURIE_CORPUS[:3], LONG]
+    with _service(tmp_path, server) as service:
+        plan = service.plan_ingest_documents("curie", first, method="indexrag")
+        stage1 = _phase(plan, "indexrag.stage1")
+        assert stage1.calls == 3 + 3
+        assert stage1.token_basis is TokenBasis.CHARACTERS
+        assert stage1.prompt_tokens == round(stage1.prompt_chars * 0.25)  # type: ignore[operator]
+        assert _phase(plan, "indexrag.stage2").planning is Planning.NOT_PLANNED
+        job = service.ingest_documents("curie", first)
+        assert server.stats.by_kind.get("stage1") == stage1.calls
+        assert job.llm["indexrag.stage1"].calls == stage1.calls
+        second = CURIE_CORPUS[3:]
+        plan = service.plan_ingest_documents("curie", second)
+        stage1, stage2 = _phase(plan, "indexrag.stage1"), _phase(plan, "indexrag.stage2")
+        assert stage1.token_basis is TokenBasis.HISTORY
+        history = job.llm["indexrag.stage1"]
+        assert stage1.prompt_tokens == round(len(second) * history.prompt_tokens
+                                             / history.calls)
+        assert stage2.planning is Planning.BOUND and stage2.calls is not None
+        server.reset()
+        service.ingest_documents("curie", second)
+        assert server.stats.by_kind.get("stage1") == stage1.calls == len(second)
+        assert server.stats.by_kind.get("stage2", 0) <= stage2.calls
+
+
+def test_cached_replies_are_not_planned(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """The same documents into a second index hit the response cache: the dry run plans
+    only the changed document's chunk, and the real ingest sends exactly that; in the
+    first index, changing one document plans only its chunk."""
+    server = start_server()
+    with _service(tmp_path, server) as service:
+        service.ingest_documents("first", CURIE_CORPUS, method="indexrag")
+        edited = CURIE_CORPUS[2]
+        corpus = [*CURIE_CORPUS[:2], raw(edited.title, edited.text + " It has a river."),
+                  *CURIE_CORPUS[3:]]
+        again = service.plan_ingest_documents("first", corpus)
+        assert _phase(again, "indexrag.stage1").calls == 1
+        plan = service.plan_ingest_documents("second", corpus, method="indexrag")
+        stage1 = _phase(plan, "indexrag.stage1")
+        assert (stage1.calls, stage1.cache_hits) == (1, len(CURIE_CORPUS) - 1)
+        server.reset()
+        service.ingest_documents("second", corpus)
+        assert server.stats.by_kind.get("stage1") == 1
+
+
+def test_a_method_the_index_was_not_built_with_names_the_field(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """A dry run asking for another method than the index's is refused like the ingest:
+    an input error on field ``method``."""
+    server = start_server()
+    with _service(tmp_path, server) as service:
+        service.ingest_documents("curie", CURIE_CORPUS[:1], method="indexrag")
+        with pytest.raises(InvalidInputError) as refused:
+            service.plan_ingest_documents("curie", CURIE_CORPUS[1:2], method="extractive")
+    assert refused.value.where == "method"
+
+
+def _write(path: Path, records: list[RawDocument]) -> Path:
+    path.write_text("".join(json.dumps({"title": r.title, "text": r.text}) + "\n"
+                            for r in records))
+    return path
+
+
+def test_cli_prints_the_table_or_the_plan_as_json(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """``hopindex ingest --dry-run`` prints the plan's table, ``--json`` the plan object;
+    a file of only bad records exits 65 naming the line and field; no request reaches the server."""
+    server = start_server()
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
+                         "HOPINDEX_LLM_MODEL": server.config.model,
+                         "HOPINDEX_LLM_BASE_URL": server.base_url,
+                         "HOPINDEX_LLM_API_KEY": "test-key",
+                         "HOPINDEX_EMBEDDER_URL": f"openai://{server.config.embedding_model}"})
+    corpus = _write(tmp_path / "c.jsonl", CURIE_CORPUS)
+    shown = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", str(corpus)])
+    assert shown.exit_code == 0, shown.output
+    assert f"{len(CURIE_CORPUS)} new, 0 changed" in shown.output
+    assert "indexrag.stage1" in shown.output and "0.25 tokens per prompt" in shown.output
+    as_json = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--json",
+                                str(corpus)])
+    assert as_json.exit_code == 0, as_json.output
+    plan = json.loads(as_json.stdout)
+    assert plan["phases"][0] == {**plan["phases"][0], "phase": "indexrag.stage1",
+                                 "planning": "exact", "calls": len(CURIE_CORPUS)}
+    bad = _write(tmp_path / "bad.jsonl", [raw("Blank", " ")])
+    refused = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", str(bad)])
+    assert refused.exit_code == ExitCode.DATA_ERROR
+    assert "bad.jsonl:1" in refused.output and "'text' is empty" in refused.output
+    assert _chat_requests(server) == 0
