@@ -80,6 +80,7 @@ bench: setup
 	$(PY) benchmarks/compactrag_pipeline.py
 	$(PY) benchmarks/kgbridge_pipeline.py --corpus 2wiki
 	$(PY) benchmarks/hops_eval.py
+	$(PY) benchmarks/dry_run.py
 	$(PY) benchmarks/ingest_large_json.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
