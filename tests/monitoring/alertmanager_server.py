@@ -22,11 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hopindex.testing.redis_server import free_port
 from tests.monitoring.conftest import monitoring_dir
-from tests.monitoring.prometheus_server import ServerProcess, install_package
+from tests.monitoring.prometheus_server import ServerProcess, tools_or_skip
 
 PACKAGE = "prometheus-alertmanager"
 # Debian names the server after its package; upstream's tarball calls it alertmanager.
@@ -55,14 +53,7 @@ def _found() -> AlertmanagerTools | None:
 
 def alertmanager_tools() -> AlertmanagerTools:
     """The binaries, installed when missing; skips the test with the reason otherwise."""
-    tools = _found()
-    if tools is None:
-        reason = install_package(PACKAGE)
-        tools = _found()
-        if tools is None:
-            pytest.skip(f"Alertmanager (Debian package {PACKAGE!r}) is not installed: "
-                        f"{reason or 'installed, yet amtool/alertmanager are not on PATH'}")
-    return tools
+    return tools_or_skip(_found, PACKAGE, "alertmanager/amtool")
 
 
 def render_config(output: Path, webhook_url: str | None) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, Self, TypeVar
 
 import pytest
 
@@ -30,6 +30,8 @@ PACKAGE = "prometheus"
 INSTALL_TIMEOUT_S = 900.0
 START_TIMEOUT_S = 30.0
 
+
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PrometheusTools:
@@ -65,16 +67,22 @@ def install_package(package: str) -> str:
     return ""
 
 
+def tools_or_skip(find: Callable[[], T | None], package: str, binaries: str) -> T:
+    """What ``find`` finds, Debian's ``package`` installed first when it finds nothing;
+    skips the test with the reason when it still finds nothing."""
+    tools = find()
+    if tools is None:
+        reason = install_package(package)
+        tools = find()
+        if tools is None:
+            pytest.skip(f"{binaries} (Debian package {package!r}) not installed: "
+                        f"{reason or 'installed, yet not on PATH'}")
+    return tools
+
+
 def prometheus_tools() -> PrometheusTools:
     """The binaries, installed when missing; skips the test with the reason otherwise."""
-    tools = _found()
-    if tools is None:
-        reason = install_package(PACKAGE)
-        tools = _found()
-        if tools is None:
-            pytest.skip(f"Prometheus (Debian package {PACKAGE!r}) is not installed: "
-                        f"{reason or 'installed, yet prometheus/promtool are not on PATH'}")
-    return tools
+    return tools_or_skip(_found, PACKAGE, "prometheus/promtool")
 
 
 class ServerProcess:

@@ -19,6 +19,7 @@ from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 # Roles of the keys every test server knows (HOPINDEX_API_KEYS syntax).
 KEYS = {
@@ -78,6 +79,17 @@ class Api:
 
 
 ApiFactory = Callable[..., Api]
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[LlmTestServer]:
+    """The local OpenAI-compatible test server (chat and embeddings), for servers that
+    need an LLM."""
+    server = LlmTestServer(LlmServerConfig()).start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,13 @@ bad value is a 400 naming the parameter; the plan's stage-1 calls are the ingest
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from hopindex.testing.llm_limits import Endpoint
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
 from tests.api.http.conftest import Api, ApiFactory, sample_documents
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LlmTestServer]:
-    server = LlmTestServer(LlmServerConfig()).start_in_thread()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_ingest_job_events_query_flow(api: Api) -> None:
     body = result.json()
     titles = [p["title"] for p in body["passages"]]
     assert len(titles) == 5 and {"Lilu (mythology)", "Alû"} & set(titles), titles
-    assert body["method"] == "extractive" and body["usage"]["llm_calls"] == 0
+    assert body["method"] == "hops" and body["usage"]["llm_calls"] == 0
     assert all(p["via"]["unit_id"] for p in body["passages"])
 
     described = api.call("GET", f"/v1/indexes/{INDEX}", key="read").json()

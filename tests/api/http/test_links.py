@@ -6,7 +6,6 @@ publishes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from click.testing import CliRunner
 from hopindex.api.cli import main
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.links import MAX_BY_CHARS
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
 from tests.api.http.conftest import KEYS, Api, ApiFactory
 from tests.methods.kgbridge.corpus import CORPUS, LINKED_KEYS
 
@@ -24,15 +23,6 @@ pytestmark = pytest.mark.integration
 
 TITLES = {doc.doc_id: doc.title for doc in CORPUS}
 DOCS = [{"id": d.doc_id, "title": d.title, "text": d.text} for d in CORPUS]
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LlmTestServer]:
-    server = LlmTestServer(LlmServerConfig()).start_in_thread()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

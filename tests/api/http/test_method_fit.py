@@ -3,28 +3,18 @@ on a real server with an LLM configured (the local test server), before any LLM 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from hopindex.methods.registry import fitting_queries
+from hopindex.methods.registry import default_query, fitting_queries
 from hopindex.testing.llm_limits import Endpoint
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
 from tests.api.http.conftest import Api, ApiFactory, sample_documents
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "Which documents answer this?"
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LlmTestServer]:
-    server = LlmTestServer(LlmServerConfig()).start_in_thread()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +69,7 @@ def test_every_fitting_method_and_the_default_answer(api: Api) -> None:
     for index, built_with in (("rag", "indexrag"), ("ext", "extractive")):
         plain = api.call("POST", f"/v1/indexes/{index}/query", json={"question": QUESTION})
         assert plain.status_code == 200, plain.text
-        assert plain.json()["method"] == built_with
+        assert plain.json()["method"] == default_query(built_with)
         for method in fitting_queries(built_with):
             answered = api.call("POST", f"/v1/indexes/{index}/query",
                                 json={"question": QUESTION, "method": method})

@@ -37,7 +37,8 @@ def error(response: Any, status: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("body", "field", "listed"), [
-    ({"options": {"alpha": 0.2}}, "options.alpha", "it takes none"),
+    # No method: the index's own default (hops, for an extractive index) lists its own.
+    ({"options": {"alpha": 0.2}}, "options.alpha", "for method 'hops'; known: named, walk"),
     ({"method": "naive", "options": {"condition": "A"}}, "options.condition", "it takes none"),
     ({"method": "bridgerag", "options": {"alfa": 0.2}}, "options.alfa",
      "known: condition, extraction, bridges, alpha"),
