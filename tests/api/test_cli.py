@@ -14,24 +14,13 @@ from hopindex.api.exit_codes import ExitCode
 from hopindex.methods.registry import fitting_queries, method_variables
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
+from tests.api.conftest import corpus_file
 from tests.conftest import CURIE_CORPUS
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
 pytestmark = pytest.mark.integration
 
 SHARED_QUESTIONS = Path(__file__).resolve().parents[2] / "hopindex" / "sample" / "hotpotqa-100"
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
-
-
-def corpus_file(tmp_path: Path) -> Path:
-    path = tmp_path / "curie.jsonl"
-    path.write_text("\n".join(json.dumps({"id": f"d{i}", "title": d.title, "text": d.text})
-                              for i, d in enumerate(CURIE_CORPUS)) + "\n")
-    return path
 
 
 def test_ingest_query_jobs_delete_round_trip(cli: CliRunner, tmp_path: Path) -> None:

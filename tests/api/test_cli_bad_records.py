@@ -15,11 +15,6 @@ from tests.conftest import CURIE_CORPUS
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
-
-
 def _jobs(cli: CliRunner) -> list[dict[str, object]]:
     listed = cli.invoke(main, ["jobs", "--json"])
     assert listed.exit_code == 0, listed.output

@@ -19,11 +19,6 @@ from hopindex.api.exit_codes import ExitCode
 LONG_ID = "job-" + "x" * 120  # longer than any console: rich would break it
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
-
-
 def json_error(result: Result) -> dict[str, object]:
     """The one JSON error object on stderr, checked to be alone there and on no stdout."""
     lines = result.stderr.splitlines()

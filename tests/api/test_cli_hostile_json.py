@@ -25,11 +25,6 @@ HOSTILE_LINES = [
 FIELDS = ["metadata.n", "metadata" + "[0]" * 11, "text"]
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
-
-
 def test_good_line_is_ingested_beside_hostile_ones(cli: CliRunner, tmp_path: Path) -> None:
     """A 5,000-digit integer, 10,000-deep nesting and an unpaired surrogate each fail
     their line (exit 3, file:line:field on the job); the good line is ingested."""

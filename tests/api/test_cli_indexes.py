@@ -20,23 +20,12 @@ from hopindex.api.index_views import describe_index
 from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.core.settings import Settings
+from tests.api.conftest import corpus_file
 from tests.conftest import CURIE_CORPUS
 
 pytestmark = pytest.mark.integration
 
 KEY = "indexes-key-0123456789abcdef"
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
-
-
-def corpus_file(tmp_path: Path) -> Path:
-    path = tmp_path / "curie.jsonl"
-    path.write_text("\n".join(json.dumps({"id": f"d{i}", "title": d.title, "text": d.text})
-                              for i, d in enumerate(CURIE_CORPUS)) + "\n")
-    return path
 
 
 def ingest(cli: CliRunner, index: str, tmp_path: Path) -> None:
