@@ -12,6 +12,7 @@ from hopindex.api.links import links_of, reject
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends
+from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
@@ -32,6 +33,7 @@ from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.dry_run import IngestPlan, plan_ingest
 from hopindex.scheduler.level_builds import level_statuses
 from hopindex.scheduler.lifecycle import cancel_job
+from hopindex.scheduler.pause import resume_paused_job, set_index_budget
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
 from hopindex.scheduler.rebuild import submit_rebuild
 from hopindex.scheduler.recovery import recover_orphaned_jobs
@@ -77,20 +79,23 @@ class Hopindex:
         drop_connections()
 
     # -- ingest and delete ------------------------------------------------------------
-    def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None) -> Job:
+    def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None,
+                     budget: BudgetLimits | None = None) -> Job:
         validate_index_name(index)
         read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
-        return self.ingest_documents(index, read.documents, read.errors, method=method)
+        return self.ingest_documents(index, read.documents, read.errors, method=method,
+                                     budget=budget)
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
                          read_errors: Sequence[ReadError] = (), method: str | None = None,
-                         job_id: str | None = None) -> Job:
+                         job_id: str | None = None, budget: BudgetLimits | None = None) -> Job:
         """Ingest into ``index``; a new index is built with the index method ``method``
         (default: the registry's ``default_index_method``, which depends on whether an
         LLM is configured). ``job_id`` lets a caller that runs this in the background
-        know the job before the call returns."""
+        know the job before the call returns. ``budget`` caps the job's LLM spend (None:
+        the index's default budget); past it the job pauses until resumed."""
         return submit_ingest(self.runtime, index, documents, read_errors, method=method,
-                             job_id=job_id)
+                             job_id=job_id, budget=budget)
 
     def plan_ingest_paths(self, index: str, paths: Sequence[Path],
                           method: str | None = None) -> IngestPlan:
@@ -205,6 +210,20 @@ class Hopindex:
     def cancel_job(self, job_id: str) -> Job:
         self.get_job(job_id)
         return cancel_job(self.runtime, job_id)
+
+    def resume_job(self, job_id: str, *, max_llm_tokens: int | None = None,
+                   max_cost: float | None = None) -> Job:
+        """Continue a job paused on its LLM budget where it stopped; a limit given
+        replaces the job's (it is the job's new total, counting what it spent)."""
+        self.get_job(job_id)
+        return resume_paused_job(self.runtime, job_id, max_llm_tokens=max_llm_tokens,
+                                 max_cost=max_cost)
+
+    def set_index_budget(self, index: str, budget: BudgetLimits) -> IndexInfo:
+        """The budget every later job of ``index`` gets when it gives none (no limits:
+        the default is removed)."""
+        self._require_index(index)
+        return set_index_budget(self.backends.state, index, budget)
 
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
         return self.backends.state.list_jobs(index, limit)

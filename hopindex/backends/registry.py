@@ -195,8 +195,17 @@ def open_embedder(url: str, settings: Settings | None = None) -> Embedder:
         return OpenAiEmbedder(model, base_url=s.llm_base_url, api_key=sdk_api_key(s.llm_api_key),
                               timeout_s=s.llm_timeout_s, max_attempts=s.llm_max_attempts,
                               backoff_base_s=s.llm_backoff_base_s)
+    if parts.scheme == "onnx":
+        # onnx://MODEL[?quantize=int8]: the same local model exported to ONNX Runtime.
+        from hopindex.backends.embedder.onnx_embedder import OnnxEmbedder, precision_from_query
+
+        s = settings or Settings()
+        return OnnxEmbedder((parts.netloc + parts.path) or "all-MiniLM-L6-v2",
+                            precision=precision_from_query(parts.query, url),
+                            cache_dir=s.data_dir / "models" / "onnx",
+                            threads=s.embedder_threads)
     raise ConfigError(f"HOPINDEX_EMBEDDER_URL: unsupported scheme in {url!r} "
-                      "(expected sentence-transformers://MODEL or openai://MODEL)")
+                      "(expected sentence-transformers://MODEL, onnx://MODEL or openai://MODEL)")
 
 
 def open_nlp(url: str, max_length: int) -> NlpAnalyzer:
@@ -226,6 +235,7 @@ def open_response_cache(settings: Settings) -> ResponseCache | None:
 
 def build_llm_client(settings: Settings) -> LlmClient:
     """The client with its limiter and cache; call it on the loop that will use it."""
+    from hopindex.backends.llm.budget import llm_budget_for
     from hopindex.backends.llm.client import LlmClient, LlmSettings
     from hopindex.backends.llm.ratelimit import RateLimits, rate_limiter_for
     from hopindex.backends.llm.usage import LlmPrices
@@ -241,9 +251,13 @@ def build_llm_client(settings: Settings) -> LlmClient:
         backoff_max_s=settings.llm_backoff_max_s,
         prices=LlmPrices(input_per_mtok=settings.llm_price_input_per_mtok,
                          output_per_mtok=settings.llm_price_output_per_mtok))
-    limiter = rate_limiter_for(settings.shared_redis_url(settings.llm_limiter_url), limits)
+    shared_url = settings.shared_redis_url(settings.llm_limiter_url)
+    limiter = rate_limiter_for(shared_url, limits)
+    # Job budgets are shared the way the limiter is: through the same Redis, or in one
+    # SQLite file beside the state for the processes of one machine.
+    budget = llm_budget_for(shared_url, settings.data_dir / "llm-budget.sqlite3")
     return LlmClient(llm_settings, limiter, open_response_cache(settings),
-                     observer=open_llm_observer(settings))
+                     observer=open_llm_observer(settings), budget=budget)
 
 
 def open_llm_observer(settings: Settings) -> LlmObserver | None:

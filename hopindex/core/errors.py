@@ -83,3 +83,25 @@ class LlmOutputError(PermanentStageError):
 
 class LlmUnavailableError(RetryableStageError):
     """The LLM provider kept failing (429, 5xx, timeouts) past the retry budget."""
+
+
+class JobPausedError(HopindexError):
+    """The job is paused: the task ends without doing its work, which a resume sends
+    again (scheduler/pause.py). Neither retried nor a failure."""
+
+    def __init__(self, message: str, *, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(message)
+
+
+class BudgetExhaustedError(JobPausedError):
+    """The job's LLM budget cannot cover the next call: the job pauses instead.
+
+    Not retried and not a failure: the item stays outstanding on the job, and a
+    resume (with a budget raised, or as it was) drives it again. ``figures`` holds
+    the limits, what was spent and held, and what the refused call needed.
+    """
+
+    def __init__(self, message: str, *, job_id: str, figures: dict[str, object]) -> None:
+        self.figures = figures
+        super().__init__(message, job_id=job_id)

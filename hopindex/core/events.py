@@ -15,6 +15,8 @@ class EventType(enum.StrEnum):
     JOB_PROGRESS = "job.progress"
     JOB_FAILED = "job.failed"
     JOB_CANCELLED = "job.cancelled"
+    JOB_PAUSED = "job.paused"
+    JOB_RESUMED = "job.resumed"
     INDEX_READY = "index.ready"
 
 

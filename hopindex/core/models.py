@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hopindex.core.budget import BudgetLimits
 from hopindex.core.redact import redact_text
 
 
@@ -72,6 +73,10 @@ class JobState(enum.StrEnum):
     RUNNING = "running"
     # Cancel was asked: nothing new starts, tasks already running finish their item.
     CANCELLING = "cancelling"
+    # The LLM budget cannot cover the next call: no task makes one, the unfinished items
+    # stay outstanding on the job, and a resume drives them on. Neither final nor
+    # stopping, and never stalled: nothing is expected of a paused job until then.
+    PAUSED = "paused"
     SUCCEEDED = "succeeded"
     # Finished, but some work items failed for good: they are recorded on the index
     # as outstanding, and the next ingest or a repair of the index re-plans them.
@@ -301,6 +306,19 @@ class Job:
     # The process running the job itself (no broker): host, pid, boot id, start time,
     # lease. Empty for jobs run by workers. See scheduler/recovery.py.
     owner: dict[str, Any] = field(default_factory=dict)
+    # What the job's LLM calls may use before it pauses (see backends/llm/budget.py).
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
+    # When it last paused, and the figures the pause reported (limits, spent, held,
+    # the refused call's estimate); cleared by a resume.
+    paused_at: float | None = None
+    pause: dict[str, Any] = field(default_factory=dict)
+    # Ids of the tasks (and chord callbacks) that ended without doing their work because
+    # the job was paused: what a resume sends again on workers (scheduler/pause.py).
+    paused_tasks: list[str] = field(default_factory=list)
+    # The dry run's figures per phase, planned when the job was submitted, kept beside
+    # ``llm_usage`` (what the calls really used): calls, prompt_tokens,
+    # completion_tokens, cost and how each was estimated (scheduler/dry_run.py).
+    estimate: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -328,6 +346,11 @@ class Job:
             "stale_units": list(self.stale_units),
             "redrives": [redact_text(note) for note in self.redrives],
             "owner": dict(self.owner),
+            "budget": self.budget.as_dict(),
+            "paused_at": self.paused_at,
+            "pause": dict(self.pause),
+            "paused_tasks": list(self.paused_tasks),
+            "estimate": {phase: dict(figures) for phase, figures in self.estimate.items()},
         }
 
     def progress(self) -> dict[str, Any]:
@@ -399,6 +422,12 @@ class Job:
             stale_units=list(data.get("stale_units", [])),
             redrives=list(data.get("redrives", [])),
             owner=dict(data.get("owner", {})),
+            budget=BudgetLimits.from_dict(data.get("budget", {}), where="budget"),
+            paused_at=data.get("paused_at"),
+            pause=dict(data.get("pause", {})),
+            paused_tasks=list(data.get("paused_tasks", [])),
+            estimate={phase: dict(figures)
+                      for phase, figures in data.get("estimate", {}).items()},
         )
 
 

@@ -110,7 +110,7 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
     except NotFoundError:
         return None
     if failed:
-        _forget_dispatches(runtime, job_id)
+        _forget_job_records(runtime, job)
         _keep_stale(runtime, job)
         log.error("job_failed", job_id=job_id, index=job.index, reason=reason)
         publish(runtime, EventType.JOB_FAILED, job, {**progress_data(job), "reason": reason})
@@ -127,14 +127,16 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
     the index reads ``partial`` until an ingest or a repair redoes just those.
     """
     asked = False
+    was_paused = False
 
     def change(job: Job) -> None:
-        nonlocal asked
+        nonlocal asked, was_paused
         if job.state.is_final:
             raise InvalidInputError(f"job {job_id} is already {job.state.value}",
                                     where="job_id")
         if job.state is JobState.CANCELLING:
             return
+        was_paused = job.state is JobState.PAUSED
         job.state = JobState.CANCELLING
         job.reason = "cancelled by request"
         job.updated_at = time.time()
@@ -144,6 +146,10 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
     if asked:
         log.info("job_cancelling", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_PROGRESS, job, progress_data(job))
+    if was_paused:
+        # Nothing of a paused job runs (its tasks ended or wait for a resume that now
+        # finds it stopping): no phase end is coming to finish the cancel.
+        return finish_cancel(runtime, job_id) or job
     return job
 
 
@@ -168,7 +174,7 @@ def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:
     except NotFoundError:
         return None
     if cancelled:
-        _forget_dispatches(runtime, job_id)
+        _forget_job_records(runtime, job)
         _keep_stale(runtime, job)
         log.info("job_cancelled", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_CANCELLED, job, progress_data(job))
@@ -202,7 +208,7 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
              missing=job.missing(),
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
     if succeeded:
-        _forget_dispatches(runtime, job_id)
+        _forget_job_records(runtime, job)
         failed_items = sorted({e.item for e in job.errors})
         publish(runtime, EventType.INDEX_READY, job, {
             "state": job.state.value, "units": units,
@@ -224,11 +230,15 @@ def _keep_stale(runtime: Runtime, job: Job) -> None:
                   error=str(exc))
 
 
-def _forget_dispatches(runtime: Runtime, job_id: str) -> None:
-    """A finished job is never re-driven: its fan-out records can go."""
+def _forget_job_records(runtime: Runtime, job: Job) -> None:
+    """A finished job is never re-driven nor resumed: its fan-out records and its LLM
+    budget account can go."""
     try:
-        runtime.backends.state.clear_dispatches(job_id)
+        runtime.backends.state.clear_dispatches(job.job_id)
+        if job.budget.is_limited and runtime.backends.llm is not None:
+            runtime.backends.llm.forget_budget(job.job_id)
     except HopindexError as exc:
-        # Left-over records are harmless (the reaper skips final jobs); a failed
-        # cleanup must not turn a finished job into an error.
-        log.warning("dispatches_not_cleared", job_id=job_id, error=str(exc))
+        # Left-over records are harmless (the reaper skips final jobs, and a budget
+        # account is read only by its own job's calls); a failed cleanup must not turn
+        # a finished job into an error.
+        log.warning("job_records_not_cleared", job_id=job.job_id, error=str(exc))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from celery import current_task
 
 from hopindex.backends.protocols import JobStore
+from hopindex.core.errors import JobPausedError
 from hopindex.core.models import ItemError, Job, JobState, LlmUsage
 
 # Task ids are uuid4s; 16 hex digits keep collisions out of reach (2^64) while a job of
@@ -88,6 +89,9 @@ def claim_phase(jobs: JobStore, job_id: str, phase: str) -> bool:
 
     def change(job: Job) -> None:
         nonlocal claimed
+        if job.state is JobState.PAUSED:
+            # Not claimed and not refused: a resume sends this callback again.
+            raise JobPausedError(f"job {job_id} is paused", job_id=job_id)
         if job.state is not JobState.RUNNING:
             raise _NotRunningError
         holder = next((k for k in job.settled if k.startswith(prefix)), None)
@@ -105,6 +109,18 @@ def claim_phase(jobs: JobStore, job_id: str, phase: str) -> bool:
 
 class _NotRunningError(Exception):
     """Aborts a claim without writing (update_job writes nothing when the change raises)."""
+
+
+def working_job(jobs: JobStore, job_id: str) -> Job | None:
+    """The job when its tasks may work on it; None when it is gone or stopping (its
+    remaining tasks start no new work). Raises ``JobPausedError`` when it is paused:
+    the task ends without its work, which a resume sends again."""
+    job = jobs.get_job(job_id)
+    if job is None or job.state.is_stopping:
+        return None
+    if job.state is JobState.PAUSED:
+        raise JobPausedError(f"job {job_id} is paused", job_id=job_id)
+    return job
 
 
 def is_cancelled(jobs: JobStore, job_id: str) -> bool:

@@ -9,6 +9,9 @@ again (scheduler/redrive.py), at most ``HOPINDEX_JOB_MAX_REDRIVES`` times; after
 that, or with nothing recorded to re-send, it is failed. Failing is safe because
 nothing is half-written: its unfinished documents keep no content hash, so
 ingesting the same input again redoes exactly those.
+
+Only running and cancelling jobs are looked at: a job paused on its LLM budget
+(scheduler/pause.py) waits for a resume, however long, and is never stalled.
 """
 
 from __future__ import annotations

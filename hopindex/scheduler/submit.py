@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hopindex.backends.protocols import IndexInfo, StateStore
+from hopindex.core.budget import MAX_COST, BudgetLimits, index_default
 from hopindex.core.errors import HopindexError, InvalidInputError, JobFailedError
 from hopindex.core.ids import content_hash, doc_id_from_title, validate_index_name
 from hopindex.core.ids import job_id as new_job_id
@@ -33,6 +34,7 @@ from hopindex.methods.plugin import IndexMethod, PhaseKind, Scope, phase_name
 from hopindex.methods.registry import default_index_method, get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
+from hopindex.scheduler.dry_run_plan import estimate_ingest
 from hopindex.scheduler.lifecycle import fail_job, job_started
 from hopindex.scheduler.pipeline import start_step
 from hopindex.scheduler.progress import batched
@@ -165,19 +167,26 @@ def _new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> J
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                   read_errors: Sequence[ReadError] = (), *, method: str | None = None,
-                  job_id: str | None = None) -> Job:
-    """Create the ingest job (``job_id``: the caller's, else a new one) and launch it."""
+                  job_id: str | None = None, budget: BudgetLimits | None = None) -> Job:
+    """Create the ingest job (``job_id``: the caller's, else a new one) and launch it.
+
+    ``budget``: what its LLM calls may use before it pauses (scheduler/pause.py); None
+    takes the index's default budget, if it has one."""
     job_id = job_id or new_job_id()
     state = runtime.backends.state
+    if budget is not None:
+        check_budget(runtime, budget)
     # The owner (this process, when it runs the job itself) outlasts the planning, so
     # the job is final before the owner's lease is given back.
     with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.INGEST):
-        ensure_index(runtime, index, method)
+        info = ensure_index(runtime, index, method)
         documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
         errors = read_error_items(read_errors) + errors
         known = state.document_hashes(index)
         todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
         job = _new_job(job_id, index, JobKind.INGEST, owner)
+        job.budget = budget if budget is not None else index_default(info.options)
+        check_budget(runtime, job.budget)
         validate = job.count(Stage.VALIDATE)
         validate.total = len(raw) + len(read_errors)
         validate.done = len(documents)
@@ -185,6 +194,9 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         # Unchanged documents count as skipped items of the first documents phase: a
         # finished job is then 100 % through every step.
         count_unchanged(job, runtime.index_method(index), len(documents) - len(todo))
+        # The dry run's figures, planned before the documents are stored (as a dry run
+        # would see them), kept beside what the job's calls then really use.
+        job.estimate = estimate_ingest(runtime, index, runtime.index_method(index), todo)
         job.errors.extend(errors)
         state.create_job(job)
         # Stored with an empty hash until the job's finalize step: a job that dies at
@@ -198,6 +210,17 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         start_step(runtime, job_id, index, position=0, level=0,
                    scope=Scope(doc_ids=[d.doc_id for d in todo]))
     return _reload(runtime, job)
+
+
+def check_budget(runtime: Runtime, budget: BudgetLimits) -> None:
+    """Refuse a money budget that nothing could count against: with no prices every
+    call costs nothing, and the job would never pause."""
+    settings = runtime.settings
+    if budget.max_cost is not None and settings.llm_price_input_per_mtok is None:
+        raise InvalidInputError("a max_cost budget needs LLM prices: set "
+                                "HOPINDEX_LLM_PRICE_INPUT_PER_MTOK and "
+                                "HOPINDEX_LLM_PRICE_OUTPUT_PER_MTOK, or give max_llm_tokens",
+                                where=MAX_COST)
 
 
 def count_unchanged(job: Job, method: IndexMethod, unchanged: int) -> None:

@@ -1,5 +1,6 @@
-"""The base class of every hopindex task: retries follow the error's type, and a
-task that fails for good fails its job visibly instead of hanging its chord."""
+"""The base class of every hopindex task: retries follow the error's type, a task
+that fails for good fails its job visibly instead of hanging its chord, and a task
+of a paused job leaves its work for the resume (scheduler/pause.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Task
-from celery.exceptions import Reject
+from celery.exceptions import Ignore, Reject
 
-from hopindex.core.errors import HopindexError
+from hopindex.core.errors import BudgetExhaustedError, HopindexError, JobPausedError
 from hopindex.core.logging import get_logger
 from hopindex.scheduler.lifecycle import fail_job
+from hopindex.scheduler.pause import note_paused_task, pause_job, wait_for_resume
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -44,8 +46,37 @@ class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
     job_bound: bool = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        while True:
+            try:
+                return self._call_with_retries(*args, **kwargs)
+            except JobPausedError as paused:
+                if not self._run_again_after(paused):
+                    raise Ignore() from paused
+
+    def _run_again_after(self, paused: JobPausedError) -> bool:
+        """Whether to run the task again now that its job paused: in the process that
+        runs the job itself once it is resumed (waiting here until then); on workers
+        only when a resume came in meanwhile, else the task is noted on the job for
+        the resume to send again and ends unreported (its chord stays open)."""
+        runtime = process_runtime()
+        if isinstance(paused, BudgetExhaustedError):
+            pause_job(runtime, paused.job_id, str(paused), paused.figures)
+        if self.request.is_eager:
+            job = wait_for_resume(runtime, paused.job_id)
+            log.info("task_resumed", task=self.name, job_id=paused.job_id,
+                     state=job.state.value if job else None)
+            return True
+        if note_paused_task(runtime, paused.job_id, str(self.request.id)):
+            log.info("task_paused", task=self.name, task_id=self.request.id,
+                     job_id=paused.job_id)
+            return False
+        return True
+
+    def _call_with_retries(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().__call__(*args, **kwargs)
+        except JobPausedError:
+            raise
         except HopindexError as exc:
             # Eager runs have no queue to wait in; the LLM client has retried already.
             if not exc.retryable or self.request.is_eager:

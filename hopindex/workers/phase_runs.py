@@ -15,9 +15,14 @@ them purged.
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hopindex.backends.llm.usage import UsageMeter
+from hopindex.core.budget import BudgetScope
+from hopindex.core.errors import JobPausedError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, LlmUsage, Unit
 from hopindex.methods.plugin import (
@@ -30,7 +35,7 @@ from hopindex.methods.plugin import (
 )
 from hopindex.scheduler.failed_items import level_phase, settle_items
 from hopindex.scheduler.lifecycle import maybe_progress
-from hopindex.scheduler.progress import current_task_key, is_cancelled, settle
+from hopindex.scheduler.progress import current_task_key, settle, working_job
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -45,6 +50,33 @@ def _per_phase(phase: str, usage: UsageMeter) -> dict[str, LlmUsage]:
     return {phase: total} if total.calls or total.cache_hits else {}
 
 
+def _metered(job: Job) -> UsageMeter:
+    """The batch's meter, reserving each call against the job's budget when it has one."""
+    budget = BudgetScope(job.job_id, job.budget) if job.budget.is_limited else None
+    return UsageMeter(budget=budget)
+
+
+@contextmanager
+def _usage_kept_on_pause(runtime: Runtime, job_id: str, phase: str,
+                         usage: UsageMeter) -> Iterator[None]:
+    """On a pause, put the calls the batch already paid for on the job record.
+
+    The batch's own settle never happens (a resume runs it again, and its calls are
+    then answered by the cache for nothing), so without this the job would show less
+    than it spent. Keyed by a fresh id: the same task run again must add what it
+    spends then, not be taken for this record."""
+    try:
+        yield
+    except JobPausedError:
+        paid = _per_phase(phase, usage)
+        if paid:
+            def change(job: Job) -> None:
+                job.add_llm_usage(paid)
+
+            settle(runtime.backends.state, job_id, change, key=f"paused:{uuid.uuid4().hex}")
+        raise
+
+
 def _pairs(units: list[Unit]) -> list[list[Any]]:
     return [[u.unit_id, len(u.text)] for u in units]
 
@@ -54,20 +86,22 @@ def run_documents(runtime: Runtime, job_id: str, index: str, phase_key: str,
     """Returns the units written as ``[unit_id, characters]``, the group keys touched per
     namespace, and the ``stale`` units the embed step must purge."""
     state = runtime.backends.state
-    if is_cancelled(state, job_id):
+    job = working_job(state, job_id)
+    if job is None:
         return {"units": [], "touched": {}, "stale": []}
     started = time.perf_counter()
     method = runtime.index_method(index)
     phase = find_phase(method, phase_key)
     assert isinstance(phase, DocumentsPhase)
     qualified = phase_name(method.name, phase)
-    usage = UsageMeter()
+    usage = _metered(job)
     context = runtime.phase_context(index, phase.name, usage)
     documents = state.get_documents(index, doc_ids)
     previous = (state.units_of_documents(index, [d.doc_id for d in documents],
                                          kinds=tuple(phase.writes))
                 if phase.writes else [])
-    result = phase.run(context, documents)
+    with _usage_kept_on_pause(runtime, job_id, qualified, usage):
+        result = phase.run(context, documents)
     failed = {e.item for e in result.errors}
     completed = [d.doc_id for d in documents if d.doc_id not in failed]
     units = [u for u in result.units if not failed.intersection(u.source_doc_ids)]
@@ -104,22 +138,23 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
     group's units replace its previous ones. Returns the units written and the
     ``stale`` units the embed step must purge."""
     state = runtime.backends.state
-    if is_cancelled(state, job_id):
+    job = working_job(state, job_id)
+    if job is None:
         return {"units": [], "stale": []}
     started = time.perf_counter()
     method = runtime.index_method(index)
     phase = find_phase(method, phase_key)
     assert isinstance(phase, GroupsPhase | LevelsPhase)
     qualified = phase_name(method.name, phase)
-    usage = UsageMeter()
+    usage = _metered(job)
     context = runtime.phase_context(index, phase.name, usage)
     result: GroupsResult
-    if isinstance(phase, LevelsPhase):
-        result = phase.build(context, level, keys)
-        failed_as = level_phase(qualified, level)
-    else:
-        result = phase.build(context, keys)
-        failed_as = qualified
+    with _usage_kept_on_pause(runtime, job_id, qualified, usage):
+        if isinstance(phase, LevelsPhase):
+            result = phase.build(context, level, keys)
+        else:
+            result = phase.build(context, keys)
+    failed_as = level_phase(qualified, level) if isinstance(phase, LevelsPhase) else qualified
     failed = {e.item for e in result.errors}
     settled = [k for k in keys if k not in failed]
     built = [u for k in settled for u in result.built.get(k, [])]

@@ -1,7 +1,8 @@
 """One async client over the OpenAI protocol, used by every LLM-driven method.
 
-Around each call, in this order (docs/architecture.md): response cache → rate limiter
-(reserve an estimate) → the call with a timeout → retries with jittered
+Around each call, in this order (docs/architecture.md): response cache → the job's
+LLM budget, when it has one (reserve an estimate; a refusal pauses the job,
+``BudgetExhaustedError``) → rate limiter (reserve an estimate) → the call with a timeout → retries with jittered
 exponential backoff on 429/5xx/timeouts/connection errors (a 429 holds back
 every process sharing the limiter for its Retry-After) → reconcile the
 reservation with the reported usage → usage accounting. JSON replies are
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from hopindex.backends.llm.budget import LlmBudget
 from hopindex.backends.llm.cache import ResponseCache, cache_key
 from hopindex.backends.llm.credentials import sdk_api_key
 from hopindex.backends.llm.observer import (
@@ -41,8 +43,10 @@ from hopindex.backends.llm.observer import (
 from hopindex.backends.llm.ratelimit import RateLimiter, Reservation
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.llm.usage import LlmPrices, UsageMeter
+from hopindex.core.budget import BudgetCharge, BudgetScope
 from hopindex.core.errors import (
     BackendError,
+    BudgetExhaustedError,
     ConfigError,
     LlmAuthenticationError,
     LlmOutputError,
@@ -98,8 +102,13 @@ class ChatRequest:
         return [{"role": role, "content": content} for role, content in self.messages]
 
     def estimated_tokens(self) -> int:
-        prompt = sum(len(content) for _, content in self.messages) // CHARS_PER_TOKEN + 1
-        return prompt + (self.max_tokens or DEFAULT_COMPLETION_ESTIMATE)
+        return self.estimated_prompt_tokens() + self.estimated_completion_tokens()
+
+    def estimated_prompt_tokens(self) -> int:
+        return sum(len(content) for _, content in self.messages) // CHARS_PER_TOKEN + 1
+
+    def estimated_completion_tokens(self) -> int:
+        return self.max_tokens or DEFAULT_COMPLETION_ESTIMATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +125,12 @@ class LlmClient:
     def __init__(self, settings: LlmSettings, limiter: RateLimiter,
                  cache: ResponseCache | None = None,
                  client: openai.AsyncOpenAI | None = None,
-                 observer: LlmObserver | None = None) -> None:
+                 observer: LlmObserver | None = None,
+                 budget: LlmBudget | None = None) -> None:
         self.settings = settings
         self._limiter = limiter
         self._cache = cache
+        self._budget = budget
         self._observer: LlmObserver = observer or NullLlmObserver()
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
@@ -130,7 +141,14 @@ class LlmClient:
         await self._client.close()
         if self._cache is not None:
             await self._cache.close()
+        if self._budget is not None:
+            await self._budget.close()
         await self._limiter.close()
+
+    async def forget_budget(self, job_id: str) -> None:
+        """Drop a finished job's budget account."""
+        if self._budget is not None:
+            await self._budget.forget(job_id)
 
     async def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
         key = self._key(request)
@@ -231,6 +249,63 @@ class LlmClient:
                          response_format=request.response_format.value, seed=request.seed)
 
     async def _call(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+        """One paid request: reserved against the job's budget first, when it has one."""
+        scope = usage.budget
+        if scope is None or self._budget is None or not scope.limits.is_limited:
+            return await self._attempts(request, usage)
+        charge = self._estimate_charge(request)
+        await self._reserve_budget(request, usage, scope, charge)
+        spent = BudgetCharge(0)
+        try:
+            result = await self._attempts(request, usage)
+            spent = BudgetCharge(result.prompt_tokens + result.completion_tokens,
+                                 self.settings.prices.cost_of(
+                                     result.prompt_tokens, result.completion_tokens) or 0.0)
+            return result
+        finally:
+            await self._settle_budget(request.stage, scope, charge, spent)
+
+    def _estimate_charge(self, request: ChatRequest) -> BudgetCharge:
+        prompt, completion = (request.estimated_prompt_tokens(),
+                              request.estimated_completion_tokens())
+        return BudgetCharge(prompt + completion,
+                            self.settings.prices.cost_of(prompt, completion) or 0.0)
+
+    async def _reserve_budget(self, request: ChatRequest, usage: UsageMeter,
+                              scope: BudgetScope, charge: BudgetCharge) -> None:
+        """Hold ``charge`` on the job's budget, or raise ``BudgetExhaustedError`` with the
+        figures. A budget store that cannot answer raises its own retryable error: the
+        call is not made unchecked."""
+        assert self._budget is not None
+        first = usage.refusal
+        if first is not None:
+            raise BudgetExhaustedError(str(first), job_id=first.job_id, figures=first.figures)
+        if await self._budget.reserve(scope.job_id, scope.limits, charge):
+            return
+        status = await self._budget.status(scope.job_id, scope.limits)
+        reason = status.refusal(charge)
+        log.warning("llm_budget_refused", stage=request.stage, job_id=scope.job_id,
+                    reason=reason)
+        refused = BudgetExhaustedError(
+            reason, job_id=scope.job_id,
+            figures={**status.as_dict(), "stage": request.stage,
+                     "next_call": {"tokens": charge.tokens, "cost": charge.cost}})
+        usage.refusal = refused
+        raise refused
+
+    async def _settle_budget(self, stage: str, scope: BudgetScope, reserved: BudgetCharge,
+                             spent: BudgetCharge) -> None:
+        """Swap the hold for what the call used. Bookkeeping, like the limiter's: a store
+        that cannot take it leaves the hold counted (the budget errs on the safe side)
+        and never costs the reply."""
+        assert self._budget is not None
+        try:
+            await self._budget.settle(scope.job_id, reserved, spent)
+        except BackendError as exc:
+            log.warning("llm_budget_settle_failed", stage=stage, job_id=scope.job_id,
+                        error=str(exc))
+
+    async def _attempts(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
         model = self.settings.model
         estimate = request.estimated_tokens()
         waited_s = 0.0

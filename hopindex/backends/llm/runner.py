@@ -53,6 +53,10 @@ class LlmRunner:
     def model(self) -> str:
         return self._client.settings.model
 
+    def forget_budget(self, job_id: str) -> None:
+        """Drop a finished job's budget account (backends/llm/budget.py)."""
+        self._run(self._client.forget_budget(job_id))
+
     def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
         return self._run(self._bounded(self._client.complete(request, usage)))
 

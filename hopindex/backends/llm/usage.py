@@ -6,7 +6,8 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 
-from hopindex.core.errors import ConfigError
+from hopindex.core.budget import BudgetScope
+from hopindex.core.errors import BudgetExhaustedError, ConfigError
 from hopindex.core.models import LlmUsage, total_usage
 
 # The per-stage record is the core model, so job records and meters share one shape.
@@ -49,6 +50,12 @@ class UsageMeter:
     """Thread-safe per-stage counters; ``calls`` counts requests the provider answered."""
 
     stages: dict[str, LlmUsage] = field(default_factory=dict)
+    # The job these calls are made for and its limits: each call reserves against it
+    # first (backends/llm/budget.py). None: calls outside a budgeted job.
+    budget: BudgetScope | None = None
+    # The first refusal of that budget: later calls of the batch are refused with it
+    # too, even one small enough to fit, so a paused job stops calling at once.
+    refusal: BudgetExhaustedError | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record_call(self, stage: str, *, prompt_tokens: int, completion_tokens: int,

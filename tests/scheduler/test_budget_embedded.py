@@ -1,0 +1,177 @@
+"""LLM budgets that pause, in the process that runs the job itself (no broker): an
+IndexRAG ingest against the local test server pauses where its budget says, calls
+nothing while paused, and a resume finishes it with the units an unbudgeted build
+makes, each request sent once; a budget below one call pauses before the first."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hopindex.api.service import Hopindex
+from hopindex.core.budget import BudgetLimits
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.events import EventType
+from hopindex.core.models import Job, JobState
+from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.indexrag.conftest import llm_settings
+from tests.workers.conftest import hotpot_corpus, kinds_and_texts
+
+pytestmark = pytest.mark.integration
+
+INDEX = "hotpot"
+DOCUMENTS = 12
+LlmServerStarter = Callable[..., LlmTestServer]
+
+
+class BackgroundIngest:
+    """An ingest on a thread of its own, as the HTTP service runs one: it blocks while
+    its job is paused, and the test resumes it from the main thread."""
+
+    def __init__(self, service: Hopindex, corpus: Path, budget: BudgetLimits) -> None:
+        self.job: Job | None = None
+        self.error: BaseException | None = None
+        self.job_id = "budgeted-job"
+
+        def run() -> None:
+            try:
+                self.job = service.ingest_documents(
+                    INDEX, _read(corpus), job_id=self.job_id, budget=budget)
+            except BaseException as exc:  # reported to the test thread
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def finished(self, timeout_s: float = 300.0) -> Job:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), "the ingest never ended"
+        if self.error is not None:
+            raise self.error
+        assert self.job is not None
+        return self.job
+
+
+def wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
+               timeout_s: float) -> Job:
+    """The job once ``ready`` holds for it or it ended (it may not exist yet at first)."""
+    deadline = time.monotonic() + timeout_s
+    job = None
+    while time.monotonic() < deadline:
+        job = service.backends.state.get_job(job_id)
+        if job is not None and (ready(job) or job.state.is_final):
+            return job
+        time.sleep(0.05)
+    assert job is not None, f"no job {job_id}"
+    return job
+
+
+def _read(corpus: Path) -> list:  # type: ignore[type-arg]  # readers' record type
+    from hopindex.readers import read_paths
+
+    return list(read_paths([corpus]).documents)
+
+
+def _clean_build(tmp_path: Path, server: LlmTestServer, corpus: Path
+                 ) -> tuple[dict[str, tuple[str, str]], int, int]:
+    """The unbudgeted build's units, its calls and tokens (prompt + completion)."""
+    before = server.stats
+    with Hopindex(llm_settings(tmp_path / "clean", server)) as clean:
+        job = clean.ingest_paths(INDEX, [corpus])
+        assert job.state is JobState.SUCCEEDED, job.reason
+        units = kinds_and_texts(clean)
+    after = server.stats
+    calls = sum(after.by_kind.values()) - sum(before.by_kind.values())
+    tokens = (after.prompt_tokens + after.completion_tokens
+              - before.prompt_tokens - before.completion_tokens)
+    return units, calls, tokens
+
+
+def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter,
+                                                  tmp_path: Path) -> None:
+    """Half the tokens a clean build needs: the job pauses with the reason and figures
+    and one job.paused, having spent no more than its budget plus the calls in flight
+    under-estimated; nothing is sent while paused; a resume with a higher budget
+    finishes it with the clean build's units, and across both runs every request went
+    to the provider once (the clean build's count) and the job counts what was paid."""
+    server = start_server()
+    corpus = hotpot_corpus(tmp_path, limit=DOCUMENTS)
+    expected, clean_calls, clean_tokens = _clean_build(tmp_path, server, corpus)
+    server.reset()
+    limit = clean_tokens // 2
+    # Concurrency 1: one call in flight, so the spend passes the limit by at most one
+    # call's under-estimate.
+    service = Hopindex(llm_settings(tmp_path / "budgeted", server, llm_concurrency=1))
+    try:
+        ingest = BackgroundIngest(service, corpus, BudgetLimits(max_llm_tokens=limit))
+        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+                            timeout_s=300)
+        assert paused.state is JobState.PAUSED, paused.reason
+        assert paused.reason.startswith("LLM budget reached: max_llm_tokens")
+        figures = paused.pause
+        assert figures["limits"] == {"max_llm_tokens": limit}
+        spent = figures["spent"]["tokens"]
+        biggest = figures["next_call"]["tokens"] * 4
+        assert 0 < spent <= limit + biggest
+        sent = server.stats
+        assert sent.prompt_tokens + sent.completion_tokens == spent
+        # Paused: nothing more goes out, however long it waits.
+        wait_until(service, ingest.job_id, lambda j: False, timeout_s=1.5)
+        assert sum(server.stats.by_kind.values()) == sum(sent.by_kind.values())
+        events = [e for e in service.backends.events.read_events(index=INDEX)
+                  if e.event_type is EventType.JOB_PAUSED]
+        assert len(events) == 1 and events[0].data["reason"] == paused.reason
+
+        service.resume_job(ingest.job_id, max_llm_tokens=clean_tokens * 2)
+        job = ingest.finished()
+        assert job.state is JobState.SUCCEEDED, job.reason
+        assert kinds_and_texts(service) == expected
+        assert sum(server.stats.by_kind.values()) == clean_calls
+        total = job.llm_total
+        assert total.prompt_tokens + total.completion_tokens == clean_tokens
+        assert total.calls == clean_calls
+        kinds = [e.event_type for e in service.backends.events.read_events(index=INDEX)]
+        assert EventType.JOB_RESUMED in kinds and kinds[-1] is EventType.INDEX_READY
+    finally:
+        service.close()
+
+
+def test_a_budget_below_one_call_pauses_before_the_first(start_server: LlmServerStarter,
+                                                         tmp_path: Path) -> None:
+    """Ten tokens: the job pauses saying the budget is below one call, having sent
+    nothing; cancelling it ends the ingest, cancelled."""
+    server = start_server()
+    corpus = hotpot_corpus(tmp_path, limit=3)
+    service = Hopindex(llm_settings(tmp_path / "data", server))
+    try:
+        ingest = BackgroundIngest(service, corpus, BudgetLimits(max_llm_tokens=10))
+        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+                            timeout_s=120)
+        assert paused.state is JobState.PAUSED
+        assert paused.reason.startswith("LLM budget is below the cost of one call")
+        assert "max_llm_tokens 10" in paused.reason
+        assert sum(server.stats.by_kind.values()) == 0
+        service.cancel_job(ingest.job_id)
+        assert ingest.finished().state is JobState.CANCELLED
+        assert service.get_job(ingest.job_id).state is JobState.CANCELLED
+    finally:
+        service.close()
+
+
+def test_a_money_budget_needs_prices(start_server: LlmServerStarter, tmp_path: Path) -> None:
+    """max_cost with no prices configured could never pause: refused, naming the field,
+    before any job exists."""
+    server = start_server()
+    service = Hopindex(llm_settings(tmp_path / "data", server))
+    try:
+        with pytest.raises(InvalidInputError) as refused:
+            service.ingest_documents(INDEX, _read(hotpot_corpus(tmp_path, limit=2)),
+                                     budget=BudgetLimits(max_cost=1.0))
+        assert refused.value.where == "max_cost"
+        assert service.list_jobs(INDEX) == []
+    finally:
+        service.close()
