@@ -106,6 +106,9 @@ class LlmServerStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_tokens: int = 0
+    # The most tokens (prompt + completion) one chat reply used: what a budget may be
+    # passed by per call in flight.
+    largest_call_tokens: int = 0
 
     def count(self, endpoint: Endpoint | str, outcome: Outcome | str | None = None) -> int:
         """Requests to ``endpoint`` with ``outcome``, or with any outcome when it is None."""
@@ -117,7 +120,8 @@ class LlmServerStats:
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
-                "embedding_tokens": self.embedding_tokens}
+                "embedding_tokens": self.embedding_tokens,
+                "largest_call_tokens": self.largest_call_tokens}
 
 
 class ServerCounters:
@@ -130,6 +134,7 @@ class ServerCounters:
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._embedding_tokens = 0
+        self._largest_call_tokens = 0
 
     def record(self, endpoint: Endpoint, outcome: Outcome) -> None:
         with self._lock:
@@ -144,6 +149,8 @@ class ServerCounters:
         with self._lock:
             self._prompt_tokens += prompt_tokens
             self._completion_tokens += completion_tokens
+            self._largest_call_tokens = max(self._largest_call_tokens,
+                                            prompt_tokens + completion_tokens)
 
     def add_embedding_tokens(self, tokens: int) -> None:
         with self._lock:
@@ -156,13 +163,15 @@ class ServerCounters:
                           for endpoint, outcomes in self._requests.items()},
                 by_kind=dict(self._by_kind), prompt_tokens=self._prompt_tokens,
                 completion_tokens=self._completion_tokens,
-                embedding_tokens=self._embedding_tokens)
+                embedding_tokens=self._embedding_tokens,
+                largest_call_tokens=self._largest_call_tokens)
 
     def reset(self) -> None:
         with self._lock:
             self._requests.clear()
             self._by_kind.clear()
             self._prompt_tokens = self._completion_tokens = self._embedding_tokens = 0
+            self._largest_call_tokens = 0
 
 
 class SlidingWindowLimiter:

@@ -22,7 +22,7 @@ from typing import Any
 
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.budget import BudgetScope
-from hopindex.core.errors import JobPausedError
+from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, LlmUsage, Unit
 from hopindex.methods.plugin import (
@@ -57,23 +57,28 @@ def _metered(job: Job) -> UsageMeter:
 
 
 @contextmanager
-def _usage_kept_on_pause(runtime: Runtime, job_id: str, phase: str,
-                         usage: UsageMeter) -> Iterator[None]:
-    """On a pause, put the calls the batch already paid for on the job record.
+def _usage_kept(runtime: Runtime, job_id: str, phase: str, usage: UsageMeter) -> Iterator[None]:
+    """When the batch ends without its own settle (the job paused, or an error the task
+    retries or fails on), put the calls it already paid for on the job record.
 
-    The batch's own settle never happens (a resume runs it again, and its calls are
-    then answered by the cache for nothing), so without this the job would show less
-    than it spent. Keyed by a fresh id: the same task run again must add what it
-    spends then, not be taken for this record."""
+    A run again answers those calls from the response cache for nothing, so without
+    this the job would show less than it spent. Keyed by a fresh id: the same task run
+    again must add what it spends then, not be taken for this record.
+    """
     try:
         yield
-    except JobPausedError:
+    except Exception:
         paid = _per_phase(phase, usage)
         if paid:
             def change(job: Job) -> None:
                 job.add_llm_usage(paid)
 
-            settle(runtime.backends.state, job_id, change, key=f"paused:{uuid.uuid4().hex}")
+            try:
+                settle(runtime.backends.state, job_id, change,
+                       key=f"unsettled:{uuid.uuid4().hex}")
+            except HopindexError as exc:  # the state failing: the task's error comes first
+                log.warning("llm_usage_not_recorded", job_id=job_id, phase=phase,
+                            error=str(exc))
         raise
 
 
@@ -100,7 +105,7 @@ def run_documents(runtime: Runtime, job_id: str, index: str, phase_key: str,
     previous = (state.units_of_documents(index, [d.doc_id for d in documents],
                                          kinds=tuple(phase.writes))
                 if phase.writes else [])
-    with _usage_kept_on_pause(runtime, job_id, qualified, usage):
+    with _usage_kept(runtime, job_id, qualified, usage):
         result = phase.run(context, documents)
     failed = {e.item for e in result.errors}
     completed = [d.doc_id for d in documents if d.doc_id not in failed]
@@ -149,7 +154,7 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
     usage = _metered(job)
     context = runtime.phase_context(index, phase.name, usage)
     result: GroupsResult
-    with _usage_kept_on_pause(runtime, job_id, qualified, usage):
+    with _usage_kept(runtime, job_id, qualified, usage):
         if isinstance(phase, LevelsPhase):
             result = phase.build(context, level, keys)
         else:
