@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, ingest_budget, limits_from_flags
 from hopindex.api.cli_context import open_service as _service
 from hopindex.api.cli_context import remote_commands as _remote
 from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_indexes import indexes
+from hopindex.api.cli_jobs import jobs
 from hopindex.api.cli_links import links
 from hopindex.api.cli_methods import (
     MethodName,
@@ -24,9 +26,7 @@ from hopindex.api.cli_methods import (
 from hopindex.api.cli_processes import api_key, beat, serve, worker
 from hopindex.api.cli_support import (
     console,
-    err_console,
     handle_errors,
-    print_jobs,
     print_result,
     report_job,
     run_and_report,
@@ -51,9 +51,9 @@ def main(api_url: str | None) -> None:
 
     Exit codes: 0 ok, 1 internal error, 2 usage, 3 partial success (some
     documents failed, the rest landed), 65 bad input, 66 not found, 69 service
-    unavailable, 75 try again later (index busy, job cancelled), 77 API key
-    refused, 78 configuration, 130 interrupted. Errors go to stderr as one line, or
-    as one JSON object with --json.
+    unavailable, 75 try again later (index busy, job cancelled or paused on its LLM
+    budget), 77 API key refused, 78 configuration, 130 interrupted. Errors go to
+    stderr as one line, or as one JSON object with --json.
     """
 
 
@@ -92,27 +92,43 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
               help="Plan the ingest without running it: documents new, changed, unchanged "
                    "and invalid, and each phase's LLM calls and tokens. Calls no LLM and "
                    "writes nothing.")
+@click.option(TOKENS_FLAG, "max_llm_tokens", default=None, metavar="N",
+              help="Pause the job before an LLM call would take its tokens (prompt and "
+                   "completion) past N; `hopindex jobs resume JOB_ID` continues it. "
+                   "Replaces the index's default token limit (`indexes budget`).")
+@click.option(COST_FLAG, "max_cost", default=None, metavar="X",
+              help="Pause the job before an LLM call would take its cost past X, at the "
+                   "prices set (HOPINDEX_LLM_PRICE_*). Replaces the index's default cost "
+                   "limit.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
 def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
-           dry_run: bool, paths: tuple[Path, ...]) -> None:
+           dry_run: bool, max_llm_tokens: str | None, max_cost: str | None,
+           paths: tuple[Path, ...]) -> None:
     """Ingest JSONL/JSON files (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz) or folders
     of .txt/.md files into INDEX.
 
     Unchanged documents are skipped; changed ones recompute only what they touch.
     Exits 3 when some documents failed (the rest are ingested; the job says why), 65
     when none could be used. With --dry-run, 65 when none could be used.
+
+    A job whose LLM budget runs out pauses: without workers this command says so,
+    prints the command that resumes it, and waits (the job goes on here once resumed
+    from another shell); with workers or --api it stops following and exits 75.
     """
+    limits = limits_from_flags(max_llm_tokens, max_cost)
     if dry_run:
         _dry_run(index, method, paths, as_json=as_json)
         return
     if (remote := _remote()) is not None:
         remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
-                      no_wait=no_wait)
+                      no_wait=no_wait, limits=limits)
         return
     with _service() as service:
+        budget = ingest_budget(service, index, limits)
         run_and_report(service.backends.state, index,
-                       lambda: service.ingest_paths(index, list(paths), method=method),
+                       lambda: service.ingest_paths(index, list(paths), method=method,
+                                                    budget=budget),
                        in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
                        no_wait=no_wait)
 
@@ -121,17 +137,18 @@ def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
              as_json: bool) -> None:
     from hopindex.api.render_plan import print_plan
 
-    if _remote() is not None:
-        raise click.UsageError("--dry-run plans with the local service; it does not go "
-                               "through --api yet (POST /v1/indexes/NAME/documents"
-                               "?dry_run=true does)")
-    with _service() as service:
-        plan = service.plan_ingest_paths(index, list(paths), method=method)
-    print_plan(plan.as_dict(), as_json=as_json)
-    if plan.errors and not plan.documents.usable:
-        first = plan.errors[0]
-        raise InvalidInputError(f"no document could be used: {first.item}: {first.reason}",
-                                where=first.where or "paths")
+    if (remote := _remote()) is not None:
+        plan = remote.client.plan_ingest_paths(index, list(paths), method=method)
+    else:
+        with _service() as service:
+            plan = service.plan_ingest_paths(index, list(paths), method=method).as_dict()
+    print_plan(plan, as_json=as_json)
+    documents = plan["documents"]
+    usable = documents["new"] + documents["changed"] + documents["unchanged"]
+    if plan["errors"] and not usable:
+        first = plan["errors"][0]
+        raise InvalidInputError(f"no document could be used: {first['item']}: "
+                                f"{first['reason']}", where=first.get("where") or "paths")
 
 
 @main.command()
@@ -240,48 +257,6 @@ def import_command(path: Path) -> None:
 
 
 @main.command()
-@click.option("--index", default=None, help="Only this index's jobs.")
-@click.option("--limit", default=20, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--follow", is_flag=True, help="With JOB_ID: show progress until the job ends.")
-@click.argument("args", nargs=-1)
-@handle_errors
-def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
-         args: tuple[str, ...]) -> None:
-    """List jobs; `jobs JOB_ID` shows one (state, counts per stage, errors, LLM usage);
-    `jobs cancel JOB_ID` stops scheduling its work and marks it cancelled.
-
-    With --follow, exits as the command that ran the job would have (3 when some items
-    failed, 65, 69 or 75 when it refused its input, failed or was cancelled).
-    """
-    from hopindex.api.progress import follow_job
-    from hopindex.api.render import render_job
-
-    if len(args) > 2 or (len(args) == 2 and args[0] != "cancel") or args == ("cancel",):
-        raise click.UsageError("expected: jobs [JOB_ID] | jobs cancel JOB_ID")
-    if (remote := _remote()) is not None:
-        remote.jobs(args, index=index, limit=limit, as_json=as_json, follow=follow)
-        return
-    with _service() as service:
-        if args and args[0] == "cancel":
-            job = service.cancel_job(args[1])
-        elif args:
-            job = service.get_job(args[0])
-            if follow:
-                job = follow_job(service.backends.state, job.job_id, err_console,
-                                 enabled=not as_json)
-                report_job(job, as_json=as_json, max_errors=1000)
-                return
-        else:
-            print_jobs(service.list_jobs(index, limit), as_json=as_json)
-            return
-        if as_json:
-            click.echo(json.dumps(job.as_dict(), indent=2))
-        else:
-            render_job(console, job, max_errors=1000)
-
-
-@main.command()
 @click.option("--index", default=None, help="Only this index's events.")
 @click.option("--from", "from_id", default=None,
               help="Resume after this event id (as printed); default: from the oldest kept.")
@@ -353,6 +328,6 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          curve_out=curve_out, curve_queries=curve_queries)
 
 
-for _command in (repair, rebuild, indexes, links, webhooks, worker, beat, serve,
+for _command in (jobs, repair, rebuild, indexes, links, webhooks, worker, beat, serve,
                  api_key):
     main.add_command(_command)

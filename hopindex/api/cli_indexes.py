@@ -1,6 +1,6 @@
-"""``hopindex indexes list|describe|delete``: the indexes that exist, what one holds
-and whether it is complete, and dropping one; locally or through a server (``--api``),
-printed alike either way."""
+"""``hopindex indexes list|describe|budget|delete``: the indexes that exist, what one
+holds and whether it is complete, the default LLM budget of its jobs, and dropping one;
+locally or through a server (``--api``), printed alike either way."""
 
 from __future__ import annotations
 
@@ -9,17 +9,29 @@ from typing import Any
 
 import click
 
+from hopindex.api.budgets import (
+    COST_FLAG,
+    TOKENS_FLAG,
+    index_budget,
+    limits_from_flags,
+    set_index_budget,
+)
 from hopindex.api.cli_context import open_service, remote_commands
 from hopindex.api.cli_errors import USAGE, print_error
 from hopindex.api.cli_support import handle_errors
 from hopindex.api.index_views import describe_index, index_view
-from hopindex.api.render_indexes import print_deleted, print_described, print_indexes
+from hopindex.api.render_indexes import (
+    print_budget,
+    print_deleted,
+    print_described,
+    print_indexes,
+)
 
 
 @click.group()
 def indexes() -> None:
     """The indexes: list them, describe one (documents, units per kind, whether it is
-    complete and what it is missing), delete one."""
+    complete and what it is missing), set the LLM budget of its jobs, delete one."""
 
 
 @indexes.command(name="list")
@@ -80,6 +92,43 @@ def indexes_delete(yes: bool, as_json: bool, name: str) -> None:
                 confirm_delete(described, as_json=as_json)
             service.delete_index(name)
     print_deleted(described, as_json=as_json)
+
+
+@indexes.command(name="budget")
+@click.option(TOKENS_FLAG, "max_llm_tokens", default=None, metavar="N",
+              help="The token limit (prompt and completion) of each later job.")
+@click.option(COST_FLAG, "max_cost", default=None, metavar="X",
+              help="The cost limit of each later job, at the prices set "
+                   "(HOPINDEX_LLM_PRICE_*).")
+@click.option("--clear", is_flag=True, help="Remove the default budget.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object, {"index", "budget"}: the fields of GET '
+                   "/v1/indexes/NAME/budget.")
+@click.argument("name")
+@handle_errors
+def indexes_budget(max_llm_tokens: str | None, max_cost: str | None, clear: bool,
+                   as_json: bool, name: str) -> None:
+    """Show index NAME's default LLM budget, or set it with --max-llm-tokens and
+    --max-cost: the limits each later job of the index runs with, pausing when its next
+    LLM call would pass one (`hopindex jobs resume` continues it).
+
+    Setting replaces the whole default (a limit not given is removed); an ingest's own
+    --max-llm-tokens or --max-cost replaces that limit for its job alone. Jobs already
+    created keep their budget. Exits 66 when there is no such index.
+    """
+    limits = limits_from_flags(max_llm_tokens, max_cost)
+    if clear and limits.is_limited:
+        raise click.UsageError(f"--clear removes the default budget; it takes no "
+                               f"{TOKENS_FLAG} or {COST_FLAG}")
+    change = clear or limits.is_limited
+    if (remote := remote_commands()) is not None:
+        view = (remote.client.set_index_budget(name, limits) if change
+                else remote.client.index_budget(name))
+    else:
+        with open_service() as service:
+            view = (set_index_budget(service, name, limits) if change
+                    else index_budget(service, name))
+    print_budget(view, as_json=as_json)
 
 
 def confirm_delete(described: dict[str, Any], *, as_json: bool) -> None:

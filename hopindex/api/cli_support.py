@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 
+from hopindex.api.budgets import budget_text
 from hopindex.api.cli_errors import (
     JSON_PARAM,
     fail,
@@ -22,8 +23,9 @@ from hopindex.api.cli_errors import (
     print_error,
 )
 from hopindex.api.exit_codes import ExitCode, Outcome, job_outcome
+from hopindex.api.render_pause import pause_lines, pause_notice, resume_command
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, Stage
+from hopindex.core.models import Job, JobState, Stage
 
 if TYPE_CHECKING:
     from hopindex.backends.protocols import JobStore
@@ -81,6 +83,9 @@ def job_failure(job: Job, outcome: Outcome) -> str:
     if outcome.exit_code is ExitCode.DATA_ERROR:
         return (f"job {job.job_id}: none of the input could be used; the job lists each "
                 "record refused with its file, line and field")
+    if outcome.code == "job_paused":
+        return (f"job {job.job_id} paused: {job.reason or 'no reason recorded'}; resume "
+                f"with: {resume_command(job)}")
     verb = "was cancelled" if outcome.code == "job_cancelled" else "failed"
     return f"job {job.job_id} {verb}: {job.reason or 'no reason recorded'}"
 
@@ -90,13 +95,18 @@ def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
     """Submit a job, follow it with progress bars, print it and exit with its outcome.
 
     ``in_process``: the job runs inside ``submit`` (no broker), so its progress is
-    followed from a side thread; otherwise ``no_wait`` prints its id and returns.
+    followed from a side thread, and a pause on the job's LLM budget is announced on
+    stderr (with the command that resumes it) while this process waits for the
+    resume. Otherwise ``no_wait`` prints its id and returns, and following stops at a
+    pause (exit 75), since the job goes on without this process once resumed.
     """
-    from hopindex.api.progress import follow_job, follow_newest_job
+    from hopindex.api.progress import PauseWatch, follow_job, follow_newest_job
 
     show = not (quiet or as_json)
     if in_process:
-        with follow_newest_job(jobs, index, err_console, enabled=show):
+        watch = PauseWatch(lambda job: announce_pause(job, as_json=as_json),
+                           lambda job: announce_resume(job, as_json=as_json))
+        with follow_newest_job(jobs, index, err_console, enabled=show, watch=watch):
             job = submit()
     else:
         job = submit()
@@ -107,15 +117,42 @@ def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
     report_job(job, as_json=as_json)
 
 
+def announce_pause(job: Job, *, as_json: bool) -> None:
+    """Say on stderr that the job this process runs paused, why, and how to resume it
+    (from another shell: this process waits and carries the job on)."""
+    if as_json:
+        click.echo(json.dumps(pause_notice(job, in_process=True)), err=True)
+        return
+    err_console.print(f"job {job.job_id} paused: {job.reason or 'LLM budget reached'}",
+                      markup=False, soft_wrap=True)
+    for line in pause_lines(job)[1:]:
+        err_console.print(line, markup=False, soft_wrap=True)
+    err_console.print("  this process runs the job: it waits here, and carries the job on "
+                      "once it is resumed from another shell", markup=False, soft_wrap=True)
+
+
+def announce_resume(job: Job, *, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"event": "job.resumed", "job_id": job.job_id,
+                               "index": job.index, "state": job.state.value,
+                               "budget": job.budget.as_dict()}), err=True)
+        return
+    err_console.print(f"job {job.job_id} resumed (LLM budget: "
+                      f"{budget_text(job.budget.as_dict())})", markup=False, soft_wrap=True)
+
+
 def print_jobs(found: list[Job], *, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([j.as_dict() for j in found], indent=2))
         return
     for job in found:
+        budget = (f" budget: {budget_text(job.budget.as_dict())}"
+                  if job.budget.is_limited else "")
+        paused = f" paused: {job.reason}" if job.state is JobState.PAUSED else ""
         console.print(f"{job.job_id}  {job.kind.value:<7} {job.index:<16} "
                       f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
-                      f"{step_progress(job)} errors={len(job.errors)}", markup=False,
-                      soft_wrap=True)
+                      f"{step_progress(job)} errors={len(job.errors)}{budget}{paused}",
+                      markup=False, soft_wrap=True)
 
 
 def step_progress(job: Job) -> str:

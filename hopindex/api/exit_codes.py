@@ -50,8 +50,8 @@ class ExitCode(enum.IntEnum):
     # EX_UNAVAILABLE: a service (Redis, an engine, the API server, the LLM or embedding
     # provider) is unreachable or failing, or a job failed for it.
     UNAVAILABLE = 69
-    # EX_TEMPFAIL: the index is busy with running jobs, or the job was cancelled;
-    # the same command can succeed later.
+    # EX_TEMPFAIL: the index is busy with running jobs, or the job was cancelled or
+    # paused on its LLM budget; the same command (or a resume) can succeed later.
     TEMPORARY = 75
     # EX_NOPERM: the API server refused the key (remote mode).
     NO_PERMISSION = 77
@@ -134,6 +134,10 @@ def job_outcome(job: Job) -> Outcome:
         return Outcome(ExitCode.UNAVAILABLE, "job_failed")
     if job.state is JobState.CANCELLED:
         return Outcome(ExitCode.TEMPORARY, "job_cancelled")
+    # Not finished: the job waits on its LLM budget, and a resume (the same job, later)
+    # carries it on.
+    if job.state is JobState.PAUSED:
+        return Outcome(ExitCode.TEMPORARY, "job_paused")
     if job.errors:
         return Outcome(ExitCode.PARTIAL, "partial")
     return Outcome(ExitCode.OK, "ok")

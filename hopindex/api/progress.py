@@ -1,11 +1,13 @@
-"""A terminal progress bar that follows a job record while its tasks run."""
+"""A terminal progress bar that follows a job record while its tasks run, and what a
+follower does when the job pauses on its LLM budget."""
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from rich.console import Console
 from rich.progress import (
@@ -19,7 +21,7 @@ from rich.progress import (
 
 from hopindex.backends.protocols import JobStore
 from hopindex.core.errors import NotFoundError
-from hopindex.core.models import Job, Stage
+from hopindex.core.models import Job, JobState, Stage
 
 # Validation is done before the job starts; finalize is one step. The rest (each
 # phase of the index's method, and embedding) get a bar as the job meets them.
@@ -49,9 +51,24 @@ def _stage_updater(progress: Progress) -> Callable[[Job], None]:
     return update
 
 
+class WaitUntil(enum.StrEnum):
+    """How far a wait for a job goes."""
+
+    # Succeeded, failed or cancelled.
+    FINAL = "final"
+    # Final, or paused on its LLM budget: nothing more happens until a resume, so a
+    # follower that does not run the job itself stops there.
+    SETTLED = "settled"
+
+    def reached(self, job: Job) -> bool:
+        return job.state.is_final or (self is WaitUntil.SETTLED
+                                      and job.state is JobState.PAUSED)
+
+
 def wait_for_job(jobs: JobStore, job_id: str, *, timeout_s: float | None = None,
-                 on_update: Callable[[Job], None] | None = None) -> Job:
-    """Poll a job record until its state is final (its tasks run on workers)."""
+                 on_update: Callable[[Job], None] | None = None,
+                 until: WaitUntil = WaitUntil.FINAL) -> Job:
+    """Poll a job record until it is as far as ``until`` (its tasks run on workers)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         job = jobs.get_job(job_id)
@@ -59,32 +76,64 @@ def wait_for_job(jobs: JobStore, job_id: str, *, timeout_s: float | None = None,
             raise NotFoundError(f"no job {job_id!r}")
         if on_update is not None:
             on_update(job)
-        if job.state.is_final or (deadline is not None and time.monotonic() > deadline):
+        if until.reached(job) or (deadline is not None and time.monotonic() > deadline):
             return job
         time.sleep(POLL_S)
 
 
-def follow_job(jobs: JobStore, job_id: str, console: Console, enabled: bool = True) -> Job:
-    """Wait for the job to finish, showing its progress per stage unless disabled."""
+def follow_job(jobs: JobStore, job_id: str, console: Console, enabled: bool = True,
+               until: WaitUntil = WaitUntil.SETTLED) -> Job:
+    """Wait for the job to settle (by default: end, or pause on its budget), showing
+    its progress per stage unless disabled."""
     if not enabled:
-        return wait_for_job(jobs, job_id)
+        return wait_for_job(jobs, job_id, until=until)
     with _bars(console) as progress:
         update = _stage_updater(progress)
-        return wait_for_job(jobs, job_id, on_update=update)
+        return wait_for_job(jobs, job_id, on_update=update, until=until)
+
+
+class PauseWatch:
+    """Calls ``on_pause`` once per pause of the jobs it is shown, and ``on_resume`` once
+    such a job goes on (resumed, or ended while paused)."""
+
+    def __init__(self, on_pause: Callable[[Job], None],
+                 on_resume: Callable[[Job], None] | None = None) -> None:
+        self._on_pause = on_pause
+        self._on_resume = on_resume
+        self._noted: dict[str, float | None] = {}
+
+    def __call__(self, job: Job) -> None:
+        if job.state is JobState.PAUSED:
+            if job.job_id not in self._noted or self._noted[job.job_id] != job.paused_at:
+                self._noted[job.job_id] = job.paused_at
+                self._on_pause(job)
+        elif job.job_id in self._noted:
+            del self._noted[job.job_id]
+            if self._on_resume is not None:
+                self._on_resume(job)
 
 
 @contextmanager
-def follow_newest_job(jobs: JobStore, index: str, console: Console,
-                      enabled: bool = True) -> Iterator[None]:
+def follow_newest_job(jobs: JobStore, index: str, console: Console, enabled: bool = True,
+                      watch: Callable[[Job], None] | None = None) -> Iterator[None]:
     """Poll the index's newest job from a side thread; tasks may run in this process
-    (eager) or on workers, the job record is the one truth either way."""
-    if not enabled:
+    (eager) or on workers, the job record is the one truth either way. ``enabled``
+    shows progress bars; ``watch`` (a ``PauseWatch``, say) sees every poll of the job
+    even without them."""
+    if not enabled and watch is None:
         yield
         return
     known = {j.job_id for j in jobs.list_jobs(index, limit=5)}
     stop = threading.Event()
-    with _bars(console) as progress:
-        update = _stage_updater(progress)
+    with _bars(console) if enabled else nullcontext() as progress:
+        show = _stage_updater(progress) if progress is not None else None
+
+        def update(job: Job) -> None:
+            if show is not None:
+                show(job)
+            if watch is not None:
+                watch(job)
+
         thread = threading.Thread(target=_poll, args=(jobs, index, known, stop, update),
                                   daemon=True)
         thread.start()

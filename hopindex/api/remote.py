@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.events import Event
-from hopindex.core.models import Job
+from hopindex.core.models import Job, JobState
 from hopindex.methods.base import QueryOptions, QueryResult, QueryUsage, RankedPassage
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -143,13 +144,27 @@ class ApiClient:
         return json.loads(data) if data else None
 
     # -- documents and jobs -----------------------------------------------------------
-    def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None) -> Job:
-        """Upload files and folders; bad records are listed on the job, as locally."""
+    def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None,
+                     limits: BudgetLimits | None = None) -> Job:
+        """Upload files and folders; bad records are listed on the job, as locally.
+        ``limits`` replace those of the index's default budget (the server merges)."""
+        params = {"method": method, "on_error": "skip",
+                  **_budget_params(limits or BudgetLimits())}
+        return Job.from_dict(self._upload(index, paths, params))
+
+    def plan_ingest_paths(self, index: str, paths: Sequence[Path],
+                          method: str | None = None) -> dict[str, Any]:
+        """The dry run of ``ingest_paths``: the server's plan (``IngestPlan`` fields);
+        bad records are listed in it, as locally."""
+        plan: dict[str, Any] = self._upload(index, paths, {"method": method, "on_error": "skip",
+                                                           "dry_run": "true"})
+        return plan
+
+    def _upload(self, index: str, paths: Sequence[Path], params: dict[str, Any]) -> Any:
         body, content_type = multipart_body(uploads_for(paths))
-        with self._open("POST", f"/v1/indexes/{_quote(index)}/documents",
-                        params={"method": method, "on_error": "skip"}, body=body,
-                        content_type=content_type) as resp:
-            return Job.from_dict(json.loads(resp.read()))
+        with self._open("POST", f"/v1/indexes/{_quote(index)}/documents", params=params,
+                        body=body, content_type=content_type) as resp:
+            return json.loads(resp.read())
 
     def delete_documents(self, index: str, doc_ids: Sequence[str]) -> Job:
         return Job.from_dict(self._json("DELETE", f"/v1/indexes/{_quote(index)}/documents",
@@ -172,6 +187,20 @@ class ApiClient:
     def delete_index(self, index: str) -> None:
         self._json("DELETE", f"/v1/indexes/{_quote(index)}")
 
+    def index_budget(self, index: str) -> dict[str, Any]:
+        """The index's default budget: ``{"index", "budget"}``."""
+        found: dict[str, Any] = self._json("GET", f"/v1/indexes/{_quote(index)}/budget")
+        return found
+
+    def set_index_budget(self, index: str, limits: BudgetLimits) -> dict[str, Any]:
+        """Replace the index's default budget (no limits: remove it)."""
+        if not limits.is_limited:
+            self._json("DELETE", f"/v1/indexes/{_quote(index)}/budget")
+            return {"index": index, "budget": {}}
+        stored: dict[str, Any] = self._json("PUT", f"/v1/indexes/{_quote(index)}/budget",
+                                            payload=limits.as_dict())
+        return stored
+
     def get_job(self, job_id: str) -> Job | None:
         try:
             return Job.from_dict(self._json("GET", f"/v1/jobs/{_quote(job_id)}"))
@@ -190,10 +219,17 @@ class ApiClient:
     def cancel_job(self, job_id: str) -> Job:
         return Job.from_dict(self._json("POST", f"/v1/jobs/{_quote(job_id)}/cancel"))
 
+    def resume_job(self, job_id: str, limits: BudgetLimits | None = None) -> Job:
+        """Resume a job paused on its budget; ``limits`` given replace the job's."""
+        return Job.from_dict(self._json("POST", f"/v1/jobs/{_quote(job_id)}/resume",
+                                        payload=(limits or BudgetLimits()).as_dict()))
+
     def wait_for_job(self, job_id: str, poll_s: float = 0.5) -> Job:
+        """Poll until the job ends or pauses on its budget (it goes on without this
+        process once resumed)."""
         while True:
             job = self.require_job(job_id)
-            if job.state.is_final:
+            if job.state.is_final or job.state is JobState.PAUSED:
                 return job
             time.sleep(poll_s)
 
@@ -266,6 +302,11 @@ class ApiClient:
 
     def remove_webhook(self, webhook_id: str) -> None:
         self._json("DELETE", f"/v1/webhooks/{_quote(webhook_id)}")
+
+
+def _budget_params(limits: BudgetLimits) -> dict[str, str]:
+    """Limits as the ingest route's query parameters (only those set)."""
+    return {field: str(value) for field, value in limits.as_dict().items()}
 
 
 def _quote(part: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from hopindex.api.remote import ApiClient
+from hopindex.core.budget import BudgetLimits
 from hopindex.methods.base import QueryOptions
 
 if TYPE_CHECKING:
@@ -26,11 +27,12 @@ class RemoteCommands:
         return cast("JobStore", self.client)
 
     def ingest(self, index: str, paths: Sequence[Path], *, method: str | None, quiet: bool,
-               as_json: bool, no_wait: bool) -> None:
+               as_json: bool, no_wait: bool, limits: BudgetLimits) -> None:
         from hopindex.api.cli_support import run_and_report
 
         run_and_report(self._jobs(), index,
-                       lambda: self.client.ingest_paths(index, paths, method=method),
+                       lambda: self.client.ingest_paths(index, paths, method=method,
+                                                        limits=limits),
                        in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
     def query(self, index: str, question: str, *, method: str | None, options: QueryOptions,
@@ -67,13 +69,15 @@ class RemoteCommands:
                        in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
     def jobs(self, args: tuple[str, ...], *, index: str | None, limit: int, as_json: bool,
-             follow: bool) -> None:
+             follow: bool, limits: BudgetLimits) -> None:
         from hopindex.api.cli_support import console, err_console, print_jobs, report_job
         from hopindex.api.progress import follow_job
         from hopindex.api.render import render_job
 
-        if args and args[0] == "cancel":
+        if len(args) == 2 and args[0] == "cancel":
             job = self.client.cancel_job(args[1])
+        elif len(args) == 2 and args[0] == "resume":
+            job = self.client.resume_job(args[1], limits)
         elif args:
             job = self.client.require_job(args[0])
             if follow:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from hopindex.api.budgets import budget_text
 from hopindex.api.cli_support import describe_level_build
 
 
@@ -67,3 +68,15 @@ def print_deleted(described: dict[str, Any], *, as_json: bool) -> None:
         click.echo(json.dumps({"name": name, "deleted": True, "documents": documents}))
         return
     click.echo(f"deleted index {name} ({documents} documents)")
+
+
+def print_budget(view: dict[str, Any], *, as_json: bool) -> None:
+    """An index's default LLM budget (``budgets.budget_view`` fields)."""
+    if as_json:
+        click.echo(json.dumps(view, indent=2))
+        return
+    name, limits = view["index"], view["budget"]
+    if not limits:
+        click.echo(f"index {name}: no default LLM budget")
+        return
+    click.echo(f"index {name}: default LLM budget {budget_text(limits)}")

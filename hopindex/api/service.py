@@ -33,8 +33,8 @@ from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.dry_run import IngestPlan, plan_ingest
 from hopindex.scheduler.level_builds import level_statuses
 from hopindex.scheduler.lifecycle import cancel_job
-from hopindex.scheduler.pause import resume_paused_job, set_index_budget
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
+from hopindex.scheduler.pause import resume_paused_job, set_index_budget
 from hopindex.scheduler.rebuild import submit_rebuild
 from hopindex.scheduler.recovery import recover_orphaned_jobs
 from hopindex.scheduler.repair import submit_repair
@@ -88,7 +88,8 @@ class Hopindex:
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
                          read_errors: Sequence[ReadError] = (), method: str | None = None,
-                         job_id: str | None = None, budget: BudgetLimits | None = None) -> Job:
+                         *, job_id: str | None = None, budget: BudgetLimits | None = None
+                         ) -> Job:
         """Ingest into ``index``; a new index is built with the index method ``method``
         (default: the registry's ``default_index_method``, which depends on whether an
         LLM is configured). ``job_id`` lets a caller that runs this in the background

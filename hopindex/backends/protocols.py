@@ -130,11 +130,16 @@ class IndexInfo:
 
 
 class IndexCatalog(Protocol):
-    """The hopindex indexes that exist and the method each was built for."""
+    """The hopindex indexes that exist and the method each was built for.
+
+    ``set_index_options`` replaces an existing index's options whole (its name, method
+    and creation time never change) and raises ``NotFoundError`` for an unknown one.
+    """
 
     def create_index(self, info: IndexInfo) -> IndexInfo: ...
     def get_index(self, name: str) -> IndexInfo | None: ...
     def list_indexes(self) -> list[IndexInfo]: ...
+    def set_index_options(self, name: str, options: dict[str, Any]) -> IndexInfo: ...
     def delete_index(self, name: str) -> None: ...
 
 

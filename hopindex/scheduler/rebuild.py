@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from hopindex.core.budget import index_default
 from hopindex.core.errors import IndexBusyError, InvalidInputError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
@@ -23,7 +24,7 @@ from hopindex.scheduler.outstanding import IndexStatus, outstanding_work
 from hopindex.scheduler.pipeline import start_step
 from hopindex.scheduler.recovery import owning
 from hopindex.scheduler.runtime import Runtime
-from hopindex.scheduler.submit import ensure_index, planning
+from hopindex.scheduler.submit import check_budget, ensure_index, planning
 
 log = get_logger(__name__)
 
@@ -47,6 +48,9 @@ def submit_rebuild(runtime: Runtime, index: str, job_id: str | None = None) -> J
                                  f"({', '.join(work.running_jobs)}); rebuild once they end")
         job = Job(job_id=job_id, index=index, kind=JobKind.REBUILD, state=JobState.RUNNING,
                   started_at=time.time(), owner=owner)
+        # Its LLM calls count against the index's default budget, as an ingest's do.
+        job.budget = index_default(info.options)
+        check_budget(runtime, job.budget)
         state.create_job(job)
         log.info("rebuild_submitted", job_id=job_id, index=index, phases=phases)
         job_started(runtime, job)

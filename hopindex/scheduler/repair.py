@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from hopindex.core.budget import index_default
 from hopindex.core.errors import IndexBusyError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
@@ -21,7 +22,7 @@ from hopindex.scheduler.outstanding import IndexStatus, outstanding_work
 from hopindex.scheduler.pipeline import start_step
 from hopindex.scheduler.recovery import owning
 from hopindex.scheduler.runtime import Runtime
-from hopindex.scheduler.submit import ensure_index, planning
+from hopindex.scheduler.submit import check_budget, ensure_index, planning
 
 log = get_logger(__name__)
 
@@ -31,13 +32,16 @@ def submit_repair(runtime: Runtime, index: str, job_id: str | None = None) -> Jo
     job_id = job_id or new_job_id()
     state = runtime.backends.state
     with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.REPAIR):
-        ensure_index(runtime, index)
+        info = ensure_index(runtime, index)
         work = outstanding_work(state, index)
         if work.status is IndexStatus.BUILDING:
             raise IndexBusyError(f"index {index!r} has running jobs "
                                  f"({', '.join(work.running_jobs)}); repair once they end")
         job = Job(job_id=job_id, index=index, kind=JobKind.REPAIR, state=JobState.RUNNING,
                   started_at=time.time(), owner=owner)
+        # Its LLM calls count against the index's default budget, as an ingest's do.
+        job.budget = index_default(info.options)
+        check_budget(runtime, job.budget)
         state.create_job(job)
         log.info("repair_submitted", job_id=job_id, index=index,
                  documents=len(work.documents), failed=work.failed_per_phase())

@@ -17,6 +17,7 @@ from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import EventType
 from hopindex.core.models import Job, JobState
+from hopindex.readers import RawDocument, read_paths
 from hopindex.testing.llm_server import LlmTestServer
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import hotpot_corpus, kinds_and_texts
@@ -32,7 +33,8 @@ class BackgroundIngest:
     """An ingest on a thread of its own, as the HTTP service runs one: it blocks while
     its job is paused, and the test resumes it from the main thread."""
 
-    def __init__(self, service: Hopindex, corpus: Path, budget: BudgetLimits) -> None:
+    def __init__(self, service: Hopindex, documents: list[RawDocument],
+                 budget: BudgetLimits | None) -> None:
         self.job: Job | None = None
         self.error: BaseException | None = None
         self.job_id = "budgeted-job"
@@ -40,7 +42,7 @@ class BackgroundIngest:
         def run() -> None:
             try:
                 self.job = service.ingest_documents(
-                    INDEX, _read(corpus), job_id=self.job_id, budget=budget)
+                    INDEX, documents, job_id=self.job_id, budget=budget)
             except BaseException as exc:  # reported to the test thread
                 self.error = exc
 
@@ -70,9 +72,7 @@ def wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
     return job
 
 
-def _read(corpus: Path) -> list:  # type: ignore[type-arg]  # readers' record type
-    from hopindex.readers import read_paths
-
+def _read(corpus: Path) -> list[RawDocument]:
     return list(read_paths([corpus]).documents)
 
 
@@ -107,7 +107,7 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
     # call's under-estimate.
     service = Hopindex(llm_settings(tmp_path / "budgeted", server, llm_concurrency=1))
     try:
-        ingest = BackgroundIngest(service, corpus, BudgetLimits(max_llm_tokens=limit))
+        ingest = BackgroundIngest(service, _read(corpus), BudgetLimits(max_llm_tokens=limit))
         paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
                             timeout_s=300)
         assert paused.state is JobState.PAUSED, paused.reason
@@ -140,18 +140,25 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
         service.close()
 
 
-def test_a_budget_below_one_call_pauses_before_the_first(start_server: LlmServerStarter,
-                                                         tmp_path: Path) -> None:
-    """Ten tokens: the job pauses saying the budget is below one call, having sent
-    nothing; cancelling it ends the ingest, cancelled."""
+def test_an_index_default_below_one_call_pauses_before_the_first(
+        start_server: LlmServerStarter, tmp_path: Path) -> None:
+    """An index whose default budget is ten tokens: its next ingest, given no budget,
+    gets that one and pauses saying the budget is below one call, having sent nothing;
+    a limit given for the other kind keeps the default's; cancelling the paused job
+    ends the ingest, cancelled."""
     server = start_server()
-    corpus = hotpot_corpus(tmp_path, limit=3)
+    documents = _read(hotpot_corpus(tmp_path, limit=4))
     service = Hopindex(llm_settings(tmp_path / "data", server))
     try:
-        ingest = BackgroundIngest(service, corpus, BudgetLimits(max_llm_tokens=10))
+        first = service.ingest_documents(INDEX, documents[:1])
+        assert first.state is JobState.SUCCEEDED, first.reason
+        service.set_index_budget(INDEX, BudgetLimits(max_llm_tokens=10))
+        server.reset()
+        ingest = BackgroundIngest(service, documents[1:], budget=None)
         paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
                             timeout_s=120)
         assert paused.state is JobState.PAUSED
+        assert paused.budget == BudgetLimits(max_llm_tokens=10)
         assert paused.reason.startswith("LLM budget is below the cost of one call")
         assert "max_llm_tokens 10" in paused.reason
         assert sum(server.stats.by_kind.values()) == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -16,6 +17,14 @@ from aiohttp import web
 
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.routing import context
+from hopindex.api.service import Hopindex
+from hopindex.core.budget import (
+    MAX_COST,
+    MAX_LLM_TOKENS,
+    BudgetLimits,
+    parse_max_cost,
+    parse_max_tokens,
+)
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.json_input import (
@@ -208,3 +217,67 @@ def index_name(value: str, field: str = "index") -> str:
         return validate_index_name(value)
     except InvalidInputError as exc:
         raise bad_request(str(exc), field=field) from None
+
+
+# A budget's limits as the spec publishes them: a whole number of tokens and a number
+# (JSON's syntax) of money, neither negative. Checked here, before ``core/budget.py``'s
+# parsers, which also take the forms a command line gives ("1e3", " 5").
+_TOKENS_TEXT = re.compile(r"-?[0-9]+")
+_COST_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+BUDGET_FIELDS = (MAX_LLM_TOKENS, MAX_COST)
+
+
+def query_limits(request: web.Request) -> BudgetLimits:
+    """The ``max_llm_tokens`` and ``max_cost`` query parameters (each optional); a 400
+    naming the parameter for anything but a number of 0 or more."""
+    tokens, cost = (request.query.get(name) for name in BUDGET_FIELDS)
+    if tokens is not None and not _TOKENS_TEXT.fullmatch(tokens):
+        raise bad_request(f"query parameter {MAX_LLM_TOKENS!r} must be a whole number of 0 "
+                          f"or more, got {tokens!r}", field=MAX_LLM_TOKENS)
+    if cost is not None and not _COST_TEXT.fullmatch(cost):
+        raise bad_request(f"query parameter {MAX_COST!r} must be a number of 0 or more, got "
+                          f"{cost!r}", field=MAX_COST)
+    try:
+        return BudgetLimits(max_llm_tokens=parse_max_tokens(_whole(tokens), MAX_LLM_TOKENS),
+                            max_cost=parse_max_cost(cost, MAX_COST))
+    except InvalidInputError as exc:
+        raise bad_request(str(exc), field=exc.where) from None
+
+
+def _whole(text: str | None) -> int | None:
+    # An int, not the text: core's parser reads text through a float, which rounds
+    # counts past 2**53.
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python converts
+        raise bad_request(f"query parameter {MAX_LLM_TOKENS!r} is too long",
+                          field=MAX_LLM_TOKENS) from None
+
+
+def body_limits(body: dict[str, Any]) -> BudgetLimits:
+    """The ``max_llm_tokens`` and ``max_cost`` fields of a JSON body (absent or null: not
+    given); a 400 naming the field for anything but a number of 0 or more (a token
+    count a whole one)."""
+    for name in BUDGET_FIELDS:
+        value = body.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float | None):
+            raise bad_request(f"field {name!r} must be a number of 0 or more, got "
+                              f"{value!r}", field=name)
+    try:
+        return BudgetLimits.from_dict(body)
+    except InvalidInputError as exc:
+        raise bad_request(str(exc), field=exc.where) from None
+
+
+def require_prices(service: Hopindex, limits: BudgetLimits) -> None:
+    """422 naming ``max_cost`` when a cost limit is given to a server with no LLM prices
+    (nothing could count against it): what the server is not set up for, as an LLM
+    method without a model is."""
+    from hopindex.scheduler.submit import check_budget
+
+    try:
+        check_budget(service.runtime, limits)
+    except InvalidInputError as exc:
+        raise ApiError(422, "not_configured", str(exc), field=exc.where or None) from None

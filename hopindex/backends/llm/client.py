@@ -1,11 +1,11 @@
 """One async client over the OpenAI protocol, used by every LLM-driven method.
 
 Around each call, in this order (docs/architecture.md): response cache → the job's
-LLM budget, when it has one (reserve an estimate; a refusal pauses the job,
-``BudgetExhaustedError``) → rate limiter (reserve an estimate) → the call with a timeout → retries with jittered
-exponential backoff on 429/5xx/timeouts/connection errors (a 429 holds back
-every process sharing the limiter for its Retry-After) → reconcile the
-reservation with the reported usage → usage accounting. JSON replies are
+LLM budget, when it has one (reserve an estimate; a refusal pauses the job:
+``BudgetExhaustedError``) → rate limiter (reserve an estimate) → the call with a
+timeout → retries with jittered exponential backoff on 429/5xx/timeouts/connection
+errors (a 429 holds back every process sharing the limiter for its Retry-After) →
+reconcile the reservation with the reported usage → usage accounting. JSON replies are
 validated by the caller's parser, with one repair attempt. Each step is reported
 to an :class:`LlmObserver` (metrics), when one is given.
 
@@ -123,7 +123,7 @@ class ChatResult:
 
 class LlmClient:
     def __init__(self, settings: LlmSettings, limiter: RateLimiter,
-                 cache: ResponseCache | None = None,
+                 cache: ResponseCache | None = None, *,
                  client: openai.AsyncOpenAI | None = None,
                  observer: LlmObserver | None = None,
                  budget: LlmBudget | None = None) -> None:

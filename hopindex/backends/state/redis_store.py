@@ -17,6 +17,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import Any
+
+import redis
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.connection import dumps
@@ -27,7 +30,12 @@ from hopindex.backends.state.redis_failed import RedisFailedItemsMixin
 from hopindex.backends.state.redis_groups import RedisGroupsMixin
 from hopindex.backends.state.redis_jobs import RedisJobsMixin
 from hopindex.backends.state.redis_units import RedisUnitsMixin
-from hopindex.core.errors import BackendError, BackendUnavailableError, InvalidInputError
+from hopindex.core.errors import (
+    BackendError,
+    BackendUnavailableError,
+    InvalidInputError,
+    NotFoundError,
+)
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 
@@ -42,6 +50,9 @@ LAYOUT_VERSION = 2
 UPGRADE_LEASE_MS = 120_000
 UPGRADE_WAIT_S = 1.25 * UPGRADE_LEASE_MS / 1000
 _UPGRADE_POLL_S = 0.05
+# Writers of the catalog hash are rare (index creation, deletion, options): a few
+# retries of a refused WATCH are plenty.
+_OPTIONS_ATTEMPTS = 20
 
 # KEYS: lease. ARGV: token. Releases the lease only if this opener still holds it.
 _RELEASE_LEASE = """
@@ -63,6 +74,14 @@ end
 redis.call('DEL', KEYS[1])
 return #members
 """
+
+
+def _record(method: str, created_at: float, options: dict[str, Any]) -> str:
+    try:
+        return dumps({"method": method, "created_at": created_at, "options": options})
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"options are not JSON-serialisable: {exc}",
+                                where="options") from exc
 
 
 def _info(name: str, record: str) -> IndexInfo:
@@ -150,12 +169,7 @@ class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
     def create_index(self, info: IndexInfo) -> IndexInfo:
         """Register an index; if the name exists, the stored record is returned unchanged."""
         validate_index_name(info.name)
-        try:
-            record = dumps({"method": info.method, "created_at": info.created_at,
-                            "options": info.options})
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"options are not JSON-serialisable: {exc}",
-                                    where="options") from exc
+        record = _record(info.method, info.created_at, info.options)
         key = self._key("indexes")
         with self._errors("create_index"), self._redis().pipeline(transaction=True) as pipe:
             pipe.hsetnx(key, info.name, record)
@@ -174,6 +188,33 @@ class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
             reply = self._redis().hgetall(self._key("indexes"))
         records = {str(text(name)): str(text(record)) for name, record in reply.items()}
         return [_info(name, records[name]) for name in sorted(records)]
+
+    def set_index_options(self, name: str, options: dict[str, Any]) -> IndexInfo:
+        """Replace the options of index ``name``; ``NotFoundError`` when there is none.
+
+        The write is checked and set under WATCH, so an index deleted meanwhile is not
+        brought back as a bare catalog entry.
+        """
+        key = self._key("indexes")
+        with self._errors("set_index_options"), self._redis().pipeline() as pipe:
+            for _ in range(_OPTIONS_ATTEMPTS):
+                try:
+                    pipe.watch(key)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+                    stored = text(pipe.hget(key, name))
+                    if stored is None:
+                        raise NotFoundError(f"no index {name!r}")
+                    current = _info(name, str(stored))
+                    record = _record(current.method, current.created_at, options)
+                    pipe.multi()
+                    pipe.hset(key, name, record)
+                    pipe.execute()
+                    return IndexInfo(name=name, method=current.method,
+                                     created_at=current.created_at,
+                                     options=json.loads(record)["options"])
+                except redis.WatchError:
+                    continue
+        raise BackendError(f"set_index_options: the catalog kept changing during "
+                           f"{_OPTIONS_ATTEMPTS} attempts; giving up")
 
     def delete_index(self, name: str) -> None:
         """Remove the index and everything stored under it; unknown names are a no-op.

@@ -8,6 +8,7 @@ whose deletion has to reach every other table.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.catalogue import CatalogueMixin
@@ -18,7 +19,7 @@ from hopindex.backends.state.groups import GroupsMixin
 from hopindex.backends.state.jobs import JobsMixin
 from hopindex.backends.state.schema import INDEX_TABLES
 from hopindex.backends.state.units import UnitsMixin
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 
@@ -33,11 +34,7 @@ class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin,
     def create_index(self, info: IndexInfo) -> IndexInfo:
         """Register an index; if the name exists, the stored record is returned unchanged."""
         validate_index_name(info.name)
-        try:
-            options = dumps(info.options)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"options are not JSON-serialisable: {exc}",
-                                    where="options") from exc
+        options = _options_json(info.options)
         with self._transaction("create_index", write=True) as conn:
             conn.execute("INSERT OR IGNORE INTO indexes (name, method, created_at, options)"
                          " VALUES (?, ?, ?, ?)",
@@ -65,6 +62,18 @@ class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin,
                           options=json.loads(options))
                 for name, method, created_at, options in rows]
 
+    def set_index_options(self, name: str, options: dict[str, Any]) -> IndexInfo:
+        """Replace the options of index ``name``; ``NotFoundError`` when there is none."""
+        stored = _options_json(options)
+        with self._transaction("set_index_options", write=True) as conn:
+            conn.execute("UPDATE indexes SET options = ? WHERE name = ?", (stored, name))
+            row = conn.execute("SELECT name, method, created_at, options FROM indexes"
+                               " WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no index {name!r}")
+        return IndexInfo(name=row[0], method=row[1], created_at=row[2],
+                         options=json.loads(row[3]))
+
     def delete_index(self, name: str) -> None:
         """Remove the index and everything stored under it; unknown names are a no-op."""
         with self._transaction("delete_index", write=True) as conn:
@@ -74,3 +83,11 @@ class SqliteStateStore(DocumentsMixin, UnitsMixin, CatalogueMixin, JobsMixin,
                 removed[table] = conn.execute(f"DELETE FROM {table} WHERE idx = ?",
                                               (name,)).rowcount
         log.info("state_index_deleted", index=name, **removed)
+
+
+def _options_json(options: dict[str, Any]) -> str:
+    try:
+        return dumps(options)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"options are not JSON-serialisable: {exc}",
+                                where="options") from exc

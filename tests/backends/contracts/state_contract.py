@@ -14,7 +14,7 @@ from typing import ClassVar
 import pytest
 
 from hopindex.backends.protocols import IndexInfo, StateStore
-from hopindex.core.errors import InvalidIndexNameError, InvalidInputError
+from hopindex.core.errors import InvalidIndexNameError, InvalidInputError, NotFoundError
 from hopindex.core.models import Document, UnitKind
 from tests.backends.contracts.failed_items_contract import FailedItemsContract
 from tests.backends.contracts.state_contract_parts import EntityCatalogueContract, JobStoreContract
@@ -110,6 +110,43 @@ class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsC
         again = store.create_index(IndexInfo(name=index, method="other", created_at=1.0))
         assert again == first
         assert [i.name for i in store.list_indexes()].count(index) == 1
+
+    def test_set_index_options_replaces_them_whole(self, store: StateStore) -> None:
+        """Setting options replaces the stored ones (keys left out are gone), keeps the
+        method and creation time, shows in get and list, and lasts across reads."""
+        name = f"ct-{uuid.uuid4().hex[:12]}"
+        store.create_index(IndexInfo(name=name, method="indexrag", created_at=123.5,
+                                     options={"tau": 10, "budget": {"max_cost": 1.5}}))
+        try:
+            updated = store.set_index_options(name, {"budget": {"max_llm_tokens": 5000}})
+            expected = IndexInfo(name=name, method="indexrag", created_at=123.5,
+                                 options={"budget": {"max_llm_tokens": 5000}})
+            assert updated == expected
+            assert store.get_index(name) == expected
+            assert [i for i in store.list_indexes() if i.name == name] == [expected]
+            assert store.set_index_options(name, {}).options == {}
+            assert store.get_index(name) == IndexInfo(name=name, method="indexrag",
+                                                      created_at=123.5)
+        finally:
+            store.delete_index(name)
+
+    def test_set_index_options_of_an_unknown_index_is_not_found(
+            self, store: StateStore, index: str) -> None:
+        """Options of an index that does not exist (or was deleted) are refused with
+        NotFoundError and create no index; unstorable options are refused as input."""
+        with pytest.raises(NotFoundError):
+            store.set_index_options("ct-never-created", {"budget": {"max_cost": 1.0}})
+        assert store.get_index("ct-never-created") is None
+        gone = f"ct-{uuid.uuid4().hex[:12]}"
+        store.create_index(IndexInfo(name=gone, method="naive", created_at=1.0))
+        store.delete_index(gone)
+        with pytest.raises(NotFoundError):
+            store.set_index_options(gone, {})
+        assert store.get_index(gone) is None
+        with pytest.raises(InvalidInputError):
+            store.set_index_options(index, {"bad": object()})
+        kept = store.get_index(index)
+        assert kept is not None and kept.options == {}
 
     def test_unknown_index_is_none(self, store: StateStore) -> None:
         """Looking up an index that was never created returns None."""

@@ -223,9 +223,10 @@ def test_processes_racing_for_the_last_of_a_budget_never_exceed_it(target: str,
 
     limits = BudgetLimits(max_llm_tokens=limit_tokens, max_cost=limit_cost)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, target, job_id, str(tokens),
-                               str(cost), str(limit_tokens), str(limit_cost)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env, cwd=ROOT) for _ in range(racers)]
+    argv = [sys.executable, "-c", RACER, target, job_id, str(tokens), str(cost),
+            str(limit_tokens), str(limit_cost)]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, cwd=ROOT) for _ in range(racers)]
     counts = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

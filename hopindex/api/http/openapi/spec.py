@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hopindex.api.http.openapi.budget import BUDGET_SCHEMAS, COST, JOB_FIELDS, TOKENS
 from hopindex.api.http.openapi.links import LINK_SCHEMAS
 from hopindex.api.http.openapi.plan import PLAN_SCHEMAS
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
@@ -18,6 +19,7 @@ from hopindex.api.http.routes.events import EVENT_ID_PATTERN
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
 from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
+from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
 from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.json_input import MAX_JSON_DEPTH, MAX_JSON_NUMBER_CHARS
 from hopindex.core.settings import MetricsAccess, Settings
@@ -161,7 +163,14 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                        "true: plan the ingest instead of running it (200 with the "
                        "IngestPlan: documents new, changed, unchanged and invalid, each "
                        "phase's LLM calls, exact or bounded, and tokens); nothing is "
-                       "written and no LLM is called")]),
+                       "written and no LLM is called"),
+                _param(MAX_LLM_TOKENS, "query", TOKENS,
+                       "the job pauses before an LLM call would take its tokens past this "
+                       "(POST /v1/jobs/{job_id}/resume continues it); replaces that limit "
+                       "of the index's default budget"),
+                _param(MAX_COST, "query", COST,
+                       "the job pauses before an LLM call would take its cost past this; "
+                       "replaces that limit of the index's default budget")]),
             "delete": _op("Delete documents", {
                 **_ok(202, "the job", ref("Job")), **_errors(404, 413, 415, 429)},
                 body=_json(ref("DeleteDocuments"))),
@@ -179,6 +188,19 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                            "(its trees) again over its documents as they are now",
                       ref("Job")),
                 **_errors(404, 409, 422, 429)}),
+        },
+        "/v1/indexes/{name}/budget": {
+            "parameters": [INDEX_PARAM],
+            "get": _op("Get the index budget", {
+                **_ok(200, "the index's default budget", ref("IndexBudget")),
+                **_errors(404)}),
+            "put": _op("Set the index budget", {
+                **_ok(200, "the default budget, replaced: a limit left out or null is "
+                           "removed", ref("IndexBudget")),
+                **_errors(404, 413, 415, 422)}, body=_json(ref("BudgetLimits"))),
+            "delete": _op("Clear the index budget", {
+                **_ok(204, "removed: later jobs have no budget unless they give one", None),
+                **_errors(404)}),
         },
         "/v1/indexes/{name}/links": {
             "parameters": [INDEX_PARAM],
@@ -238,6 +260,15 @@ def _other_paths() -> dict[str, Any]:
         "/v1/jobs/{job_id}/cancel": {"parameters": [JOB_PARAM], "post": _op(
             "Cancel a job", {**_ok(200, "the job, cancelled", ref("Job")),
                              **_errors(404, 409)}, tag="jobs")},
+        "/v1/jobs/{job_id}/resume": {"parameters": [JOB_PARAM], "post": {**_op(
+            "Resume a job", {**_ok(200, "the job, running again", ref("Job")),
+                             **_errors(404, 409, 413, 415, 422)}, tag="jobs"),
+            "requestBody": {"required": False, "content": _json(ref("BudgetLimits"))},
+            "description": "Continues a job paused on its LLM budget (state paused) where "
+                           "it stopped; nothing it finished is redone. Limits given replace "
+                           "the job's own: each is the job's new total, counting what it "
+                           "spent. No body: the same limits. A job that is not paused is a "
+                           "409 (job_not_paused)."}},
         "/v1/events": {"get": {**_op("Stream events", {
             "200": {"description": "server-sent events: `id:`, `event:` (the type) and "
                                    "`data:` (an Event as JSON) per event; comment lines keep "
@@ -330,4 +361,6 @@ def _components(settings: Settings) -> dict[str, Any]:
     found = components(settings)
     found["schemas"].update(LINK_SCHEMAS)
     found["schemas"].update(PLAN_SCHEMAS)
+    found["schemas"].update(BUDGET_SCHEMAS)
+    found["schemas"]["Job"]["properties"].update(JOB_FIELDS)
     return found

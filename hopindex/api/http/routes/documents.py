@@ -1,5 +1,6 @@
 """``/v1/indexes/{name}/documents``: ingest (202 with a job, or with ``dry_run=true``
-200 with the plan) and delete documents."""
+200 with the plan; ``max_llm_tokens`` and ``max_cost`` replace those limits of the
+index's default budget for this job) and delete documents."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ from typing import Any
 
 from aiohttp import web
 
+from hopindex.api.budgets import ingest_budget
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
+    BUDGET_FIELDS,
     check_fields,
     index_name,
     query_choice,
     query_enum,
+    query_limits,
     read_json_object,
+    require_prices,
 )
 from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
@@ -37,6 +42,8 @@ async def ingest(request: web.Request) -> web.Response:
     on_error = query_enum(request, "on_error", OnError, OnError.REJECT)
     # Read before the body, so a bad value is refused without reading an upload.
     dry_run = query_choice(request, "dry_run", ("true", "false")) == "true"
+    limits = query_limits(request)
+    require_prices(ctx.service, limits)
     read = await receive_documents(request, ctx.blocking,
                                    max_body_bytes=settings.api_max_body_bytes,
                                    max_document_bytes=settings.max_document_bytes)
@@ -56,8 +63,10 @@ async def ingest(request: web.Request) -> web.Response:
         plan = await ctx.blocking.run(service.plan_ingest_documents, index, read.documents,
                                       read.errors, method=method)
         return web.json_response(plan.as_dict())
+    # The index's default budget is read when the job starts, off the event loop.
     job = await ctx.jobs.launch(lambda job_id: service.ingest_documents(
-        index, read.documents, read.errors, method=method, job_id=job_id))
+        index, read.documents, read.errors, method=method, job_id=job_id,
+        budget=ingest_budget(service, index, limits)))
     return accepted(job)
 
 
@@ -93,6 +102,6 @@ async def delete_documents(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
-          query=("method", "on_error", "dry_run")),
+          query=("method", "on_error", "dry_run", *BUDGET_FIELDS)),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
 ]

@@ -1,4 +1,5 @@
-"""``/v1/indexes``: create, list, describe, repair, rebuild and delete indexes."""
+"""``/v1/indexes``: create, list, describe, repair, rebuild and delete indexes, and
+the default LLM budget of an index's jobs."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ from typing import Any
 
 from aiohttp import web
 
+from hopindex.api.budgets import index_budget, set_index_budget
 from hopindex.api.http.errors import ApiError
-from hopindex.api.http.params import body_choice, check_fields, index_name, read_json_object
+from hopindex.api.http.params import (
+    BUDGET_FIELDS,
+    body_choice,
+    body_limits,
+    check_fields,
+    index_name,
+    read_json_object,
+    require_prices,
+)
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
 from hopindex.api.index_views import describe_index, index_view
 from hopindex.api.service import Hopindex
+from hopindex.core.budget import BudgetLimits
 from hopindex.methods.registry import index_method_names
 from hopindex.scheduler.submit import ensure_index
 
@@ -77,6 +88,34 @@ async def rebuild_index(request: web.Request) -> web.Response:
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
 
+async def get_budget(request: web.Request) -> web.Response:
+    """The index's default budget: ``{"index", "budget"}``."""
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    return web.json_response(await ctx.blocking.run(index_budget, ctx.service, name))
+
+
+async def put_budget(request: web.Request) -> web.Response:
+    """Replace the index's default budget with the body's limits (none: no default)."""
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    body = await read_json_object(request)
+    check_fields(body, BUDGET_FIELDS)
+    limits = body_limits(body)
+    require_prices(ctx.service, limits)
+    return web.json_response(await ctx.blocking.run(set_index_budget, ctx.service, name,
+                                                    limits))
+
+
+async def delete_budget(request: web.Request) -> web.Response:
+    """Remove the index's default budget: later jobs run without one unless they give
+    their own."""
+    ctx = context(request)
+    name = index_name(request.match_info["name"], field="name")
+    await ctx.blocking.run(set_index_budget, ctx.service, name, BudgetLimits())
+    return web.Response(status=204)
+
+
 ROUTES = [
     Route("GET", "/v1/indexes", list_indexes, Guard.READ),
     Route("POST", "/v1/indexes", create_index, Guard.WRITE),
@@ -84,4 +123,7 @@ ROUTES = [
     Route("DELETE", "/v1/indexes/{name}", delete_index, Guard.WRITE),
     Route("POST", "/v1/indexes/{name}/repair", repair_index, Guard.WRITE),
     Route("POST", "/v1/indexes/{name}/rebuild", rebuild_index, Guard.WRITE),
+    Route("GET", "/v1/indexes/{name}/budget", get_budget, Guard.READ),
+    Route("PUT", "/v1/indexes/{name}/budget", put_budget, Guard.WRITE),
+    Route("DELETE", "/v1/indexes/{name}/budget", delete_budget, Guard.WRITE),
 ]

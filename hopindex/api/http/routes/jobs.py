@@ -1,4 +1,4 @@
-"""``/v1/jobs``: list jobs, show one, cancel one."""
+"""``/v1/jobs``: list jobs, show one, cancel one, resume one paused on its LLM budget."""
 
 from __future__ import annotations
 
@@ -7,10 +7,21 @@ import re
 from aiohttp import web
 
 from hopindex.api.http.errors import ApiError, bad_request
-from hopindex.api.http.params import index_name, query_int, query_string
+from hopindex.api.http.params import (
+    BUDGET_FIELDS,
+    body_limits,
+    check_fields,
+    index_name,
+    query_int,
+    query_string,
+    read_json_object,
+    require_prices,
+)
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job
+from hopindex.core.budget import BudgetLimits
+from hopindex.core.errors import InvalidInputError
+from hopindex.core.models import Job, JobState
 
 MAX_LIST = 1000
 DEFAULT_LIST = 50
@@ -67,8 +78,41 @@ async def cancel_job(request: web.Request) -> web.Response:
     return web.json_response(cancelled.as_dict())
 
 
+async def resume_job(request: web.Request) -> web.Response:
+    """Continue a job paused on its LLM budget (200 with the job; 409 when it is not
+    paused). The optional body's limits replace the job's own."""
+    ctx = context(request)
+    body = await read_json_object(request) if request.body_exists else {}
+    check_fields(body, BUDGET_FIELDS)
+    limits = body_limits(body)
+    require_prices(ctx.service, limits)
+    job = await _scoped_job(request)
+    if job.state is not JobState.PAUSED:
+        raise _not_paused(job)
+    resumed = await ctx.blocking.run(_resume, ctx.service, job.job_id, limits)
+    return web.json_response(resumed.as_dict())
+
+
+def _resume(service: Hopindex, job_id: str, limits: BudgetLimits) -> Job:
+    try:
+        return service.resume_job(job_id, max_llm_tokens=limits.max_llm_tokens,
+                                  max_cost=limits.max_cost)
+    except InvalidInputError as exc:
+        # It stopped being paused since it was read: a conflict with its state, as above.
+        job = service.get_job(job_id)
+        if exc.where == "job_id" and job.state is not JobState.PAUSED:
+            raise _not_paused(job) from None
+        raise
+
+
+def _not_paused(job: Job) -> ApiError:
+    return ApiError(409, "job_not_paused", f"job {job.job_id} is {job.state.value}, not "
+                    "paused; only a job paused on its LLM budget resumes", field="job_id")
+
+
 ROUTES = [
     Route("GET", "/v1/jobs", list_jobs, Guard.READ, query=("index", "limit")),
     Route("GET", "/v1/jobs/{job_id}", get_job, Guard.READ),
     Route("POST", "/v1/jobs/{job_id}/cancel", cancel_job, Guard.WRITE),
+    Route("POST", "/v1/jobs/{job_id}/resume", resume_job, Guard.WRITE),
 ]

@@ -1,0 +1,50 @@
+"""The OpenAPI components of LLM budgets: the limits a request gives (an ingest's query
+parameters, a resume's body, an index's default) and the budget and pause a job
+record shows (core/budget.py, scheduler/pause.py)."""
+
+from __future__ import annotations
+
+from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, obj, or_null, ref
+from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
+
+TOKENS: Schema = {"type": "integer", "minimum": 0,
+                  "description": "the most prompt and completion tokens the job's LLM calls "
+                                 "may use, in all"}
+COST: Schema = {"type": "number", "minimum": 0,
+                "description": "the most the job's LLM calls may cost, in all, at the prices "
+                               "the server sets (HOPINDEX_LLM_PRICE_*), in their currency; "
+                               "a 422 (not_configured) on a server with no prices"}
+
+# As a job record and an index show it: only the limits that are set.
+BUDGET = obj({MAX_LLM_TOKENS: TOKENS, MAX_COST: COST}, closed=True)
+BUDGET["description"] = ("what a job's LLM calls may use before it pauses; a limit left "
+                         "out is not set, and an empty object is no budget")
+
+# As a request gives it: a field left out or null is not given.
+BUDGET_LIMITS = obj({MAX_LLM_TOKENS: or_null(TOKENS), MAX_COST: or_null(COST)}, closed=True)
+
+INDEX_BUDGET = obj({"index": INDEX_NAME, "budget": ref("Budget")}, ("index", "budget"))
+INDEX_BUDGET["description"] = ("the default budget of the index's later jobs: an ingest's "
+                               "max_llm_tokens or max_cost replaces that limit for its job")
+
+_SPEND = obj({"tokens": {"type": "integer", "minimum": 0}, "cost": {"type": "number",
+                                                                   "minimum": 0}})
+PAUSE = obj({"limits": ref("Budget"), "spent": _SPEND, "held": _SPEND, "next_call": _SPEND,
+             "stage": {"type": "string", "description": "the phase whose call was refused"}})
+PAUSE["description"] = ("why a paused job paused: its limits, what settled calls spent, "
+                        "what calls in flight held, and the refused call's estimate; empty "
+                        "when the job is not paused")
+
+# The fields a job record holds for its budget (spec.py adds them to the Job schema).
+JOB_FIELDS: dict[str, Schema] = {
+    "budget": ref("Budget"),
+    "paused_at": {"type": ["number", "null"],
+                  "description": "when it last paused (seconds since the epoch); null when "
+                                 "it is not paused"},
+    "pause": ref("JobPause"),
+    "paused_tasks": {"type": "array", "items": {"type": "string"},
+                     "description": "on workers: the tasks a resume sends again"},
+}
+
+BUDGET_SCHEMAS: dict[str, Schema] = {"Budget": BUDGET, "BudgetLimits": BUDGET_LIMITS,
+                                     "IndexBudget": INDEX_BUDGET, "JobPause": PAUSE}
