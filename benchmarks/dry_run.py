@@ -4,11 +4,18 @@ against the local test server.
 The corpus is split in two slices. Slice A goes into a new index: its dry run has no
 history, so tokens are estimated from characters (0.25 tokens per prompt character,
 256 completion tokens per call). Slice B follows into the same index: its dry run
-estimates tokens from slice A's job (tokens per call the server reported), and bounds
-stage 2 by the mentions slice A's documents hold. Each dry run is followed by the real
-ingest, and the figures compare: stage-1 calls planned vs sent (they must be equal),
-stage-2 calls sent vs the bound (sent must not exceed it), and the signed error of
-each token estimate ((estimate - actual) / actual). Both dry runs must send no request.
+estimates tokens from slice A's job (prompt tokens per prompt character, completion
+tokens per document character, from the plan slice A's job recorded when submitted
+and the tokens the server reported), and bounds stage 2 by the mentions slice A's
+documents hold. Each dry run is followed by the real ingest, and the figures compare:
+stage-1 calls planned vs sent (they must be equal), stage-2 calls sent vs the bound
+(sent must not exceed it), and the signed error of each token estimate ((estimate -
+actual) / actual). Both dry runs must send no request. For slice B, the same history
+is also applied per call and per prompt character, the predictors it replaces.
+
+Each ingest plans itself when submitted (the estimate its job record keeps): that
+planning's time (the ``job_estimated`` log event) is set against the ingest's, and its
+stage-1 calls against the job's.
 
 The stand-in model's replies are not a real model's: token errors here measure the
 estimator on this server's replies, not on a provider's.
@@ -20,17 +27,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import structlog
 from common import OUT, SAMPLE, write_result
+from structlog.testing import capture_logs
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job
+from hopindex.core.models import Job, LlmUsage
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument
 from hopindex.scheduler.dry_run import IngestPlan, PhasePlan
@@ -50,11 +63,30 @@ def corpus() -> list[RawDocument]:
 def _error(estimate: int | None, actual: int) -> float | None:
     if estimate is None or actual == 0:
         return None
-    return round((estimate - actual) / actual, 3)
+    return round((estimate - actual) / actual, 4)
 
 
 def _phase(plan: IngestPlan, name: str) -> PhasePlan:
     return next(p for p in plan.phases if p.phase == name)
+
+
+def other_predictors(history: Job, plan: IngestPlan, job: Job) -> dict[str, Any]:
+    """Slice A's job applied to slice B the ways it could be: per call (the basis
+    before), and completion tokens per prompt character."""
+    before, stage1 = history.llm[STAGE1], _phase(plan, STAGE1)
+    planned = history.estimate[STAGE1]
+    used = job.llm.get(STAGE1, LlmUsage())
+    calls, chars = stage1.calls or 0, stage1.prompt_chars or 0
+    per_call = (round(calls * before.prompt_tokens / before.calls),
+                round(calls * before.completion_tokens / before.calls))
+    per_prompt_char = round(chars * before.completion_tokens / planned["prompt_chars"])
+    return {"per_call": {"prompt_tokens": per_call[0],
+                         "prompt_error": _error(per_call[0], used.prompt_tokens),
+                         "completion_tokens": per_call[1],
+                         "completion_error": _error(per_call[1], used.completion_tokens)},
+            "completion_per_prompt_char": {
+                "completion_tokens": per_prompt_char,
+                "completion_error": _error(per_prompt_char, used.completion_tokens)}}
 
 
 def compare(plan: IngestPlan, job: Job, sent: dict[str, int],
@@ -86,15 +118,45 @@ def compare(plan: IngestPlan, job: Job, sent: dict[str, int],
     }
 
 
+def submitted_estimate(job: Job, logs: list[dict[str, Any]], ingest_s: float
+                       ) -> dict[str, Any]:
+    """The plan the job recorded when submitted, against its calls, and its time."""
+    planned_s = next(e["duration_s"] for e in logs if e["event"] == "job_estimated")
+    used = job.llm.get(STAGE1, LlmUsage())
+    return {"stage1_calls": {"estimate": job.estimate[STAGE1]["calls"],
+                             "actual": used.calls},
+            "stage2_planning": job.estimate[STAGE2]["planning"],
+            "planning_s": planned_s, "ingest_s": round(ingest_s, 3),
+            "planning_share_of_ingest": round(planned_s / ingest_s, 4)}
+
+
+@contextmanager
+def info_events() -> Iterator[list[dict[str, Any]]]:
+    """The structlog events logged in the block, info ones included (the service logs
+    warnings and up by default)."""
+    config = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    try:
+        with capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**config)
+
+
 def plan_then_ingest(service: Hopindex, server: LlmTestServer,
-                     documents: list[RawDocument]) -> dict[str, Any]:
+                     documents: list[RawDocument]) -> tuple[IngestPlan, Job, dict[str, Any]]:
     before = server.stats.count(Endpoint.CHAT)
     plan = service.plan_ingest_documents(INDEX, documents, method="indexrag")
     during = server.stats.count(Endpoint.CHAT) - before
     kinds = dict(server.stats.by_kind)
-    job = service.ingest_documents(INDEX, documents, method="indexrag")
+    started = time.perf_counter()
+    with info_events() as logs:
+        job = service.ingest_documents(INDEX, documents, method="indexrag")
+    ingest_s = time.perf_counter() - started
     sent = {k: v - kinds.get(k, 0) for k, v in server.stats.by_kind.items()}
-    return compare(plan, job, sent, during)
+    figures = compare(plan, job, sent, during)
+    figures["submitted"] = submitted_estimate(job, logs, ingest_s)
+    return plan, job, figures
 
 
 def main() -> None:
@@ -112,8 +174,9 @@ def main() -> None:
                             embedder_url=f"openai://{server.config.embedding_model}"
                             ).resolved()
         with Hopindex(settings) as service:
-            first = plan_then_ingest(service, server, documents[: args.slice_a])
-            second = plan_then_ingest(service, server, documents[args.slice_a:])
+            _, history, first = plan_then_ingest(service, server, documents[: args.slice_a])
+            plan, job, second = plan_then_ingest(service, server, documents[args.slice_a:])
+            second["stage1"]["other_predictors"] = other_predictors(history, plan, job)
     finally:
         server.stop()
     figures = {"corpus": "hotpotqa-100", "documents": len(documents),
@@ -127,6 +190,14 @@ def main() -> None:
               f"{s1['completion_tokens']['error']}; stage2 sent {s2['sent_calls']} "
               f"bound {s2['bound']}; requests during dry run "
               f"{run['requests_during_dry_run']}")
+        sub = run["submitted"]
+        print(f"  at submit: stage1 estimate {sub['stage1_calls']['estimate']} actual "
+              f"{sub['stage1_calls']['actual']}; planning {sub['planning_s']:.3f}s of the "
+              f"ingest's {sub['ingest_s']:.1f}s ({sub['planning_share_of_ingest']:.2%})")
+    others = second["stage1"]["other_predictors"]
+    print(f"slice B per call: prompt error {others['per_call']['prompt_error']}, completion "
+          f"error {others['per_call']['completion_error']}; completion per prompt "
+          f"character: error {others['completion_per_prompt_char']['completion_error']}")
     print(f"wrote {path}")
 
 

@@ -10,6 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from hopindex.api.budgets import budget_text
+from hopindex.api.render_estimate import render_estimate
+from hopindex.api.render_pause import pause_lines
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job
 from hopindex.methods.base import QueryResult
@@ -40,10 +43,16 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         console.print(f"LLM total: {total.calls} calls, {total.prompt_tokens} prompt + "
                       f"{total.completion_tokens} completion tokens{cost_text(total.cost)}",
                       markup=False)
+    render_estimate(console, job)
     # Reasons and failures unwrapped (soft_wrap): a file path or a reason broken at the
     # console's width (80 columns when piped) cannot be searched for or copied.
     if job.reason:
         console.print(f"reason: {job.reason}", markup=False, soft_wrap=True)
+    paused = pause_lines(job)
+    for line in paused:
+        console.print(line, markup=False, soft_wrap=True)
+    if job.budget.is_limited and not paused:
+        console.print(f"LLM budget: {budget_text(job.budget.as_dict())}", markup=False)
     for note in job.redrives:
         console.print(f"re-driven: {note}", markup=False, soft_wrap=True)
     for error in job.errors[:max_errors]:

@@ -18,11 +18,9 @@ from typing import Any
 import click
 
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, budget_text, plain_number
-from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
+from hopindex.core.budget import COST_TOLERANCE, MAX_COST, MAX_LLM_TOKENS
 from hopindex.core.models import Job, JobState
 
-# A refused cost is over its limit by more than float noise (backends/llm/budget.py).
-_COST_TOLERANCE = 1e-12
 _GROWTH = 2
 
 
@@ -67,7 +65,7 @@ def suggested_limits(job: Job) -> dict[str, float]:
                   if isinstance(limits.get(field), int | float)}
     refused = {field for field, limit in set_limits.items()
                if _used(figures, kinds[field]) > limit + (
-                   _COST_TOLERANCE if field == MAX_COST else 0)}
+                   COST_TOLERANCE if field == MAX_COST else 0)}
     suggested: dict[str, float] = {}
     for field in refused or set_limits:
         limit, kind = set_limits[field], kinds[field]

@@ -12,13 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from hopindex.api.cli_support import console
+from hopindex.api.render_estimate import TOKEN_NOTES, cost_figure
 
 MAX_ERRORS_SHOWN = 20
-TOKEN_NOTES = {
-    "history": "tokens per call reported by the provider on this index's earlier jobs",
-    "characters": "0.25 tokens per prompt character, 256 completion tokens per call "
-                  "(an approximation for English text; no tokenizer is used)",
-}
 
 
 def print_plan(plan: dict[str, Any], *, as_json: bool) -> None:
@@ -34,6 +30,12 @@ def _figure(value: int | None, planning: str) -> str:
     return f"<= {value:,}" if planning == "bound" else f"{value:,}"
 
 
+def _cost(cost: float | None, planning: str) -> str:
+    if cost is None:
+        return "-"
+    return f"<= {cost_figure(cost)}" if planning == "bound" else cost_figure(cost)
+
+
 def render_plan(out: Console, plan: dict[str, Any]) -> None:
     docs = plan["documents"]
     state = "" if plan["index_exists"] else " (new index)"
@@ -43,20 +45,23 @@ def render_plan(out: Console, plan: dict[str, Any]) -> None:
     out.print(f"documents: {docs['new']} new, {docs['changed']} changed, "
               f"{docs['unchanged']} unchanged, {docs['invalid']} invalid", markup=False)
     # The basis is a sentence: printed under the table, where it wraps as text.
+    priced = any(phase.get("cost") is not None for phase in plan["phases"])
     table = Table(show_edge=False)
     table.add_column("phase", no_wrap=True)
     table.add_column("planning")
-    for column in ("LLM calls", "cached", "prompt tokens", "completion tokens"):
+    for column in ("LLM calls", "cached", "prompt tokens", "completion tokens",
+                   *(("cost",) if priced else ())):
         table.add_column(column, justify="right")
     notes: set[str] = set()
     for phase in plan["phases"]:
         planning = phase["planning"]
         if phase["token_basis"] in TOKEN_NOTES:
             notes.add(phase["token_basis"])
+        cost = (_cost(phase.get("cost"), planning),) if priced else ()
         table.add_row(phase["phase"], planning.replace("_", " "),
                       _figure(phase["calls"], planning), f"{phase['cache_hits']:,}",
                       _figure(phase["prompt_tokens"], planning),
-                      _figure(phase["completion_tokens"], planning))
+                      _figure(phase["completion_tokens"], planning), *cost)
     out.print(table)
     for phase in plan["phases"]:
         out.print(f"{phase['phase']}: {phase['basis']}", markup=False)

@@ -13,6 +13,10 @@ from typing import Any
 
 from hopindex.core.errors import InvalidInputError
 
+# Float sums of prices carry noise in the last places; a call that fits exactly must
+# not be refused for it.
+COST_TOLERANCE = 1e-12
+
 MAX_LLM_TOKENS = "max_llm_tokens"
 MAX_COST = "max_cost"
 

@@ -317,7 +317,7 @@ class Job:
     paused_tasks: list[str] = field(default_factory=list)
     # The dry run's figures per phase, planned when the job was submitted, kept beside
     # ``llm_usage`` (what the calls really used): calls, prompt_tokens,
-    # completion_tokens, cost and how each was estimated (scheduler/dry_run.py).
+    # completion_tokens, cost and how each was estimated (scheduler/dry_run_plan.py).
     estimate: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

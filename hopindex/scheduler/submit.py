@@ -170,8 +170,8 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                   job_id: str | None = None, budget: BudgetLimits | None = None) -> Job:
     """Create the ingest job (``job_id``: the caller's, else a new one) and launch it.
 
-    ``budget``: what its LLM calls may use before it pauses (scheduler/pause.py); None
-    takes the index's default budget, if it has one."""
+    ``budget``: what its LLM calls may use before it pauses (scheduler/pause.py); each
+    limit it gives replaces that one of the index's default budget."""
     job_id = job_id or new_job_id()
     state = runtime.backends.state
     if budget is not None:
@@ -185,7 +185,10 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         known = state.document_hashes(index)
         todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
         job = _new_job(job_id, index, JobKind.INGEST, owner)
-        job.budget = budget if budget is not None else index_default(info.options)
+        # A limit given replaces that limit of the index's default, never the other one.
+        default = index_default(info.options)
+        job.budget = default if budget is None else default.with_overrides(
+            max_llm_tokens=budget.max_llm_tokens, max_cost=budget.max_cost)
         check_budget(runtime, job.budget)
         validate = job.count(Stage.VALIDATE)
         validate.total = len(raw) + len(read_errors)

@@ -88,7 +88,9 @@ def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
         tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
     """The planned stage-1 calls (one per chunk: the long document has three) are the
     calls the ingest then sends; on the second ingest the stage-2 bound holds, and the
-    token estimates switch from characters to the index's history."""
+    token estimates switch from characters to the index's history: the first job's
+    tokens per prompt character and per document character, from the plan it
+    recorded when submitted."""
     server = start_server()
     first = [*CURIE_CORPUS[:3], LONG]
     with _service(tmp_path, server) as service:
@@ -105,9 +107,14 @@ def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
         plan = service.plan_ingest_documents("curie", second)
         stage1, stage2 = _phase(plan, "indexrag.stage1"), _phase(plan, "indexrag.stage2")
         assert stage1.token_basis is TokenBasis.HISTORY
-        history = job.llm["indexrag.stage1"]
-        assert stage1.prompt_tokens == round(len(second) * history.prompt_tokens
-                                             / history.calls)
+        history, planned = job.llm["indexrag.stage1"], job.estimate["indexrag.stage1"]
+        assert planned["calls"] == history.calls
+        assert stage1.prompt_chars is not None and stage1.input_chars is not None
+        assert stage1.prompt_tokens == round(stage1.prompt_chars * history.prompt_tokens
+                                             / planned["prompt_chars"])
+        assert stage1.completion_tokens == round(
+            stage1.input_chars * history.completion_tokens / planned["input_chars"])
+        assert stage1.input_chars == sum(len(d.title) + len(d.text.strip()) for d in second)
         assert stage2.planning is Planning.BOUND and stage2.calls is not None
         server.reset()
         service.ingest_documents("curie", second)

@@ -34,13 +34,9 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from hopindex.backends.sqlite import SqliteFile
-from hopindex.core.budget import BudgetCharge, BudgetLimits, BudgetStatus
+from hopindex.core.budget import COST_TOLERANCE, BudgetCharge, BudgetLimits, BudgetStatus
 from hopindex.core.errors import ConfigError
 from hopindex.core.settings import REDIS_SCHEMES
-
-# Float sums of prices carry noise in the last places; a call that fits exactly must
-# not be refused for it.
-COST_TOLERANCE = 1e-12
 
 
 class LlmBudget(Protocol):

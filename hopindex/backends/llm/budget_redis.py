@@ -17,9 +17,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from hopindex.backends.llm.budget import COST_TOLERANCE
 from hopindex.backends.llm.ratelimit_redis import CONNECT_TIMEOUT_S, public_url
-from hopindex.core.budget import BudgetCharge, BudgetLimits, BudgetStatus
+from hopindex.core.budget import COST_TOLERANCE, BudgetCharge, BudgetLimits, BudgetStatus
 from hopindex.core.errors import BackendUnavailableError
 
 PREFIX = "hopindex:budget"

@@ -4,6 +4,12 @@ Stage 1 sends one request per chunk, built from the document alone, so the plan 
 the requests themselves. Stage 2 calls once per touched entity shared by 2..tau
 documents; which entities a new document names is known only from its stage-1
 replies, so the plan bounds the calls instead (see :func:`bound_stage2_calls`).
+
+On an index's first ingest there is nothing to bound by: the entities come from the
+model's replies alone (its free-form entity lists, not spans of the text), and a
+stage-1 request caps no reply length, so any number of entities could be shared by
+2..tau of the new documents. Stage 2 is then "not planned" rather than given a bound
+nothing guarantees.
 """
 
 from __future__ import annotations
@@ -49,8 +55,9 @@ def bound_stage2_calls(context: PlanContext, documents: Sequence[Document]) -> C
     if most == 0:
         return CallBound(max_calls=None, basis=(
             f"{len(old)} entities touched through changed documents or failed earlier; "
-            "no other document of this index names an entity yet, so what the new "
-            "documents add cannot be bounded"))
+            "no other document of this index names an entity yet, and the entities the "
+            "new documents share come only from their stage-1 replies, whose length "
+            "nothing caps: no bound holds before stage 1 runs"))
     frequency = Counter(e for entities in named for e in entities)
     joinable = sum(1 for e, n in frequency.items() if e not in old and 1 <= n < tau)
     mentions = len(doc_ids) * most

@@ -23,7 +23,8 @@ def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
 def test_dry_run_answers_the_plan_and_writes_nothing(api: Api, llm: LlmTestServer) -> None:
     """A dry run into a new index answers 200 with an IngestPlan (checked against the
     spec), sends the LLM nothing and creates no index and no job; the ingest that
-    follows sends exactly the planned stage-1 calls."""
+    follows sends exactly the planned stage-1 calls, and its job view shows the same
+    figure as its estimate."""
     _, docs = sample_documents(limit=4)
     chats = llm.stats.count(Endpoint.CHAT)
     planned = api.call("POST", "/v1/indexes/dry/documents",
@@ -41,6 +42,8 @@ def test_dry_run_answers_the_plan_and_writes_nothing(api: Api, llm: LlmTestServe
     assert job.status_code == 202, job.text
     done = api.wait_job(job.json()["job_id"])
     assert done["llm"]["stages"]["indexrag.stage1"]["calls"] == stage1["calls"]
+    # The job view (checked against the spec's Job) carries the plan made at submit.
+    assert done["estimate"]["indexrag.stage1"]["calls"] == stage1["calls"]
 
 
 def test_a_bad_dry_run_value_names_the_parameter(api: Api, llm: LlmTestServer) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, enum_of, obj
-from hopindex.scheduler.dry_run import Planning
+from hopindex.scheduler.dry_run_plan import Planning
 from hopindex.scheduler.dry_run_tokens import TokenBasis
 
 COUNT: Schema = {"type": "integer", "minimum": 0}
@@ -23,12 +23,21 @@ PHASE_PLAN = obj({
     "cache_hits": {**COUNT, "description": "planned requests the response cache answers "
                                            "already (not in calls)"},
     "prompt_chars": {**OPTIONAL_COUNT, "description": "characters of the planned prompts"},
+    "input_chars": {**OPTIONAL_COUNT, "description": "characters (title and text) of the "
+                                                     "documents the planned prompts carry"},
     "prompt_tokens": OPTIONAL_COUNT, "completion_tokens": OPTIONAL_COUNT,
     "token_basis": {**enum_of(TokenBasis),
-                    "description": "history: tokens per call the provider reported on this "
-                                   "index's earlier jobs; characters: 0.25 tokens per prompt "
-                                   "character and 256 completion tokens per call, an "
-                                   "approximation for English text"},
+                    "description": "history: prompt tokens per prompt character and "
+                                   "completion tokens per document character the provider "
+                                   "reported on this index's earlier jobs of the phase and "
+                                   "model; history_per_call: tokens per call on those jobs "
+                                   "(no characters on record, or prompts not known yet); "
+                                   "characters: 0.25 tokens per prompt character and 256 "
+                                   "completion tokens per call, an approximation for "
+                                   "English text"},
+    "cost": {"type": ["number", "null"], "minimum": 0,
+             "description": "the estimated tokens at the configured prices (an upper "
+                            "estimate when planning is bound); null: unpriced or unknown"},
 }, ("phase", "kind", "planning", "calls", "basis", "cache_hits", "prompt_chars",
     "prompt_tokens", "completion_tokens", "token_basis"))
 

@@ -28,6 +28,8 @@ from hopindex.methods.registry import (
     index_method_names,
     query_method_names,
 )
+from hopindex.scheduler.dry_run_plan import Planning
+from hopindex.scheduler.dry_run_tokens import TokenBasis
 from hopindex.scheduler.level_builds import BuildState
 from hopindex.scheduler.outstanding import IndexStatus
 
@@ -159,6 +161,28 @@ LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
                  "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER,
                  "cost": COST})
 
+# An ingest job's dry-run plan, made when it was submitted (scheduler/dry_run_plan.py),
+# per phase by qualified name, beside which ``llm.stages`` shows what the calls used.
+_OPTIONAL_COUNT: Schema = {"type": ["integer", "null"], "minimum": 0}
+JOB_ESTIMATE: Schema = {
+    "type": "object", "additionalProperties": obj({
+        "kind": enum_of(PhaseKind),
+        "planning": {**enum_of(Planning), "description": "how calls is known: exact, "
+                                                         "bound (at most), not_planned"},
+        "calls": _OPTIONAL_COUNT, "basis": {"type": "string"},
+        "cache_hits": {"type": "integer", "minimum": 0},
+        "prompt_chars": _OPTIONAL_COUNT, "input_chars": _OPTIONAL_COUNT,
+        "prompt_tokens": _OPTIONAL_COUNT, "completion_tokens": _OPTIONAL_COUNT,
+        "token_basis": {**enum_of(TokenBasis), "description": "history (per character), "
+                                                              "history_per_call, or "
+                                                              "characters (a fixed ratio)"},
+        "cost": {"type": ["number", "null"], "minimum": 0,
+                 "description": "at the prices set when planned; null: unpriced"},
+        "model": {"type": "string"}}),
+    "description": "the ingest's dry-run plan per phase, made when it was submitted; "
+                   "empty for a method without an LLM or when planning failed"}
+
+
 def job_schema() -> Schema:
     """A job record. Its counts are keyed by step: ``validate``, each phase of the index's
     method by its qualified name, ``embed``, ``finalize`` (those of the installed methods
@@ -195,6 +219,7 @@ def job_schema() -> Schema:
         "created_at": TIMESTAMP,
         "started_at": OPTIONAL_TIMESTAMP,
         "finished_at": OPTIONAL_TIMESTAMP,
+        "estimate": JOB_ESTIMATE,
     }, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
 
 # A reader record (README "Using it"): keys other than these are kept as metadata; an
