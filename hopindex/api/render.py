@@ -43,6 +43,9 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         console.print(f"LLM total: {total.calls} calls, {total.prompt_tokens} prompt + "
                       f"{total.completion_tokens} completion tokens{cost_text(total.cost)}",
                       markup=False)
+    if job.embedding.tokens:
+        console.print(f"embedding: {job.embedding.requests} requests, {job.embedding.tokens} "
+                      f"tokens{cost_text(job.embedding.cost)}", markup=False)
     render_estimate(console, job)
     # Reasons and failures unwrapped (soft_wrap): a file path or a reason broken at the
     # console's width (80 columns when piped) cannot be searched for or copied.
@@ -65,8 +68,13 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
 
 
 def render_result(console: Console, result: QueryResult, *, width: int = 100) -> None:
+    embedding = ""
+    if result.usage.embedding_tokens:
+        # Without an answer there is no LLM line: the cost (the embeddings') goes here.
+        cost = cost_text(result.usage.cost) if result.answer is None else ""
+        embedding = f", {result.usage.embedding_tokens} embedding tokens{cost}"
     console.print(f"[bold]{result.question}[/bold]  "
-                  f"(method={result.method}, {result.latency_s * 1000:.1f} ms)")
+                  f"(method={result.method}, {result.latency_s * 1000:.1f} ms{embedding})")
     if result.answer is not None:
         usage = result.usage
         console.print(f"  answer: {result.answer}", markup=False)

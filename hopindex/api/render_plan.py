@@ -67,6 +67,13 @@ def render_plan(out: Console, plan: dict[str, Any]) -> None:
         out.print(f"{phase['phase']}: {phase['basis']}", markup=False)
     for basis in sorted(notes):
         out.print(f"tokens ({basis}): {TOKEN_NOTES[basis]}", markup=False)
+    embedding = plan.get("embedding")
+    if embedding:
+        priced_at = ("" if embedding["cost"] is None
+                     else f", cost {cost_figure(embedding['cost'])}")
+        out.print(f"embedding ({embedding['model']}): >= {embedding['tokens']:,} tokens"
+                  f"{priced_at} "
+                  f"({embedding['basis']})", markup=False)
     errors = plan["errors"]
     for error in errors[:MAX_ERRORS_SHOWN]:
         where = f" ({error['where']})" if error.get("where") else ""

@@ -10,6 +10,7 @@ from typing import Any
 
 from hopindex.api.links import links_of, reject
 from hopindex.api.progress import wait_for_job
+from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends
 from hopindex.core.budget import BudgetLimits
@@ -163,9 +164,15 @@ class Hopindex:
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
             started = time.perf_counter()
-            result = spec.factory(self._search_context()).run_query(
-                index, question, options or QueryOptions())
+            with metered_embeddings() as meter:
+                result = spec.factory(self._search_context()).run_query(
+                    index, question, options or QueryOptions())
             result.latency_s = time.perf_counter() - started
+            embedding = meter.usage(self.settings.embedding_price_per_mtok)
+            result.usage.add_embedding(embedding)
+            if not embedding.is_empty:  # else the embedder may be unopened: leave it so
+                report_embedding_usage(self.settings, self.backends.embedder.model_name,
+                                       embedding)
         except Exception:
             self._query_metrics.record_failure(method)
             raise

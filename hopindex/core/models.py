@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hopindex.core.budget import BudgetLimits
+from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.redact import redact_text
 
 
@@ -282,6 +283,9 @@ class Job:
     errors: list[ItemError] = field(default_factory=list)
     # LLM usage per phase name ("indexrag.stage1", ...), as the workers reported it.
     llm: dict[str, LlmUsage] = field(default_factory=dict)
+    # What the embed steps asked of a remote embedding provider (empty for a local
+    # model); apart from ``llm``, whose figures are the chat calls alone.
+    embedding: EmbeddingUsage = field(default_factory=EmbeddingUsage)
     # Groups (bridges, tree nodes, ...) a groups or levels phase rebuilt or removed.
     groups_rebuilt: int = 0
     groups_removed: int = 0
@@ -332,6 +336,7 @@ class Job:
             "missing": self.missing(),
             "llm": {**self.llm_total.as_dict(),
                     "stages": {stage: u.as_dict() for stage, u in sorted(self.llm.items())}},
+            "embedding": self.embedding.as_dict(),
             "groups_rebuilt": self.groups_rebuilt,
             "groups_removed": self.groups_removed,
             "phases": dict(self.phases),
@@ -410,6 +415,7 @@ class Job:
                               where=e.get("where", "")) for e in data["errors"]],
             llm={stage: LlmUsage.from_dict(u)
                  for stage, u in data["llm"].get("stages", {}).items()},
+            embedding=EmbeddingUsage.from_dict(data.get("embedding", {})),
             groups_rebuilt=int(data.get("groups_rebuilt", 0)),
             groups_removed=int(data.get("groups_removed", 0)),
             phases={str(k): str(v) for k, v in data.get("phases", {}).items()},

@@ -119,6 +119,9 @@ class Settings:
     # tokens, in the operator's currency; unset (None, or empty) records tokens only.
     llm_price_input_per_mtok: float | None = None
     llm_price_output_per_mtok: float | None = None
+    # What the provider charges per million embedding (input) tokens; unset records
+    # tokens only. Local embedders report no tokens: their cost is the machine's.
+    embedding_price_per_mtok: float | None = None
 
     # Workers (docs/architecture.md). A message not acknowledged within the visibility timeout
     # is redelivered (the recovery delay after a worker dies), so every task must
@@ -406,7 +409,8 @@ class Settings:
         self._validate_prices()
 
     def _validate_prices(self) -> None:
-        names = ("llm_price_input_per_mtok", "llm_price_output_per_mtok")
+        names = ("llm_price_input_per_mtok", "llm_price_output_per_mtok",
+                 "embedding_price_per_mtok")
         for name in names:
             price = getattr(self, name)
             if price is None:

@@ -18,6 +18,7 @@ from hopindex.backends.protocols import (
     UnitStore,
     VectorStore,
 )
+from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
 from hopindex.core.models import COST_DECIMALS, LlmUsage, UnitKind, combined_cost
 from hopindex.core.settings import Settings
@@ -111,12 +112,16 @@ class QueryUsage:
     llm_retries: int = 0
     limiter_wait_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)
-    # Money at the configured prices (see LlmUsage.cost); None: unpriced.
+    # Tokens a remote embedding provider reported for this query (0: a local model).
+    embedding_tokens: int = 0
+    # Money at the configured prices (see LlmUsage.cost); None: unpriced. Embedding
+    # tokens join it only when HOPINDEX_EMBEDDING_PRICE_PER_MTOK is set (add_embedding).
     cost: float | None = None
 
     def add_llm(self, usage: LlmUsage) -> None:
-        self.cost = combined_cost(self.cost, not (self.llm_calls or self.cache_hits),
-                                  usage.cost, usage.is_empty)
+        # A cost already here with no LLM call behind it is priced embeddings: a part.
+        empty = not (self.llm_calls or self.cache_hits) and self.cost is None
+        self.cost = combined_cost(self.cost, empty, usage.cost, usage.is_empty)
         self.llm_calls += usage.calls
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
@@ -124,11 +129,27 @@ class QueryUsage:
         self.llm_retries += usage.retries
         self.limiter_wait_s += usage.limiter_wait_s
 
+    def add_embedding(self, usage: EmbeddingUsage) -> None:
+        """The query's embedding tokens, and their cost when the embedding price is set.
+
+        Priced embeddings combine with the LLM part as ``combined_cost`` does: an
+        unpriced LLM call leaves the whole unknown (None). Unpriced embeddings, though,
+        stay out of ``cost`` instead of voiding it: without an embedding price the
+        operator prices the LLM alone, and its figure stays what it was, with
+        ``embedding_tokens`` beside it.
+        """
+        self.embedding_tokens += usage.tokens
+        if usage.cost is None or usage.is_empty:
+            return
+        empty = not (self.llm_calls or self.cache_hits) and self.cost is None
+        self.cost = combined_cost(self.cost, empty, usage.cost, False)
+
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits,
-            "llm_retries": self.llm_retries, "limiter_wait_s": round(self.limiter_wait_s, 6),
+            "embedding_tokens": self.embedding_tokens, "llm_retries": self.llm_retries,
+            "limiter_wait_s": round(self.limiter_wait_s, 6),
             "phases_s": {k: round(v, 6) for k, v in self.phases_s.items()}}
         if self.cost is not None:  # unpriced: no figure at all, not a zero
             data["cost"] = round(self.cost, COST_DECIMALS)

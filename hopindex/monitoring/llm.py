@@ -38,3 +38,18 @@ class PrometheusLlmObserver:
                                 kind=TokenKind.COMPLETION.value).inc(completion_tokens)
         if cost:  # unpriced calls leave the counter alone: no series, not a false zero
             m.LLM_COST.labels(stage=stage, model=model).inc(cost)
+
+
+class PrometheusEmbeddingObserver:
+    """Embedding figures in the LLM families, under ``stage="embed"`` and the embedding
+    model: tokens as ``kind="prompt"`` (an embedding request's tokens are its input),
+    cost when priced. Not counted as LLM requests, which add up to the chat calls a
+    job record reports."""
+
+    def observe_embeddings(self, stage: str, model: str, *, requests: int, tokens: int,
+                           cost: float | None) -> None:
+        if tokens:
+            m.LLM_TOKENS.labels(stage=stage, model=model,
+                                kind=TokenKind.PROMPT.value).inc(tokens)
+        if cost:  # unpriced embeddings leave the counter alone, as unpriced calls do
+            m.LLM_COST.labels(stage=stage, model=model).inc(cost)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from celery import signals
 
+from hopindex.backends.embedder.metering import EmbeddingObserver, use_embedding_observer
 from hopindex.backends.llm.observer import LlmObserver, use_observer
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts
@@ -86,6 +87,12 @@ def _prometheus_observer() -> LlmObserver:
     return PrometheusLlmObserver()
 
 
+def _prometheus_embedding_observer() -> EmbeddingObserver:
+    from hopindex.monitoring.llm import PrometheusEmbeddingObserver
+
+    return PrometheusEmbeddingObserver()
+
+
 def install_task_hooks(settings: Settings, runtime_source: Callable[[], Runtime]) -> None:
     """Connect the hooks once per process; ``settings`` decides whether they record
     metrics (the structlog context is bound either way). ``runtime_source`` gives the
@@ -94,6 +101,7 @@ def install_task_hooks(settings: Settings, runtime_source: Callable[[], Runtime]
     _hooks.metrics = settings.metrics is MetricsMode.ON
     # Every LLM client this process opens reports to Prometheus (when metrics are on).
     use_observer(_prometheus_observer)
+    use_embedding_observer(_prometheus_embedding_observer)
     with _hooks.lock:
         if _hooks.connected:
             return

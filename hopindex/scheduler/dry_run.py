@@ -14,11 +14,12 @@ from typing import Any
 
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.ids import validate_index_name
-from hopindex.core.models import ItemError
+from hopindex.core.models import Document, ItemError
 from hopindex.methods.plugin import IndexMethod, LlmUse
 from hopindex.methods.registry import get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.dry_run_plan import PhasePlan, Planning, plan_phases
+from hopindex.scheduler.dry_run_tokens import TOKENS_PER_CHAR
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.submit import default_method, read_error_items, validate_documents
 
@@ -54,12 +55,46 @@ class IngestPlan:
     documents: DocumentCounts
     phases: list[PhasePlan] = field(default_factory=list)
     errors: list[ItemError] = field(default_factory=list)
+    # Embedding tokens at a provider's embeddings endpoint; None with a local model.
+    embedding: EmbeddingPlan | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "method": self.method, "model": self.model,
                 "index_exists": self.index_exists, "documents": self.documents.as_dict(),
                 "phases": [p.as_dict() for p in self.phases],
-                "errors": [e.as_dict() for e in self.errors]}
+                "errors": [e.as_dict() for e in self.errors],
+                "embedding": self.embedding.as_dict() if self.embedding else None}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingPlan:
+    """What a provider's embeddings of the ingest take at the least: the new and changed
+    documents' text, at ``TOKENS_PER_CHAR`` (an approximation for English text). The
+    units the phases derive from them (bridges, facts, summaries) are embedded too and
+    are not known before they run."""
+
+    model: str
+    tokens: int
+    cost: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "tokens": self.tokens, "cost": self.cost,
+                "basis": f"the documents to embed at {TOKENS_PER_CHAR:g} tokens per character; "
+                         "the units the phases derive from them are embedded too and not "
+                         "planned"}
+
+
+def plan_embedding(runtime: Runtime, todo: Sequence[Document]) -> EmbeddingPlan | None:
+    """The embedding estimate when embeddings go to a provider (``openai://``); None for
+    a local model, whose cost is the machine's time."""
+    settings = runtime.settings
+    scheme, _, model = settings.embedder_url.partition("://")
+    if scheme != "openai":
+        return None
+    tokens = round(sum(len(d.title) + len(d.text) for d in todo) * TOKENS_PER_CHAR)
+    price = settings.embedding_price_per_mtok
+    return EmbeddingPlan(model=model, tokens=tokens,
+                         cost=None if price is None else tokens * price / 1_000_000)
 
 
 def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
@@ -80,7 +115,7 @@ def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     phases = plan_phases(runtime, index, chosen, todo, index_exists=info is not None)
     return IngestPlan(index=index, method=chosen.name, model=runtime.settings.llm_model,
                       index_exists=info is not None, documents=counts, phases=phases,
-                      errors=errors)
+                      errors=errors, embedding=plan_embedding(runtime, todo))
 
 
 def _method(runtime: Runtime, index: str, existing: str | None,

@@ -187,3 +187,27 @@ def test_cli_prints_the_table_or_the_plan_as_json(
     assert refused.exit_code == ExitCode.DATA_ERROR
     assert "bad.jsonl:1" in refused.output and "'text' is empty" in refused.output
     assert _chat_requests(server) == 0
+
+
+def test_a_provider_embedder_is_planned_as_a_floor_and_priced(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """With ``openai://`` embeddings the plan gives the documents' tokens at 0.25 per
+    character, priced at the embedding price; the ingest then embeds at least that
+    many (the documents' passages and more units); the CLI prints the line."""
+    server = start_server()
+    settings = llm_settings(tmp_path / "data", server, **embedder_settings(server),
+                            embedding_price_per_mtok=0.02)
+    with Hopindex(settings) as service:
+        plan = service.plan_ingest_documents("curie", CURIE_CORPUS, method="indexrag")
+        chars = sum(len(d.title) + len(d.text) for d in CURIE_CORPUS)
+        assert plan.embedding is not None
+        assert plan.embedding.model == server.config.embedding_model
+        assert plan.embedding.tokens == round(chars * 0.25)
+        assert plan.embedding.cost == pytest.approx(plan.embedding.tokens * 0.02 / 1e6)
+        assert plan.as_dict()["embedding"]["basis"].startswith("the documents to embed")
+        job = service.ingest_documents("curie", CURIE_CORPUS)
+        assert job.embedding.tokens >= plan.embedding.tokens
+    local = llm_settings(tmp_path / "local", server)
+    with Hopindex(local) as service:
+        assert service.plan_ingest_documents("curie", CURIE_CORPUS,
+                                             method="indexrag").embedding is None

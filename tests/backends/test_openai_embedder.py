@@ -12,6 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from hopindex.backends.embedder import OpenAiEmbedder
+from hopindex.backends.embedder.metering import metered_embeddings
 from hopindex.backends.protocols import Embedder
 from hopindex.core.errors import (
     BackendError,
@@ -193,3 +194,29 @@ def test_bad_settings_are_config_errors(bad: dict[str, float]) -> None:
     options: dict[str, Any] = {"base_url": "http://127.0.0.1:1/v1", "api_key": "k", **bad}
     with pytest.raises(ConfigError):
         OpenAiEmbedder(MODEL, **options)
+
+
+def test_the_meter_counts_the_servers_requests_and_tokens(server: LlmTestServer) -> None:
+    """Inside ``metered_embeddings()`` every reply adds one request and the tokens its
+    ``usage`` reported: the meter ends equal to the server's own counts."""
+    with metered_embeddings() as meter:
+        make(server, batch_size=4).embed_texts(texts(10))
+    stats = server.stats
+    assert stats.embedding_tokens > 0
+    assert meter.requests == stats.count(Endpoint.EMBEDDINGS) == 3
+    assert meter.tokens == stats.embedding_tokens
+
+
+def test_calls_outside_a_meter_are_not_counted_and_meters_nest(
+        server: LlmTestServer) -> None:
+    """A call made after the block leaves the meter as it was; an inner meter counts its
+    own calls and the meter around it counts both."""
+    embedder = make(server, dimension=384)
+    with metered_embeddings() as outer:
+        embedder.embed_query("Warsaw")
+        with metered_embeddings() as inner:
+            embedder.embed_query("Photosynthesis converts light.")
+    embedder.embed_query("not metered")
+    assert (inner.requests, outer.requests) == (1, 2)
+    assert 0 < inner.tokens < outer.tokens
+    assert outer.tokens < server.stats.embedding_tokens  # the unmetered call was served

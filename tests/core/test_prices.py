@@ -162,3 +162,25 @@ def test_the_cli_shows_cost_only_when_priced() -> None:
     render_job(console, unpriced)
     shown = console.export_text()
     assert "LLM m.stage1: 2 calls" in shown and "cost" not in shown
+
+
+EMBEDDING = "HOPINDEX_EMBEDDING_PRICE_PER_MTOK"
+
+
+def test_the_embedding_price_parses_alone_and_defaults_to_unset() -> None:
+    """The embedding price is one number per million tokens, needs no LLM price beside
+    it, and is unset (None, not 0) when absent or empty."""
+    assert Settings.from_env({EMBEDDING: "0.02"}).embedding_price_per_mtok == 0.02
+    assert Settings.from_env({}).embedding_price_per_mtok is None
+    assert Settings.from_env({EMBEDDING: " "}).embedding_price_per_mtok is None
+    again = Settings.from_env(Settings.from_env({EMBEDDING: "0.13"}).to_env())
+    assert again.embedding_price_per_mtok == 0.13
+
+
+@pytest.mark.parametrize("value", ["-0.02", "cheap", "$0.02", "nan", "inf", "1,5"])
+def test_a_bad_embedding_price_is_a_config_error_naming_the_variable(value: str) -> None:
+    """A negative, non-numeric or non-finite embedding price stops the process by name."""
+    with pytest.raises(ConfigError, match=EMBEDDING):
+        Settings.from_env({EMBEDDING: value})
+    with pytest.raises(ConfigError, match=EMBEDDING):
+        Settings(embedding_price_per_mtok=-1.0).resolved()

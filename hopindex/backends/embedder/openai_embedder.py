@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hopindex.backends.embedder.metering import record_embedding_request
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
 from hopindex.backends.protocols import Vector
 from hopindex.core.errors import (
@@ -110,6 +111,7 @@ class OpenAiEmbedder:
         # for one blank chunk; a single space embeds as "nothing" and keeps the row.
         inputs = [text if text.strip() else " " for text in texts]
         response = self._call(inputs)
+        record_embedding_request(_reported_tokens(response))
         return self._rows(response.data, len(inputs))
 
     def _call(self, inputs: list[str]) -> openai.types.CreateEmbeddingResponse:
@@ -188,3 +190,13 @@ class OpenAiEmbedder:
 
 def _retry_after_s(exc: openai.APIStatusError) -> float | None:
     return retry_after_s(exc.response.headers)
+
+
+def _reported_tokens(response: openai.types.CreateEmbeddingResponse) -> int:
+    # Some OpenAI-compatible servers leave usage out, or give only the total: the
+    # prompt count is the one billed, and the total equals it for embeddings.
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0
+    tokens = getattr(usage, "prompt_tokens", None) or getattr(usage, "total_tokens", None)
+    return int(tokens or 0)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 
+from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, VectorRecord
+from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, Stage
 from hopindex.scheduler.failed_items import PURGE_PHASE
@@ -34,10 +36,19 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
     todo = state.unembedded_units(index, unit_ids)
     units = state.get_units(index, todo)
     encode_s = 0.0
+    embedding = EmbeddingUsage()
     if units:
         t0 = time.perf_counter()
-        vectors = backends.embedder.embed_texts([u.text for u in units])
+        # Units may share a text (two bridge entities quoting the same sentences):
+        # each distinct text is embedded once.
+        distinct = list(dict.fromkeys(u.text for u in units))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        with metered_embeddings() as meter:
+            vectors = backends.embedder.embed_texts(distinct)[[row_of[u.text] for u in units]]
         encode_s = time.perf_counter() - t0
+        # Priced as the calls are made, so a later price change leaves the job's cost be.
+        embedding = meter.usage(runtime.settings.embedding_price_per_mtok)
+        report_embedding_usage(runtime.settings, backends.embedder.model_name, embedding)
         backends.vectors.ensure_index(index, backends.embedder.dimension)
         backends.keywords.ensure_index(index)
         backends.vectors.upsert_vectors(index, [
@@ -53,6 +64,7 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
         counts.done += len(units)
         counts.skipped += len(unit_ids) - len(units)
         job.units_embedded += len(units)
+        job.embedding.add(embedding)
 
     job, _ = settle(state, job_id, change)
     maybe_progress(runtime, job)

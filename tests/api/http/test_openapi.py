@@ -15,7 +15,10 @@ from hopindex.api.http.event_tokens import TOKEN_PARAM
 from hopindex.api.http.openapi.spec import build_spec
 from hopindex.api.http.routes import ALL_ROUTES
 from hopindex.api.http.routing import Credential, Guard
+from hopindex.core.embedding_usage import EmbeddingUsage
+from hopindex.core.models import Job, JobKind
 from hopindex.core.settings import Settings
+from hopindex.methods.base import QueryUsage
 
 SETTINGS = Settings(data_dir=Path("unused")).resolved()
 SPEC = build_spec(SETTINGS)
@@ -101,3 +104,16 @@ def test_event_tokens_are_declared_where_routes_take_them() -> None:
         assert takes == (route.credential is Credential.API_KEY_OR_EVENT_TOKEN), route
     scheme = SPEC["components"]["securitySchemes"]["eventToken"]
     assert (scheme["in"], scheme["name"]) == ("query", TOKEN_PARAM)
+
+
+def test_embedding_usage_is_declared_where_responses_carry_it() -> None:
+    """A query's ``usage.embedding_tokens`` and a job's ``embedding`` figures (requests,
+    tokens, cost when priced) are in the schemas, with the types the records write."""
+    schemas = SPEC["components"]["schemas"]
+    usage = schemas["QueryResult"]["properties"]["usage"]["properties"]
+    assert "embedding_tokens" in QueryUsage().as_dict()
+    assert usage["embedding_tokens"]["type"] == "integer"
+    job = Job(job_id="j", index="i", kind=JobKind.INGEST,
+              embedding=EmbeddingUsage(requests=1, tokens=7, cost=0.1))
+    declared = schemas["Job"]["properties"]["embedding"]["properties"]
+    assert set(job.as_dict()["embedding"]) == set(declared) == {"requests", "tokens", "cost"}

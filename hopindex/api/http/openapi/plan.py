@@ -53,6 +53,16 @@ INGEST_PLAN = obj({
         "item": {"type": "string"}, "stage": {"type": "string"},
         "reason": {"type": "string"}, "where": {"type": "string"}},
         ("item", "stage", "reason"))},
+    "embedding": {"oneOf": [{"type": "null"}, obj({
+        "model": {"type": "string"},
+        "tokens": {**COUNT, "description": "the least the provider's embeddings take: "
+                                           "the documents to embed, 0.25 tokens per "
+                                           "character"},
+        "cost": {"type": ["number", "null"], "minimum": 0,
+                 "description": "at HOPINDEX_EMBEDDING_PRICE_PER_MTOK; null: unpriced"},
+        "basis": {"type": "string"}}, ("model", "tokens", "cost", "basis"))],
+                  "description": "embeddings at a provider (openai://); null with a local "
+                                 "model"},
 }, ("index", "method", "model", "index_exists", "documents", "phases", "errors"))
 
 PLAN_SCHEMAS: dict[str, Schema] = {"IngestPlan": INGEST_PLAN}

@@ -160,6 +160,11 @@ COST = {"type": "number", "minimum": 0}
 LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
                  "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER,
                  "cost": COST})
+# What a job's embed steps asked of a remote embedding provider; all zero for a local
+# model. Cost at HOPINDEX_EMBEDDING_PRICE_PER_MTOK, absent when unpriced.
+EMBEDDING_USAGE = obj({"requests": {"type": "integer", "minimum": 0},
+                       "tokens": {"type": "integer", "minimum": 0}, "cost": COST},
+                      ("requests", "tokens"))
 
 # An ingest job's dry-run plan, made when it was submitted (scheduler/dry_run_plan.py),
 # per phase by qualified name, beside which ``llm.stages`` shows what the calls used.
@@ -208,6 +213,7 @@ def job_schema() -> Schema:
         "llm": {"allOf": [ref("LlmUsage"), obj({"stages": {
             "type": "object", "additionalProperties": ref("LlmUsage"),
             "description": "per phase, by qualified name"}})]},
+        "embedding": EMBEDDING_USAGE,
         "groups_rebuilt": {"type": "integer", "minimum": 0,
                            "description": "groups a groups or levels phase rebuilt"},
         "groups_removed": {"type": "integer", "minimum": 0,
@@ -250,6 +256,10 @@ QUERY_RESULT = obj({
     "usage": obj({"cost": COST, "llm_calls": {"type": "integer"},
                   "prompt_tokens": {"type": "integer"},
                   "completion_tokens": {"type": "integer"}, "cache_hits": {"type": "integer"},
+                  "embedding_tokens": {"type": "integer", "minimum": 0,
+                                       "description": "tokens a remote embedder reported "
+                                                      "(0: a local model); in cost only "
+                                                      "when the embedding price is set"},
                   "phases_s": {"type": "object", "additionalProperties": NUMBER}},
                  ("llm_calls", "prompt_tokens", "completion_tokens")),
     "latency_s": NUMBER,
