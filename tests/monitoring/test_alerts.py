@@ -44,6 +44,16 @@ CASES = [
                                 "description": "`hopindex jobs --json` gives each failed "
                                                "job's reason."}}),
     ]),
+    # A job paused on its budget for over 10 min; quiet before.
+    _case({"hopindex_jobs{state='paused',instance='w1:9100'}": "0x5 1x30"}, [
+        _alert("HopindexJobPaused", "12m"),
+        _alert("HopindexJobPaused", "20m", {
+            "exp_labels": {"severity": "info"},
+            "exp_annotations": {
+                "summary": "1 job(s) paused on their LLM budget",
+                "description": "`hopindex jobs` shows why and what was spent; `hopindex "
+                               "jobs resume JOB_ID --max-cost …` goes on."}}),
+    ]),
     # stage1 keeps growing past 100; stage2 is long but flat: only stage1 alerts.
     _case({"hopindex_queue_depth{queue='stage1',instance='w1:9100'}": "0+10x60",
            "hopindex_queue_depth{queue='stage2',instance='w1:9100'}": "500x60"}, [
