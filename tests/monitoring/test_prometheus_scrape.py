@@ -140,8 +140,11 @@ def _check_query_series(prom: PrometheusServer, answers: dict[str, list[dict[str
     # The query process's LLM client saw the same calls, tokens and cache hits.
     usages = [r["usage"] for results in answers.values() for r in results]
     assert a("hopindex_llm_requests_total", outcome="ok") == sum(u["llm_calls"] for u in usages)
+    # The query embeddings' tokens count under stage "embed".
     assert a("hopindex_llm_tokens_total", kind="prompt") == sum(
-        u["prompt_tokens"] for u in usages)
+        u["prompt_tokens"] + u["embedding_tokens"] for u in usages)
+    assert a("hopindex_llm_tokens_total", kind="prompt", stage="embed") == sum(
+        u["embedding_tokens"] for u in usages) > 0
     assert a("hopindex_llm_cache_requests_total", result="hit") == sum(
         u["cache_hits"] for u in usages) > 0
 
