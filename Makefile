@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 # torch first, pinned: any other torch request downloads a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup demo test test-unit lint bench clean redis-server prometheus alertmanager \
-	docker-compose chromium
+.PHONY: setup demo test test-unit lint bench bench-peers clean redis-server prometheus \
+	alertmanager docker-compose chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,12 +81,29 @@ bench: setup
 	$(PY) benchmarks/kgbridge_pipeline.py --corpus 2wiki
 	$(PY) benchmarks/hops_eval.py
 	$(PY) benchmarks/dry_run.py
+	$(PY) benchmarks/dry_run_2wiki.py
+	$(PY) benchmarks/onnx_embedder.py
 	$(PY) benchmarks/ingest_large_json.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \
 	    --corpus hopindex/sample/hotpotqa-100/corpus.json \
 	    --method naive --method extractive --json benchmarks/out/eval-hotpotqa-100.json
+
+# The peers of benchmarks/peers/ get a venv of their own, never the project's: torch
+# first and pinned, as above, so their requirements take the CPU build already there.
+PEERS_VENV := benchmarks/peers/.venv
+PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
+
+$(PEERS_STAMP): benchmarks/peers/requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet $(TORCH)
+	$(PEERS_VENV)/bin/python -m pip install --quiet $(TORCH) -r benchmarks/peers/requirements.txt
+	touch $(PEERS_STAMP)
+
+bench-peers: setup $(PEERS_STAMP)
+	$(PY) benchmarks/peers/ingest_peers.py
 
 clean:
 	rm -rf $(VENV) .hopindex .mypy_cache .ruff_cache .pytest_cache

@@ -30,6 +30,9 @@ PACKAGE = "hopindex"
 # with the dev extra; nothing else in the package imports them.
 EXTRA_SCOPES: dict[str, tuple[str, ...]] = {
     "dev": ("hopindex/testing/contracts/",),
+    # The onnx:// embedder, chosen by HOPINDEX_EMBEDDER_URL; without the extra it says
+    # which to install.
+    "onnx": ("hopindex/backends/embedder/onnx_",),
 }
 
 # Declared dependencies no import statement names, and why they are declared.

@@ -30,31 +30,33 @@ def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],
     The record is written before the first message goes out: a submitter that dies
     in between leaves a fan-out the reaper sends whole, never one it cannot see.
     """
+    # An eager run executes every task inside this call: nothing can be lost, and no
+    # reaper runs without a broker, so nothing is recorded or even built. Each frozen
+    # task carries the chord's body, and the body the job's scope: the 2Wiki ingest's
+    # bridge phase built ~1 GB of records this way only to drop them.
+    recorded = bool(runtime.settings.broker_url)
     if not header:
         body = callback.clone()
         body.freeze()
-        _record(runtime, job_id, Dispatch(phase=phase, tasks=[], callback=_plain(body)))
+        if recorded:
+            runtime.backends.state.add_dispatch(
+                job_id, Dispatch(phase=phase, tasks=[], callback=_plain(body)))
         body.clone(args=([],)).apply_async()
         return
     canvas = chord(header, callback)
     canvas.freeze()
-    group_id = canvas.tasks.id
-    tasks = []
-    for task in canvas.tasks.tasks:
-        record = _plain(task)
-        # The frozen header names its group only in the message Celery builds; a
-        # re-sent task needs it to count towards the same chord.
-        record["options"]["group_id"] = group_id
-        tasks.append(record)
-    _record(runtime, job_id, Dispatch(phase=phase, tasks=tasks, callback=_plain(canvas.body)))
+    if recorded:
+        group_id = canvas.tasks.id
+        tasks = []
+        for task in canvas.tasks.tasks:
+            record = _plain(task)
+            # The frozen header names its group only in the message Celery builds; a
+            # re-sent task needs it to count towards the same chord.
+            record["options"]["group_id"] = group_id
+            tasks.append(record)
+        runtime.backends.state.add_dispatch(
+            job_id, Dispatch(phase=phase, tasks=tasks, callback=_plain(canvas.body)))
     canvas.apply_async()
-
-
-def _record(runtime: Runtime, job_id: str, dispatch: Dispatch) -> None:
-    # An eager run executes every task inside this call: nothing can be lost, and
-    # no reaper runs without a broker.
-    if runtime.settings.broker_url:
-        runtime.backends.state.add_dispatch(job_id, dispatch)
 
 
 def _plain(signature: Signature) -> dict[str, Any]:
