@@ -4,6 +4,7 @@ event log, real ``hopindex worker`` subprocesses, and the LLM test server."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from hopindex.backends.registry import open_keyword_index, open_vector_store
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
-from hopindex.testing.redis_server import running_redis
+from hopindex.testing.redis_server import RedisServer, running_redis
 from hopindex.testing.workers import BeatProcess, HopindexProcess, WorkerProcess
 
 # start_server is a fixture: imported so these tests start LLM test servers the same way.
@@ -38,6 +39,16 @@ def private_redis() -> Iterator[str]:
         pytest.skip("redis-server is not installed")
     with running_redis(_NO_REDIS, database=0) as (url, _):
         yield url
+
+
+@pytest.fixture(scope="module")
+def aof_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A private Redis with an append-only file, restartable on the same port: fault
+    tests that restart Redis make it their module's ``private_redis``."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    with RedisServer(data_dir=tmp_path_factory.mktemp("redis-aof"), database=0) as server:
+        yield server
 
 
 def hotpot_corpus(tmp: Path, limit: int | None = None,

@@ -6,9 +6,8 @@ of an unbudgeted build, each request sent to the provider once."""
 
 from __future__ import annotations
 
-import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,15 +41,6 @@ LATENCY_S = 0.1
 STALL_S = 5
 VISIBILITY_S = 4
 REDIS_DOWN_S = 1.0
-
-
-@pytest.fixture(scope="module")
-def aof_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A private Redis with an append-only file, restartable on the same port."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with RedisServer(data_dir=tmp_path_factory.mktemp("redis-aof"), database=0) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

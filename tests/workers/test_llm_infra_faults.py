@@ -4,7 +4,6 @@ never a document. Each run ends with the eager run's exact unit set and no item 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -42,15 +41,6 @@ REDIS_DOWN_S = 5.0
 CACHE_DISK_SIZE = "160k"
 # What the LLM layer logs when the cache or the limiter fails around a call.
 INFRA_EVENTS = ("llm_cache_write_failed", "llm_cache_read_failed", "rate limiter Redis")
-
-
-@pytest.fixture(scope="module")
-def aof_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A private Redis with an append-only file, restartable on the same port."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with RedisServer(data_dir=tmp_path_factory.mktemp("redis-aof"), database=0) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
