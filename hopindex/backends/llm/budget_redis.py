@@ -13,13 +13,9 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from hopindex.backends.llm.ratelimit_redis import CONNECT_TIMEOUT_S, public_url
+from hopindex.backends.llm.ratelimit_redis import CONNECT_TIMEOUT_S, public_url, run_on_redis
 from hopindex.core.budget import COST_TOLERANCE, BudgetCharge, BudgetLimits, BudgetStatus
-from hopindex.core.errors import BackendUnavailableError
 
 PREFIX = "hopindex:budget"
 _FIELDS = ("spent_tokens", "spent_cost", "held_tokens", "held_cost")
@@ -76,15 +72,7 @@ class RedisLlmBudget:
         return f"{self.prefix}:{job_id}"
 
     async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
-        # Redis's state, never the call's: a task retried later may find it fixed.
-        try:
-            return await call()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise BackendUnavailableError(
-                f"LLM budget Redis at {self.url} is unreachable: {exc}") from exc
-        except RedisError as exc:
-            raise BackendUnavailableError(
-                f"LLM budget Redis at {self.url} failed: {exc}") from exc
+        return await run_on_redis(f"LLM budget Redis at {self.url}", call)
 
     async def reserve(self, job_id: str, limits: BudgetLimits, charge: BudgetCharge) -> bool:
         if not limits.is_limited:

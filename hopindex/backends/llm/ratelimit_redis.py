@@ -148,6 +148,20 @@ def _budget_args(gcra: Gcra | None) -> list[float]:
     return [gcra.interval_s * 1_000_000, gcra.capacity_s * 1_000_000]
 
 
+async def run_on_redis(what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """``call``'s result; any Redis failure a retryable ``BackendUnavailableError`` naming
+    ``what``. Every failure is retryable: it is Redis's state (down, loading, out of
+    memory, read-only after a failover, unable to persist), never the call's, and a task
+    retried later may find it fixed; one that lasts fails the job after the task's
+    bounded retries, naming it."""
+    try:
+        return await call()
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise BackendUnavailableError(f"{what} is unreachable: {exc}") from exc
+    except RedisError as exc:
+        raise BackendUnavailableError(f"{what} failed: {exc}") from exc
+
+
 @dataclass(slots=True)
 class _HeldBack:
     """How long the holders of one key's lock have slept for a budget, in total.
@@ -198,18 +212,7 @@ class RedisRateLimiter:
         return f"{base}:requests", f"{base}:tokens", f"{base}:blocked"
 
     async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
-        # Every failure is retryable: it is Redis's state (down, loading, out of memory,
-        # read-only after a failover, unable to persist), never the call's, and a task
-        # retried later may find it fixed; one that lasts fails the job after the task's
-        # bounded retries, naming it.
-        try:
-            return await call()
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise BackendUnavailableError(
-                f"rate limiter Redis at {self.url} is unreachable: {exc}") from exc
-        except RedisError as exc:
-            raise BackendUnavailableError(
-                f"rate limiter Redis at {self.url} failed: {exc}") from exc
+        return await run_on_redis(f"rate limiter Redis at {self.url}", call)
 
     async def _script(self, script: AsyncScript, keys: Sequence[str],
                       args: Sequence[float]) -> object:
