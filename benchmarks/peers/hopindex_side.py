@@ -12,15 +12,13 @@ import gzip
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+# The benchmarks' shared helpers: standard library only, so the peer's venv has them too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import high_water_mb  # importable only once the path is set
 
 
 def main() -> None:
@@ -54,7 +52,7 @@ def main() -> None:
                 [u.kind.value, u.source_key, hashlib.sha256(u.text.encode()).hexdigest()[:16]]
                 for u in units)))
     print(json.dumps({"ingest_cpu_s": cpu_s, "ingest_wall_s": wall_s,
-                      "vm_hwm_mb": _vm_hwm_mb(), "documents": len(records),
+                      "vm_hwm_mb": high_water_mb(), "documents": len(records),
                       "errors": len(job.errors),
                       "units": {k.value: v for k, v in counts.items()}}))
 

@@ -11,19 +11,17 @@ import argparse
 import gzip
 import json
 import os
+import sys
 import time
 from pathlib import Path
+
+# The benchmarks' shared helpers: standard library only, so the peer's venv has them too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import high_water_mb  # importable only once the path is set
 
 # Before any Hugging Face import: they read these once, at import time.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def main() -> None:
@@ -59,7 +57,7 @@ def main() -> None:
     client.close()
     print(json.dumps({"ingest_cpu_s": time.process_time() - cpu0,
                       "ingest_wall_s": time.perf_counter() - wall0,
-                      "vm_hwm_mb": _vm_hwm_mb(), "documents": len(documents),
+                      "vm_hwm_mb": high_water_mb(), "documents": len(documents),
                       "units": {"node": len(nodes)}}))
 
 
