@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hopindex.backends.embedder import SentenceTransformerEmbedder
+from hopindex.backends.embedder.sentence_transformer import WIDTH_STEP_TOKENS, batch_width
 
 pytestmark = pytest.mark.integration
 
@@ -46,3 +47,38 @@ def test_one_text_alone_as_in_a_batch() -> None:
     together = embedder.embed_texts(TEXTS)
     for row, text in enumerate(TEXTS):
         assert np.abs(embedder.embed_query(text) - together[row]).max() < 1e-5
+
+
+def test_batch_widths_come_in_steps() -> None:
+    """Each forward pass gets a width that is a multiple of the step or the padded
+    width of all the texts, so a long ingest builds few distinct shapes; the rows
+    stay those of ``encode()``."""
+    embedder = SentenceTransformerEmbedder(batch_size=2)
+    model = embedder._loaded()
+    widths: list[int] = []
+    hook = model[0].register_forward_pre_hook(
+        lambda _module, args: widths.append(int(args[0]["input_ids"].shape[1])))
+    try:
+        texts = [f"{'alpha ' * n}end." for n in (3, 17, 40, 41, 90, 5, 33)]
+        found = embedder.embed_texts(texts)
+    finally:
+        hook.remove()
+    mask = model.preprocess(texts)["attention_mask"]
+    longest = sorted(mask.sum(dim=1).tolist(), reverse=True)[::2]  # each pair's first
+    padded_to = int(mask.shape[1])
+    assert len(widths) == len(longest)
+    assert all(w % WIDTH_STEP_TOKENS == 0 or w == padded_to for w in widths)
+    assert all(n <= w < n + WIDTH_STEP_TOKENS for n, w in zip(longest, widths, strict=True))
+    assert widths != longest  # some batch carries masked padding
+    expected = model.encode(texts, batch_size=2, normalize_embeddings=True,
+                            convert_to_numpy=True)
+    assert np.abs(found - expected).max() < 1e-5
+
+
+@pytest.mark.parametrize(("longest", "padded_to", "width"),
+                         [(1, 300, 16), (16, 300, 16), (17, 300, 32), (250, 256, 256),
+                          (7, 7, 7)])
+def test_batch_width_rounds_up_within_the_padding(longest: int, padded_to: int,
+                                                  width: int) -> None:
+    """A width is never short of the longest text and never past the padding."""
+    assert batch_width(longest, padded_to) == width
