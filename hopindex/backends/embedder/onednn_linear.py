@@ -1,10 +1,10 @@
 """oneDNN kernels for a local embedding model's linear layers, checked before use.
 
-PyTorch's CPU build runs fp32 ``nn.Linear`` through MKL's sgemm, which on the AMD EPYC
-(AVX-512) machines this project is measured on is far from the hardware's rate: the
+PyTorch's CPU build runs fp32 ``nn.Linear`` through MKL's sgemm, which on some AMD EPYC
+(AVX-512) hosts this project is measured on is far from the hardware's rate: there the
 same layers on oneDNN with prepacked weights embedded 400 2Wiki passages with 0.55x
-the CPU time and wall time, rows equal to 2e-7 (float noise). The linear layers are
-~80% of the model's time, so this is most of an ingest's embedding cost.
+the CPU time and wall time, rows equal to 2e-7 (float noise); on hosts where MKL runs
+well, oneDNN is still ~10% faster. The linear layers are ~80% of the model's time.
 
 The oneDNN ops are the ones PyTorch's own compiler emits for frozen CPU graphs; they
 are not public API, so they are used only when present, and only after a probe batch

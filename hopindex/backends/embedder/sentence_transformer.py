@@ -34,9 +34,10 @@ BATCH_TEXTS = 8
 # A batch's width in tokens is its longest text's, rounded up to a multiple of this.
 # Every distinct input shape costs the process memory it keeps: oneDNN builds and
 # caches kernels per shape, and buffers of ever-new sizes fragment the heap. Widths
-# cut exactly to each batch's longest text gave ~200 shapes per ingest; embedding
-# 1,500 2Wiki passages and 1,372 three-passage texts peaked at 977 MB that way and at
-# 728 MB with steps of 16, for 2% more CPU (the padding, which attention masks out).
+# cut exactly to each batch's longest text gave the first 1,500 2Wiki passages 128
+# widths, steps of 16 give them 16; embedding those passages and 1,372 three-passage
+# texts peaked at 977 MB with cut widths and at 728 MB with steps of 16, for 2% more
+# CPU (the padding, which attention and pooling mask out).
 WIDTH_STEP_TOKENS = 16
 
 # One loaded model per location in the process: the API, the scheduler and several
