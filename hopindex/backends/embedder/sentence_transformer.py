@@ -100,10 +100,10 @@ def _encode_by_tokens(model: Any, texts: list[str], batch_size: int) -> Any:
 
     ``encode()`` batches by character count, a poor guide to tokens: on the 2Wiki
     units its batches held 17-19% padding, which every layer computes; by token
-    count, under 1%. The texts are tokenised once, padded to the longest, and each
-    batch takes its rows cut to ``batch_width`` of its longest text: the tokens
-    tokenising the batch alone would give, and masked padding after them (right
-    padding only: the caller checks).
+    count, under 1% before the width steps. The texts are tokenised once, padded to
+    the longest, and each batch takes its rows cut to ``batch_width`` of its longest
+    text: the tokens tokenising the batch alone would give, and masked padding after
+    them (right padding only: the caller checks).
     """
     import torch
 
