@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
 from hopindex.api.service import Hopindex
+from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument
 
@@ -28,6 +32,71 @@ def make_service(tmp_path: Path) -> Iterator[ServiceFactory]:
     yield factory
     for service in opened:
         service.close()
+
+
+HOTPOT_SAMPLE = Path(str(files("hopindex") / "sample" / "hotpotqa-100"))
+HOTPOT_INDEX = "hotpot"
+
+
+@pytest.fixture(scope="session")
+def hotpot_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data dir of the bundled HotpotQA-100 (994 paragraphs) ingested once into
+    index ``hotpot`` with the default settings: ``extractive``, the CPU embedder.
+
+    The ingest is a minute of CPU that several modules need; each opens its own copy
+    (``hotpot_copy``), so one that changes its index leaves the others' untouched.
+    The service is closed before anything is copied (the embedded engines allow one
+    process, and a copy of closed files is consistent)."""
+    data_dir = tmp_path_factory.mktemp("hotpot-built")
+    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
+        job = service.ingest_paths(HOTPOT_INDEX, [HOTPOT_SAMPLE / "corpus.json"])
+    assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
+    assert job.counts["extractive.stage1"].done == 994
+    return data_dir
+
+
+def hotpot_copy(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Hopindex:
+    """A service over a private copy of the built HotpotQA-100 index (close it)."""
+    data_dir = tmp_path_factory.mktemp("hotpot-copy") / "data"
+    shutil.copytree(built, data_dir)
+    return Hopindex(Settings(data_dir=data_dir).resolved())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's worker processes start with COLUMNS=80 in their environment: the
+    CLI's console, made at import, would keep that width for good instead of reading the
+    COLUMNS each test's CliRunner sets, as it does in a real terminal's process. No
+    test module is imported yet here."""
+    if hasattr(config, "workerinput"):  # set in pytest-xdist's worker processes
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs two
+    processes): a module's tests stay together, so its module fixtures are built once;
+    the tests that start Celery worker processes run one after another in one group,
+    as do the modules sharing the session's HotpotQA-100 build, which is then built
+    once. Without xdist the marks do nothing.
+
+    Under xdist the worker-process group, the longest by far, is collected first: the
+    groups go to the processes in collection order, so it starts at once on one while
+    the other takes the rest, instead of starting last and running alone."""
+    root = Path(__file__).parent
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = Path(str(item.path)).relative_to(root)
+        if module.parts[0] == "workers":
+            group = "worker-processes"
+        elif "hotpot_built" in getattr(item, "fixturenames", ()):
+            group = "hotpot-built"
+        else:
+            group = module.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # set in pytest-xdist's worker processes
+        items.sort(key=lambda item: Path(str(item.path)).relative_to(root).parts[0]
+                   != "workers")  # stable: the order within each part is kept
 
 
 def raw(title: str, text: str, doc_id: str | None = None) -> RawDocument:

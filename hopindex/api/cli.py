@@ -10,6 +10,7 @@ import click
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, ingest_budget, limits_from_flags
 from hopindex.api.cli_context import open_service as _service
 from hopindex.api.cli_context import remote_commands as _remote
+from hopindex.api.cli_embedder import prepare_queries, slow_start_hint
 from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_indexes import indexes
@@ -28,22 +29,31 @@ from hopindex.api.cli_support import (
     console,
     handle_errors,
     print_result,
-    report_job,
     run_and_report,
+    waiting,
 )
 from hopindex.api.cli_webhooks import webhooks
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, load_settings, query_method_names
 
+# Narrower than this no table keeps a column readable.
+MIN_WIDTH = 20
+
 
 @click.group(cls=ErrorReportingGroup)
 @click.version_option(package_name="hopindex")
 @click.option("--api", "api_url", default=None, metavar="URL",
               help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
-                   "ingest, query, jobs, events, delete, repair, rebuild, indexes, links "
-                   "and webhooks go through it, with the key in HOPINDEX_API_KEY.")
-def main(api_url: str | None) -> None:
+                   "ingest, query, export, jobs, events, delete, repair, rebuild, indexes, "
+                   "links and webhooks go through it, with the key in HOPINDEX_API_KEY. "
+                   "Without it, those that open the engines go through the `hopindex "
+                   "serve` using the data dir, if one runs.")
+@click.option("--width", type=click.IntRange(min=MIN_WIDTH), default=None, metavar="N",
+              help="Lay tables (and `query --full` passages) out at N columns. Default: "
+                   "the terminal's width; when stdout is not a terminal (a pipe, a file), "
+                   "lines are not wrapped and tables are as wide as their cells.")
+def main(api_url: str | None, width: int | None) -> None:
     """hopindex: multi-hop retrieval with cross-document reasoning done at index time.
 
     Settings come from HOPINDEX_* environment variables (HOPINDEX_DATA_DIR, default
@@ -55,6 +65,7 @@ def main(api_url: str | None) -> None:
     budget), 77 API key refused, 78 configuration, 130 interrupted. Errors go to
     stderr as one line, or as one JSON object with --json.
     """
+    console.configure(width)
 
 
 @main.command()
@@ -73,7 +84,7 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
 
     # With --json the walk-through is not shown: stdout holds the JSON alone.
     shown = Console(quiet=True) if as_json else console
-    with _service() as service:
+    with _service(engines=True) as service:
         run = run_quickstart(service, shown, index=index, n_questions=n_questions)
     if as_json:
         click.echo(json.dumps(run.as_dict(), indent=2))
@@ -87,7 +98,9 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
               cls=RegistryHelpOption, describe=index_method_help)
 @click.option("--no-wait", is_flag=True,
               help="With workers (HOPINDEX_BROKER_URL): print the job id and return; follow "
-                   "it later with `hopindex jobs JOB_ID --follow` or `hopindex events`.")
+                   "it later with `hopindex jobs JOB_ID --follow` or `hopindex events`. "
+                   "Without: exit 75 at once, instead of waiting, when another job of the "
+                   "index has not ended.")
 @click.option("--dry-run", is_flag=True,
               help="Plan the ingest without running it: documents new, changed, unchanged "
                    "and invalid, and each phase's LLM calls and tokens. Calls no LLM and "
@@ -120,7 +133,7 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
     if dry_run:
         _dry_run(index, method, paths, as_json=as_json)
         return
-    if (remote := _remote()) is not None:
+    if (remote := _remote(engines=True)) is not None:
         remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
                       no_wait=no_wait, limits=limits)
         return
@@ -128,7 +141,8 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
         budget = ingest_budget(service, index, limits)
         run_and_report(service.backends.state, index,
                        lambda: service.ingest_paths(index, list(paths), method=method,
-                                                    budget=budget),
+                                                    budget=budget,
+                                                    **waiting(no_wait, as_json=as_json)),
                        in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
                        no_wait=no_wait)
 
@@ -137,10 +151,13 @@ def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
              as_json: bool) -> None:
     from hopindex.api.render_plan import print_plan
 
-    if (remote := _remote()) is not None:
+    if (remote := _remote(engines=True)) is not None:
         plan = remote.client.plan_ingest_paths(index, list(paths), method=method)
     else:
-        with _service() as service:
+        from hopindex.api.service import Hopindex
+
+        # Writes nothing on disk: not even the state file of a data dir not made yet.
+        with Hopindex.for_planning(load_settings()) as service:
             plan = service.plan_ingest_paths(index, list(paths), method=method).as_dict()
     print_plan(plan, as_json=as_json)
     documents = plan["documents"]
@@ -170,11 +187,14 @@ def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
 @click.option("--trace", is_flag=True,
               help="Also print the method's decision trace (what it found and decided at "
                    "each step).")
+@click.option("--full", is_flag=True,
+              help="Print each passage's whole text, wrapped to the width, instead of its "
+                   "first 100 characters.")
 @click.argument("question")
 @handle_errors
 def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str,
           dense_weight: float, keyword_weight: float, as_json: bool,
-          params: tuple[str, ...], trace: bool, question: str) -> None:
+          params: tuple[str, ...], trace: bool, full: bool, question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
     from hopindex.core.errors import InvalidInputError
     from hopindex.evaluation.specs import parse_param_pairs
@@ -187,27 +207,45 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
     options = QueryOptions(k=k, retrieval=Retrieval(retrieval) if retrieval else None,
                            fusion=FusionMode(fusion), dense_weight=dense_weight,
                            keyword_weight=keyword_weight, params=pairs)
-    if (remote := _remote()) is not None:
-        remote.query(index, question, method=method, options=options, as_json=as_json,
-                     trace=trace)
-        return
-    with _service() as service:
-        print_result(service.query(index, question, method=method, options=options),
-                     as_json=as_json, trace=trace)
+    hint = None
+    if (remote := _remote(engines=True)) is not None:
+        result = remote.client.query(index, question, method=method, options=options)
+    else:
+        with _service() as service:
+            result = service.query(index, question, method=method, options=options)
+            hint = slow_start_hint(service.backends.embedder, result)
+    print_result(result, as_json=as_json, trace=trace, full=full)
+    if hint is not None and not as_json:
+        click.echo(hint, err=True)
 
 
 @main.command()
 @click.option("--index", required=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job record as JSON.")
+@click.option("--no-wait", is_flag=True,
+              help="With workers (HOPINDEX_BROKER_URL): print the job id and return; follow "
+                   "it later with `hopindex jobs JOB_ID --follow`. Without: exit 75 at "
+                   "once, instead of waiting, when another job of the index has not ended.")
 @click.argument("doc_ids", nargs=-1, required=True)
 @handle_errors
-def delete(index: str, as_json: bool, doc_ids: tuple[str, ...]) -> None:
-    """Delete documents by id; what the index built from them is rebuilt."""
-    if (remote := _remote()) is not None:
-        remote.delete(index, list(doc_ids), as_json=as_json)
+def delete(index: str, quiet: bool, as_json: bool, no_wait: bool,
+           doc_ids: tuple[str, ...]) -> None:
+    """Delete documents by id; what the index built from them is rebuilt.
+
+    Ids that name no document are listed on the job, which still succeeds. Exits 66
+    when no id names a document (nothing was deleted) or there is no such index, 3
+    when some ids name none (the others are deleted).
+    """
+    if (remote := _remote(engines=True)) is not None:
+        remote.delete(index, list(doc_ids), quiet=quiet, as_json=as_json, no_wait=no_wait)
         return
     with _service() as service:
-        report_job(service.delete_documents(index, list(doc_ids)), as_json=as_json)
+        run_and_report(service.backends.state, index,
+                       lambda: service.delete_documents(index, list(doc_ids),
+                                                        **waiting(no_wait, as_json=as_json)),
+                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
+                       no_wait=no_wait)
 
 
 @main.command()
@@ -237,11 +275,17 @@ def config(as_json: bool) -> None:
 def export_command(index: str, path: Path) -> None:
     """Write INDEX to PATH (JSON lines; .gz compresses): documents, units with their
     vectors, entity mentions and the methods' groups and records, for `hopindex import`
-    on other backends."""
-    from hopindex.api.transfer import export_index
+    on other backends. With --api, the server's index, written here.
 
-    with _service() as service:
-        click.echo(json.dumps(export_index(service.backends, index, path).as_dict()))
+    Exits 66 when there is no such index, 75 while one of its jobs runs."""
+    from hopindex.api.transfer import export_index, save_export
+
+    if (remote := _remote(engines=True)) is not None:
+        summary = save_export(remote.client.export_lines(index), path, index)
+    else:
+        with _service() as service:
+            summary = export_index(service.backends, index, path)
+    click.echo(json.dumps(summary.as_dict()))
 
 
 @main.command(name="import")
@@ -252,7 +296,7 @@ def import_command(path: Path) -> None:
     calls); the index must not exist there yet."""
     from hopindex.api.transfer import import_index
 
-    with _service() as service:
+    with _service(engines=True) as service:
         click.echo(json.dumps(import_index(service.backends, path).as_dict()))
 
 
@@ -285,7 +329,8 @@ def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) 
               help="Index to evaluate; with --index-method, the base of one index per "
                    "method, named INDEX-METHOD.")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(path_type=Path),
-              help="Questions file (HotpotQA, MuSiQue or 2Wiki format).")
+              help="Questions file: HotpotQA, MuSiQue or 2Wiki records, as a JSON list "
+                   "or JSON Lines (the fields: docs/evaluation.md).")
 @click.option("--corpus", "corpus_paths", multiple=True, type=click.Path(path_type=Path),
               help="Corpus ingested into an empty or new index (default: the questions' "
                    "own contexts). An index holding documents is reused as it is.")
@@ -320,7 +365,7 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
     with --index-method, per index method too, beside what building its index cost."""
     from hopindex.api.evaluate import run_eval_command
 
-    with _service() as service:
+    with _service(engines=True) as service:
         run_eval_command(service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
@@ -329,5 +374,5 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
 
 
 for _command in (jobs, repair, rebuild, indexes, links, webhooks, worker, beat, serve,
-                 api_key):
+                 api_key, prepare_queries):
     main.add_command(_command)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import click
 
 from hopindex.api.cli_context import open_service, remote_commands
-from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report
+from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report, waiting
 from hopindex.core.models import JobKind
 
 Command = Callable[..., None]
@@ -25,7 +25,8 @@ def index_job(check_help: str) -> Callable[[Command], click.Command]:
                              help="Print the job record as JSON."),
                 click.option("--no-wait", is_flag=True,
                              help="With workers: print the job id and return without "
-                                  "waiting."))):
+                                  "waiting. Without: exit 75 at once, instead of waiting, "
+                                  "when another job of the index has not ended."))):
             function = option(function)
         return click.command()(handle_errors(function))
     return decorate
@@ -36,8 +37,9 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
     """Redo INDEX's outstanding work, with no new input: documents not fully indexed
     (a failed or cancelled job's) and items that failed for good (a phase's groups).
 
-    Exits 3 when some items fail again (they stay outstanding; the job says why), 66
-    when there is no such index, 75 while a job of the index is running.
+    Behind another unfinished job of the index it waits for that job to end (saying
+    which), or with --no-wait exits 75. Exits 3 when some items fail again (they stay
+    outstanding; the job says why), 66 when there is no such index.
     """
     _run_job(index, JobKind.REPAIR, check=check, quiet=quiet, as_json=as_json,
              no_wait=no_wait)
@@ -50,8 +52,8 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
 
     Jobs that change documents leave such a tree stale; `--check` shows how stale.
     Exits 3 when some items fail (they stay outstanding; the job says why), 65 when the
-    index's method builds nothing on request, 66 when there is no such index, 75 while
-    a job of the index is running.
+    index's method builds nothing on request, 66 when there is no such index; waits
+    behind another unfinished job of the index, or exits 75 with --no-wait.
     """
     _run_job(index, JobKind.REBUILD, check=check, quiet=quiet, as_json=as_json,
              no_wait=no_wait)
@@ -60,15 +62,17 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
 def _run_job(index: str, kind: JobKind, *, check: bool, quiet: bool, as_json: bool,
              no_wait: bool) -> None:
     """Show the index's status (``check``), or submit the job and report it."""
-    if (remote := remote_commands()) is not None:
+    if (remote := remote_commands(engines=True)) is not None:
         send = remote.repair if kind is JobKind.REPAIR else remote.rebuild
         send(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
         return
     with open_service() as service:
         if check:
-            print_outstanding(index, service.outstanding(index).as_dict(), as_json=as_json)
+            print_outstanding(index, service.outstanding(index, verify=True).as_dict(),
+                              as_json=as_json)
             return
         submit = service.repair_index if kind is JobKind.REPAIR else service.rebuild_index
-        run_and_report(service.backends.state, index, lambda: submit(index),
+        run_and_report(service.backends.state, index,
+                       lambda: submit(index, **waiting(no_wait, as_json=as_json)),
                        in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
                        no_wait=no_wait)

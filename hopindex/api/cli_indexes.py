@@ -80,7 +80,7 @@ def indexes_delete(yes: bool, as_json: bool, name: str) -> None:
     Exits 2 when not confirmed (no answer on a closed stdin counts as no), 66 when
     there is no such index, 75 while one of its jobs is running (cancel it or wait).
     """
-    if (remote := remote_commands()) is not None:
+    if (remote := remote_commands(engines=True)) is not None:
         described = remote.client.describe_index(name)
         if not yes:
             confirm_delete(described, as_json=as_json)

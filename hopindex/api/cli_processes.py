@@ -88,7 +88,12 @@ def worker(queues: str, concurrency: int, pool: str, name: str | None,
 @json_logs_option
 @handle_errors
 def serve(host: str, port: int, as_json: bool) -> None:
-    """Serve the HTTP API (README "HTTP API"); keys from HOPINDEX_API_KEYS(_FILE)."""
+    """Serve the HTTP API (README "HTTP API"); keys from HOPINDEX_API_KEYS(_FILE).
+
+    Without a broker the server opens the data dir's embedded engines itself: it
+    records its URL in DATA_DIR/server.json while it runs, so CLI commands on that
+    data dir go through it, and does not start (exit 69) beside another server of it.
+    """
     from hopindex.api.http.server import serve as run_server
     from hopindex.backends.llm.credentials import check_llm_key
     from hopindex.core.logging import get_logger

@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from hopindex.api.budgets import budget_text
+from hopindex.api.cli_console import CliConsole
 from hopindex.api.cli_errors import (
     JSON_PARAM,
     fail,
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console()
+# Configured by the root command (``--width``, whether stdout is a terminal).
+console = CliConsole()
 # Progress bars only: errors go through cli_errors, unwrapped.
 err_console = Console(stderr=True)
 
@@ -64,8 +66,9 @@ def handle_errors(func: F) -> F:
 
 def report_job(job: Job, *, as_json: bool, max_errors: int = 20) -> None:
     """Print a finished job and exit with its outcome (``exit_codes.job_outcome``): 3 when
-    some documents failed and the rest landed; when none could be used, or the job
-    failed or was cancelled, also an error on stderr saying so."""
+    some documents failed and the rest landed; when none could be used (or a delete
+    found none of its ids), or the job failed or was cancelled, also an error on
+    stderr saying so."""
     from hopindex.api.render import render_job
 
     if as_json:
@@ -83,11 +86,14 @@ def job_failure(job: Job, outcome: Outcome) -> str:
     if outcome.exit_code is ExitCode.DATA_ERROR:
         return (f"job {job.job_id}: none of the input could be used; the job lists each "
                 "record refused with its file, line and field")
+    if outcome.exit_code is ExitCode.NOT_FOUND:
+        return (f"job {job.job_id}: nothing was deleted: no id names a document of index "
+                f"{job.index!r}; the job lists each id")
     if outcome.code == "job_paused":
         return (f"job {job.job_id} paused: {job.reason or 'no reason recorded'}; resume "
                 f"with: {resume_command(job)}")
     verb = "was cancelled" if outcome.code == "job_cancelled" else "failed"
-    return f"job {job.job_id} {verb}: {job.reason or 'no reason recorded'}"
+    return f"job {job.job_id} {verb}: {job.reason or outcome.reason or 'no reason recorded'}"
 
 
 def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
@@ -115,6 +121,24 @@ def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
             return
         job = follow_job(jobs, job.job_id, err_console, enabled=show)
     report_job(job, as_json=as_json)
+
+
+def waiting(no_wait: bool, *, as_json: bool) -> dict[str, Any]:
+    """How a job this process runs itself takes its turn on the index: waits behind the
+    index's unfinished jobs, saying on stderr which one it waits for, or (``no_wait``)
+    is refused at once (exit 75). Keyword arguments of the service's submit calls."""
+    from hopindex.scheduler.writers import WaitPolicy, busy_reason
+
+    def announce(blocking: Job) -> None:
+        if as_json:
+            click.echo(json.dumps({"event": "job.waiting", "index": blocking.index,
+                                   "behind": blocking.job_id,
+                                   "behind_state": blocking.state.value}), err=True)
+            return
+        err_console.print(f"waiting: {busy_reason(blocking.index, blocking)} (--no-wait "
+                          "exits instead)", markup=False, soft_wrap=True)
+
+    return {"wait": WaitPolicy.NO_WAIT if no_wait else WaitPolicy.WAIT, "announce": announce}
 
 
 def announce_pause(job: Job, *, as_json: bool) -> None:
@@ -207,13 +231,22 @@ def describe_level_build(level: dict[str, Any]) -> list[str]:
     return lines
 
 
-def print_result(result: QueryResult, *, as_json: bool, trace: bool) -> None:
-    """A query's answer: JSON, or passages with provenance (and the decision trace)."""
-    from hopindex.api.render import render_result, render_trace
+def print_result(result: QueryResult, *, as_json: bool, trace: bool,
+                 full: bool = False) -> None:
+    """A query's answer: JSON, or passages with provenance (each shortened, or whole
+    with ``full``) and the decision trace, with a note on stderr when the query
+    degraded (its answer lost to a failed LLM step, say) and a line there for each of
+    its warnings (an index partial or building): still a result, so the exit code is
+    0."""
+    from hopindex.api.render import degraded_note, render_result, render_trace, warning_lines
 
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
-    render_result(console, result)
+    render_result(console, result, full=full)
     if trace:
         render_trace(console, result)
+    for line in warning_lines(result):
+        click.echo(line, err=True)
+    if (note := degraded_note(result)) is not None:
+        click.echo(note, err=True)

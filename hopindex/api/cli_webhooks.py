@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from hopindex.core.events import Webhook
 
 # What a webhook shows, as the HTTP API shows it; the secret only when it is made.
-SHOWN = ("id", "index", "url", "created_at")
+SHOWN = ("id", "index", "url", "created_at", "allow_private")
 # What `webhooks add` prints: the new webhook with its secret.
 CREATED = ("id", "index", "url", "secret")
 
 
 def webhook_view(hook: Webhook) -> dict[str, Any]:
     return {"id": hook.webhook_id, "index": hook.index, "url": redact_url(hook.url),
-            "created_at": hook.created_at}
+            "created_at": hook.created_at, "allow_private": hook.allow_private}
 
 
 @click.group()
@@ -62,7 +62,8 @@ def webhooks_add(index: str, secret: str | None, as_json: bool, url: str) -> Non
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of the webhooks.")
 @handle_errors
 def webhooks_list(index: str | None, as_json: bool) -> None:
-    """List webhooks: id, index and URL (credentials in it redacted; never the secret)."""
+    """List webhooks: id, index and URL (credentials in it redacted; never the secret),
+    and whether each may reach private addresses."""
     if (remote := remote_commands()) is not None:
         found = [{key: hook[key] for key in SHOWN if key in hook}
                  for hook in remote.client.list_webhooks(index)]
@@ -74,7 +75,10 @@ def webhooks_list(index: str | None, as_json: bool) -> None:
         click.echo(json.dumps(found, indent=2))
         return
     for hook in found:
-        click.echo(f"{hook['id']}  {hook['index']:<16} {hook['url']}")
+        # Which webhooks may reach internal addresses: what to remove when private
+        # targets are no longer to be allowed (the decision stays with each webhook).
+        private = "  (private targets allowed)" if hook.get("allow_private") else ""
+        click.echo(f"{hook['id']}  {hook['index']:<16} {hook['url']}{private}")
 
 
 @webhooks.command(name="remove")

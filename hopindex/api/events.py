@@ -108,7 +108,9 @@ def register_webhook(log: EventLog, index: str, url: str, secret: str | None, *,
     Webhooks form (``whsec_`` + base64); a random one is made when none is given (it
     is returned, and shown once). Targets on loopback, private and other internal
     addresses are refused unless ``allow_private``
-    (``HOPINDEX_WEBHOOK_ALLOW_PRIVATE``)."""
+    (``HOPINDEX_WEBHOOK_ALLOW_PRIVATE`` of the registering process), which is stored
+    with the webhook: every process delivering its events obeys it, whatever its own
+    setting."""
     validate_webhook_url(url, allow_private=allow_private)
     if secret is None:
         stored = new_secret()
@@ -118,5 +120,5 @@ def register_webhook(log: EventLog, index: str, url: str, secret: str | None, *,
         except ValueError as exc:
             raise InvalidInputError(str(exc), where="secret") from None
     webhook = Webhook(webhook_id=f"wh-{secrets.token_hex(8)}", index=index, url=url,
-                      secret=stored, created_at=time.time())
+                      secret=stored, created_at=time.time(), allow_private=allow_private)
     return log.put_webhook(webhook)

@@ -17,6 +17,7 @@ import enum
 from dataclasses import dataclass
 
 from hopindex.api.remote import RemoteApiError
+from hopindex.backends.llm.reachability import is_unreachable
 from hopindex.core.errors import (
     BackendError,
     BackendUnavailableError,
@@ -26,12 +27,14 @@ from hopindex.core.errors import (
     InvalidInputError,
     JobCancelledError,
     JobFailedError,
+    JobFinishedError,
     LlmAuthenticationError,
     NotFoundError,
     PermanentStageError,
     RetryableStageError,
 )
-from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts
+from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts, is_repairable
+from hopindex.core.redact import redact_text
 
 
 class ExitCode(enum.IntEnum):
@@ -68,11 +71,15 @@ class Outcome:
 
     exit_code: ExitCode
     code: str
+    # Why the job failed when its record does not say (its ``reason`` is empty): a job
+    # that finished with every item failed, named by the first item's reason.
+    reason: str = ""
 
 
 # Most specific first: the first type that matches decides. The codes are the HTTP
 # API's for the same types (api/http/errors.py), so local and remote errors read alike.
 _BY_TYPE: tuple[tuple[type[HopindexError], ExitCode, str], ...] = (
+    (JobFinishedError, ExitCode.DATA_ERROR, "job_finished"),
     (InvalidInputError, ExitCode.DATA_ERROR, "invalid_input"),
     (NotFoundError, ExitCode.NOT_FOUND, "not_found"),
     (JobCancelledError, ExitCode.TEMPORARY, "job_cancelled"),
@@ -126,6 +133,15 @@ def input_refused(job: Job) -> bool:
     return job.kind is JobKind.INGEST and validate.total > 0 and validate.failed == validate.total
 
 
+def nothing_deleted(job: Job) -> bool:
+    """A delete none of whose ids named a document: the job succeeds, listing each id,
+    and the command says nothing was found, as for an unknown index or job. A delete
+    of some known ids and some unknown ones is partial (3), as any job with failed
+    items is."""
+    validate = job.counts.get(Stage.VALIDATE.value, StageCounts())
+    return job.kind is JobKind.DELETE and validate.total > 0 and validate.done == 0
+
+
 def job_outcome(job: Job) -> Outcome:
     """How a command that waited for ``job`` ends: the job's own outcome."""
     if input_refused(job):
@@ -138,6 +154,30 @@ def job_outcome(job: Job) -> Outcome:
     # carries it on.
     if job.state is JobState.PAUSED:
         return Outcome(ExitCode.TEMPORARY, "job_paused")
-    if job.errors:
+    if nothing_deleted(job):
+        return Outcome(ExitCode.NOT_FOUND, "not_found")
+    return _with_errors(job) if job.errors else Outcome(ExitCode.OK, "ok")
+
+
+def _with_errors(job: Job) -> Outcome:
+    """A job that finished with failed items: some landed (3), or none did because the
+    LLM provider could not be reached (69: the fix is the provider, not the input)."""
+    unreachable = provider_unreachable(job)
+    if unreachable is None:
         return Outcome(ExitCode.PARTIAL, "partial")
-    return Outcome(ExitCode.OK, "ok")
+    return Outcome(ExitCode.UNAVAILABLE, "llm_unreachable", unreachable)
+
+
+def provider_unreachable(job: Job) -> str | None:
+    """Why nothing of ``job`` landed, when that is its LLM provider being unreachable:
+    every item a phase failed says so (``backends/llm/reachability.py``) and no phase
+    got one through. The job finishes with errors, not failed, and its record keeps
+    only the items' messages, hence the reading of them. Records refused at
+    validation are no LLM item and do not change the verdict (the job lists them)."""
+    failed = [e for e in job.errors if is_repairable(e.stage)]
+    if not failed or not all(is_unreachable(e.reason) for e in failed):
+        return None
+    if any(job.counts.get(phase, StageCounts()).done for phase in job.phases):
+        return None
+    return redact_text(f"{len(failed)} items failed and none landed; the first: "
+                       f"{failed[0].reason}")

@@ -20,8 +20,10 @@ def index_view(info: IndexInfo) -> dict[str, Any]:
             "options": info.options}
 
 
-def describe_index(service: Hopindex, name: str) -> dict[str, Any]:
-    """The index with its method, settings, documents, units per kind and status."""
+def describe_index(service: Hopindex, name: str, *, verify: bool = False) -> dict[str, Any]:
+    """The index with its method, settings, documents, units per kind and status;
+    ``verify``: also read every document's text for text its units were not built from
+    (what ``repair --check`` asks)."""
     validate_index_name(name)
     info = service.backends.state.get_index(name)
     if info is None:
@@ -29,4 +31,4 @@ def describe_index(service: Hopindex, name: str) -> dict[str, Any]:
     units = service.backends.state.count_units(name)
     return {**index_view(info), "documents": service.count_documents(name),
             "units": {kind.value: n for kind, n in sorted(units.items())},
-            **service.outstanding(name).as_dict()}
+            **service.outstanding(name, verify=verify).as_dict()}

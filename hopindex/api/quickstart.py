@@ -11,6 +11,7 @@ from rich.console import Console
 
 from hopindex.api.render import render_job, render_result
 from hopindex.api.service import Hopindex
+from hopindex.backends.embedder.fast_start import PreparesQueries
 from hopindex.core.models import Job, UnitKind
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
@@ -67,8 +68,9 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
                       + ", ".join(f"{k.value}={v}" for k, v in sorted(units.items())))
         questions = load_questions(qfile, DatasetFormat.HOTPOTQA)
 
-    # Load the query model now: when the ingest skipped everything it is still cold,
-    # and its load time is not a query's latency.
+    prepare_query_embedder(service, console)
+    # Load the query model now (when the ingest skipped everything it is still cold), so
+    # that the sample questions below show their own time alone.
     service.backends.embedder.embed_query("warm up")
     console.rule(f"2. {n_questions} sample questions, method {queries[0]!r}, top 5 passages")
     answers = []
@@ -85,3 +87,16 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
     report = evaluate(service, index, SAMPLE, questions, queries)
     console.print(render_table(report), markup=False)
     return QuickstartRun(index, job, units, answers, report)
+
+
+def prepare_query_embedder(service: Hopindex, console: Console) -> None:
+    """Export the embedding model to ONNX when that makes later queries start fast
+    (``hopindex prepare-queries``): after the demo, a ``hopindex query`` on the sample
+    loads ONNX Runtime instead of torch. Reused when it is there already."""
+    embedder = service.backends.embedder
+    if not isinstance(embedder, PreparesQueries) or embedder.queries_prepared:
+        return
+    started = time.perf_counter()
+    folder = embedder.prepare_queries()
+    console.print(f"exported the embedding model to ONNX in {time.perf_counter() - started:.1f}s"
+                  f" ({folder}): later queries load it instead of torch", markup=False)

@@ -8,6 +8,7 @@ Event), so the CLI renders them the same way. Error answers become
 
 from __future__ import annotations
 
+import http.client
 import json
 import secrets
 import time
@@ -23,7 +24,14 @@ from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.events import Event
 from hopindex.core.models import Job, JobState
-from hopindex.methods.base import QueryOptions, QueryResult, QueryUsage, RankedPassage
+from hopindex.methods.base import (
+    Degradation,
+    QueryOptions,
+    QueryResult,
+    QueryUsage,
+    QueryWarning,
+    RankedPassage,
+)
 
 DEFAULT_TIMEOUT_S = 120.0
 RECONNECT_S = 1.0
@@ -102,7 +110,11 @@ def query_result_from_dict(data: dict[str, Any]) -> QueryResult:
     return QueryResult(question=data["question"], method=data["method"], index=data["index"],
                        passages=passages, answer=data.get("answer"),
                        trace=data.get("trace") or {}, usage=usage,
-                       latency_s=float(data.get("latency_s", 0.0)))
+                       latency_s=float(data.get("latency_s", 0.0)),
+                       degraded=[Degradation.from_dict(d) for d in data.get("degraded") or []],
+                       answer_truncated=bool(data.get("answer_truncated", False)),
+                       embedder_load_s=float(data.get("embedder_load_s", 0.0)),
+                       warnings=[QueryWarning.from_dict(w) for w in data.get("warnings") or []])
 
 
 class ApiClient:
@@ -180,8 +192,9 @@ class ApiClient:
         found: list[dict[str, Any]] = self._json("GET", "/v1/indexes")["indexes"]
         return found
 
-    def describe_index(self, index: str) -> dict[str, Any]:
-        described: dict[str, Any] = self._json("GET", f"/v1/indexes/{_quote(index)}")
+    def describe_index(self, index: str, *, verify: bool = False) -> dict[str, Any]:
+        path = f"/v1/indexes/{_quote(index)}" + ("?verify=true" if verify else "")
+        described: dict[str, Any] = self._json("GET", path)
         return described
 
     def delete_index(self, index: str) -> None:
@@ -232,6 +245,18 @@ class ApiClient:
             if job.state.is_final or job.state is JobState.PAUSED:
                 return job
             time.sleep(poll_s)
+
+    def export_lines(self, index: str) -> Iterator[str]:
+        """The index's export file, line by line as the server streams it; a connection
+        cut mid-way raises (``transfer.save_export`` also checks for the end record)."""
+        with self._open("GET", f"/v1/indexes/{_quote(index)}/export") as resp:
+            try:
+                for raw in resp:
+                    yield raw.decode("utf-8")
+            except (http.client.HTTPException, OSError) as exc:
+                raise RemoteUnavailableError(
+                    0, "stream_failed", f"the export of index {index!r} from "
+                    f"{self.base_url} was cut short: {exc!r}") from None
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,

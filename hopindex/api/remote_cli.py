@@ -12,7 +12,6 @@ import click
 
 from hopindex.api.remote import ApiClient
 from hopindex.core.budget import BudgetLimits
-from hopindex.methods.base import QueryOptions
 
 if TYPE_CHECKING:
     from hopindex.backends.protocols import JobStore
@@ -35,25 +34,21 @@ class RemoteCommands:
                                                         limits=limits),
                        in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
-    def query(self, index: str, question: str, *, method: str | None, options: QueryOptions,
-              as_json: bool, trace: bool) -> None:
-        from hopindex.api.cli_support import print_result
+    def delete(self, index: str, doc_ids: Sequence[str], *, quiet: bool, as_json: bool,
+               no_wait: bool) -> None:
+        from hopindex.api.cli_support import run_and_report
 
-        print_result(self.client.query(index, question, method=method, options=options),
-                     as_json=as_json, trace=trace)
-
-    def delete(self, index: str, doc_ids: Sequence[str], *, as_json: bool) -> None:
-        from hopindex.api.cli_support import report_job
-
-        job = self.client.delete_documents(index, doc_ids)
-        report_job(self.client.wait_for_job(job.job_id), as_json=as_json)
+        run_and_report(self._jobs(), index,
+                       lambda: self.client.delete_documents(index, doc_ids),
+                       in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)
 
     def repair(self, index: str, *, check: bool, quiet: bool, as_json: bool,
                no_wait: bool) -> None:
         from hopindex.api.cli_support import print_outstanding, run_and_report
 
         if check:
-            print_outstanding(index, self.client.describe_index(index), as_json=as_json)
+            print_outstanding(index, self.client.describe_index(index, verify=True),
+                              as_json=as_json)
             return
         run_and_report(self._jobs(), index, lambda: self.client.repair_index(index),
                        in_process=False, quiet=quiet, as_json=as_json, no_wait=no_wait)

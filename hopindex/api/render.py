@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from hopindex.api.budgets import budget_text
 from hopindex.api.render_estimate import render_estimate
@@ -16,6 +16,7 @@ from hopindex.api.render_pause import pause_lines
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job
 from hopindex.methods.base import QueryResult
+from hopindex.methods.llm_steps import ANSWER_STEP
 from hopindex.methods.registry import get_query_method
 
 
@@ -27,7 +28,9 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
                   f"state={job.state.value}{duration}", markup=False)
     # Steps in the order the job met them: validate, each phase of the index's method
     # (by its qualified name), embed, finalize.
-    table = Table("stage", "total", "done", "failed", "skipped", box=None)
+    # Counts fold, not cut, on a narrow console: a count cut short reads as another.
+    table = Table("stage", *(Column(name, overflow="fold")
+                             for name in ("total", "done", "failed", "skipped")), box=None)
     for stage, c in job.counts.items():
         table.add_row(stage, str(c.total), str(c.done), str(c.failed), str(c.skipped))
     console.print(table)
@@ -38,6 +41,12 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
                       f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
                       f"tokens{cost_text(usage.cost)}, {usage.retries} retries, "
                       f"{usage.limiter_wait_s:.1f}s waiting on the rate limiter", markup=False)
+        forgiven = [f"{getattr(usage, name)} {name}" for name in usage.READING_FIELDS
+                    if getattr(usage, name)]
+        if forgiven:
+            # Repairs are among the calls above; the rest is what reading the replies
+            # forgave (values coerced, elements dropped, 0-1 scores rescaled, cut replies).
+            console.print(f"  replies: {', '.join(forgiven)}", markup=False)
     if len(job.llm) > 1:
         total = job.llm_total
         console.print(f"LLM total: {total.calls} calls, {total.prompt_tokens} prompt + "
@@ -67,14 +76,28 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
                       f"(hopindex jobs {job.job_id} --json)")
 
 
-def render_result(console: Console, result: QueryResult, *, width: int = 100) -> None:
+# Passages sit under their rank and title.
+PASSAGE_INDENT = "      "
+# Narrower than this, --full's wrapping would leave a word or two a line.
+MIN_PASSAGE_COLUMNS = 20
+
+
+def render_result(console: Console, result: QueryResult, *, width: int = 100,
+                  full: bool = False) -> None:
+    """The question, the answer and its LLM use, then each passage with its provenance
+    (the unit that found it, when not the passage itself): its text shortened to
+    ``width`` characters, or with ``full`` whole, wrapped to the console's width (the
+    CLI's console has none when its output is piped: one line per paragraph)."""
     embedding = ""
     if result.usage.embedding_tokens:
         # Without an answer there is no LLM line: the cost (the embeddings') goes here.
         cost = cost_text(result.usage.cost) if result.answer is None else ""
         embedding = f", {result.usage.embedding_tokens} embedding tokens{cost}"
+    # The model's load is this process's start-up, not the query: said apart.
+    load = (f", embedding model loaded in {result.embedder_load_s:.2f} s"
+            if result.embedder_load_s else "")
     console.print(f"[bold]{result.question}[/bold]  "
-                  f"(method={result.method}, {result.latency_s * 1000:.1f} ms{embedding})")
+                  f"(method={result.method}, {result.latency_s * 1000:.1f} ms{embedding}{load})")
     if result.answer is not None:
         usage = result.usage
         console.print(f"  answer: {result.answer}", markup=False)
@@ -85,12 +108,51 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100) ->
         body = passage.text.split("\n", 1)[-1]
         console.print(f"  {passage.rank:>2}. [bold]{passage.title}[/bold] "
                       f"(doc {passage.doc_id}, score {passage.score:.4f})")
-        console.print(textwrap.indent(textwrap.shorten(body, width=width), "      "),
+        console.print(passage_text(body, console.width) if full else
+                      textwrap.indent(textwrap.shorten(body, width=width), PASSAGE_INDENT),
                       markup=False)
         if passage.via_kind != "passage":
-            console.print(f"      via {passage.via_kind} "
-                          f"{textwrap.shorten(passage.via_text, width=width - 10)!r}",
+            via = (passage.via_text if full
+                   else textwrap.shorten(passage.via_text, width=width - 10))
+            line = f"via {passage.via_kind} {via!r}"
+            console.print(passage_text(line, console.width) if full else PASSAGE_INDENT + line,
                           markup=False)
+
+
+def passage_text(body: str, columns: int) -> str:
+    """A passage's whole text, indented, each of its lines wrapped to ``columns``: its
+    own line breaks (paragraphs, list items) kept."""
+    wrap = max(columns - len(PASSAGE_INDENT), MIN_PASSAGE_COLUMNS) + len(PASSAGE_INDENT)
+    return "\n".join(textwrap.fill(line, width=wrap, initial_indent=PASSAGE_INDENT,
+                                    subsequent_indent=PASSAGE_INDENT) if line.strip() else ""
+                      for line in body.split("\n"))
+
+
+def warning_lines(result: QueryResult) -> list[str]:
+    """The lines ``hopindex query`` prints on stderr for the result's warnings (an index
+    that is partial or building, with what completes it)."""
+    return [f"warning: {w.message}" for w in result.warnings]
+
+
+def degraded_note(result: QueryResult) -> str | None:
+    """The one line ``hopindex query`` prints on stderr for a result that degraded or
+    whose answer was cut, naming the first step that degraded (the cause of the
+    rest, which ``--json`` and ``--trace`` list); None for a result that did neither."""
+    notes: list[str] = []
+    if result.degraded:
+        first = result.degraded[0]
+        # An LLM error's message starts with its stage, often the step's own name.
+        cause = (first.reason if first.reason.startswith(f"{first.step}:")
+                 else f"{first.step}: {first.reason}")
+        more = len(result.degraded) - 1
+        cause += f"; {more} more step{'s' if more > 1 else ''} degraded" if more else ""
+        unanswered = result.answer is None and any(
+            d.step == ANSWER_STEP for d in result.degraded)
+        notes.append(f"answer unavailable ({cause}); showing retrieved passages" if unanswered
+                     else f"degraded ({cause})")
+    if result.answer_truncated:
+        notes.append("the answer was cut at its token budget")
+    return f"note: {'; '.join(notes)}" if notes else None
 
 
 def cost_text(cost: float | None) -> str:
@@ -105,7 +167,7 @@ def cost_text(cost: float | None) -> str:
 def render_trace(console: Console, result: QueryResult) -> None:
     """The method's decision trace: as the method describes it for people when it does
     (its ``describe_trace``), else as ``key: value`` lines."""
-    trace = result.trace
+    trace = result.full_trace()
     lines = _described_trace(result.method, trace)
     if lines is not None:
         for line in lines:

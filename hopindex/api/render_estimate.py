@@ -36,9 +36,10 @@ def render_estimate(console: Console, job: Job) -> None:
     table = Table(box=None, padding=(0, 1), pad_edge=False)
     table.add_column("phase", no_wrap=True)
     table.add_column("", no_wrap=True)
+    # Folded, not cut, on a narrower console: a figure cut short reads as another.
     for column in ("calls", "prompt\ntokens", "completion\ntokens",
                    *(("cost",) if priced else ())):
-        table.add_column(column, justify="right", no_wrap=True)
+        table.add_column(column, justify="right", overflow="fold")
     notes: set[str] = set()
     for phase, figures in job.estimate.items():
         planning = str(figures.get("planning", ""))

@@ -3,9 +3,10 @@ and the command that resumes it, with limits that let it go on.
 
 The limits suggested are a starting point, not a promise: twice the limit that
 refused the call, or more when the job's own figures say it needs more (what it
-spent and holds plus the refused call, or its dry run's estimate of the whole job),
-rounded up to two significant digits. ``hopindex jobs resume JOB_ID`` alone retries
-with the limits as they are (useful once an index's prices or the estimate changed).
+spent and holds plus the refused call, or what it spent plus what its dry run
+estimated for the work it has not done yet), rounded up to two significant digits.
+``hopindex jobs resume JOB_ID`` alone retries with the limits as they are (useful
+once an index's prices or the estimate changed).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import click
 
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, budget_text, plain_number
 from hopindex.core.budget import COST_TOLERANCE, MAX_COST, MAX_LLM_TOKENS
-from hopindex.core.models import Job, JobState
+from hopindex.core.models import Job, JobState, LlmUsage
 
 _GROWTH = 2
 
@@ -35,14 +36,32 @@ def _used(figures: dict[str, Any], kind: str) -> float:
     return sum(_figure(figures, part, kind) for part in ("spent", "held", "next_call"))
 
 
-def _estimated(job: Job, kind: str) -> float:
-    """The dry run's estimate of the whole job (``Job.estimate``), 0 when it has none."""
-    total = 0.0
-    for figures in job.estimate.values():
-        names = ("prompt_tokens", "completion_tokens") if kind == "tokens" else ("cost",)
-        total += sum(float(figures[n]) for n in names
-                     if isinstance(figures.get(n), int | float))
-    return total
+def _usage(usage: LlmUsage | None, kind: str) -> float:
+    if usage is None:
+        return 0.0
+    if kind == "tokens":
+        return float(usage.prompt_tokens + usage.completion_tokens)
+    return usage.cost or 0.0  # unpriced calls count nothing against a cost
+
+
+def _spent(job: Job, kind: str) -> float:
+    """What the job's finished calls spent: the pause's figures (its budget account),
+    or the usage on its record when that says more (figures the account could not
+    refresh)."""
+    return max(_figure(job.pause, "spent", kind), _usage(job.llm_total, kind))
+
+
+def _remaining_estimate(job: Job, kind: str) -> float:
+    """What the dry run (``Job.estimate``) planned for the work the job has not done
+    yet: per phase, its estimate less what that phase's calls used, never below 0; 0
+    for a job without one. A phase the dry run could not plan counts nothing."""
+    names = ("prompt_tokens", "completion_tokens") if kind == "tokens" else ("cost",)
+    remaining = 0.0
+    for phase, figures in job.estimate.items():
+        planned = sum(float(figures[n]) for n in names
+                      if isinstance(figures.get(n), int | float))
+        remaining += max(planned - _usage(job.llm.get(phase), kind), 0.0)
+    return remaining
 
 
 def _round_up(value: float) -> Decimal:
@@ -69,7 +88,8 @@ def suggested_limits(job: Job) -> dict[str, float]:
     suggested: dict[str, float] = {}
     for field in refused or set_limits:
         limit, kind = set_limits[field], kinds[field]
-        value = _round_up(max(_GROWTH * limit, _used(figures, kind), _estimated(job, kind)))
+        value = _round_up(max(_GROWTH * limit, _used(figures, kind),
+                              _spent(job, kind) + _remaining_estimate(job, kind)))
         if value > Decimal(repr(limit)):
             suggested[field] = int(value) if field == MAX_LLM_TOKENS else float(value)
     return suggested

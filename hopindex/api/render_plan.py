@@ -48,10 +48,12 @@ def render_plan(out: Console, plan: dict[str, Any]) -> None:
     priced = any(phase.get("cost") is not None for phase in plan["phases"])
     table = Table(show_edge=False)
     table.add_column("phase", no_wrap=True)
-    table.add_column("planning")
+    # Too narrow a console (--width, a small terminal) folds a cell onto the next
+    # line: a figure cut short (`0.00720…`) would read as another number.
+    table.add_column("planning", overflow="fold")
     for column in ("LLM calls", "cached", "prompt tokens", "completion tokens",
                    *(("cost",) if priced else ())):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     notes: set[str] = set()
     for phase in plan["phases"]:
         planning = phase["planning"]

@@ -8,11 +8,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hopindex.api.index_health import IndexHealth
 from hopindex.api.links import links_of, reject
 from hopindex.api.progress import wait_for_job
+from hopindex.backends.embedder.loading import timed_loads
 from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
 from hopindex.backends.protocols import IndexInfo
-from hopindex.backends.registry import Backends
+from hopindex.backends.registry import Backends, open_state_store_to_read
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
@@ -33,7 +35,7 @@ from hopindex.monitoring.queries import query_recorder
 from hopindex.readers import RawDocument, ReadError, read_paths
 from hopindex.scheduler.dry_run import IngestPlan, plan_ingest
 from hopindex.scheduler.level_builds import level_statuses
-from hopindex.scheduler.lifecycle import cancel_job
+from hopindex.scheduler.lifecycle import CANCELLED_BY_REQUEST, cancel_job
 from hopindex.scheduler.outstanding import Outstanding, outstanding_work
 from hopindex.scheduler.pause import resume_paused_job, set_index_budget
 from hopindex.scheduler.rebuild import submit_rebuild
@@ -41,6 +43,7 @@ from hopindex.scheduler.recovery import recover_orphaned_jobs
 from hopindex.scheduler.repair import submit_repair
 from hopindex.scheduler.submit import submit_delete, submit_ingest
 from hopindex.scheduler.webhook_sender import close_embedded_senders
+from hopindex.scheduler.writers import Announce, WaitPolicy
 from hopindex.workers.app import app, configure_app, drop_connections
 from hopindex.workers.engine_route import open_process_backends
 from hopindex.workers.query_tasks import CeleryQueryTasks
@@ -65,6 +68,16 @@ class Hopindex:
         recover_orphaned_jobs(self.runtime)
         self._search: SearchContext | None = None
         self._query_metrics = query_recorder(self.settings)
+        self._health = IndexHealth(lambda: self.backends.state, self.outstanding)
+
+    @classmethod
+    def for_planning(cls, settings: Settings) -> Hopindex:
+        """A service for dry runs, which write nothing: over an embedded state file that
+        does not exist yet it reads an empty store in memory instead of creating the file
+        and its folder (``open_state_store_to_read``). Planning opens no engine."""
+        configure_logging(settings)  # before the store logs its opening
+        return cls(settings, Backends(settings,
+                                      state=open_state_store_to_read(settings.state_url)))
 
     def __enter__(self) -> Hopindex:
         return self
@@ -81,23 +94,27 @@ class Hopindex:
 
     # -- ingest and delete ------------------------------------------------------------
     def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None,
-                     budget: BudgetLimits | None = None) -> Job:
+                     budget: BudgetLimits | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
+                     announce: Announce | None = None) -> Job:
         validate_index_name(index)
         read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
         return self.ingest_documents(index, read.documents, read.errors, method=method,
-                                     budget=budget)
+                                     budget=budget, wait=wait, announce=announce)
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
                          read_errors: Sequence[ReadError] = (), method: str | None = None,
-                         *, job_id: str | None = None, budget: BudgetLimits | None = None
+                         *, job_id: str | None = None, budget: BudgetLimits | None = None,
+                         wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
                          ) -> Job:
         """Ingest into ``index``; a new index is built with the index method ``method``
         (default: the registry's ``default_index_method``, which depends on whether an
         LLM is configured). ``job_id`` lets a caller that runs this in the background
         know the job before the call returns. ``budget`` caps the job's LLM spend (None:
-        the index's default budget); past it the job pauses until resumed."""
+        the index's default budget); past it the job pauses until resumed. ``wait``: what
+        a job behind another of its index does (scheduler/writers.py); ``announce`` is
+        told each job it waits behind."""
         return submit_ingest(self.runtime, index, documents, read_errors, method=method,
-                             job_id=job_id, budget=budget)
+                             job_id=job_id, budget=budget, wait=wait, announce=announce)
 
     def plan_ingest_paths(self, index: str, paths: Sequence[Path],
                           method: str | None = None) -> IngestPlan:
@@ -114,28 +131,36 @@ class Hopindex:
         return plan_ingest(self.runtime, index, documents, read_errors, method=method)
 
     def delete_documents(self, index: str, doc_ids: Sequence[str],
-                         job_id: str | None = None) -> Job:
+                         job_id: str | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
+                         announce: Announce | None = None) -> Job:
         self._require_index(index)
-        return submit_delete(self.runtime, index, doc_ids, job_id=job_id)
+        return submit_delete(self.runtime, index, doc_ids, job_id=job_id, wait=wait,
+                             announce=announce)
 
-    def repair_index(self, index: str, job_id: str | None = None) -> Job:
+    def repair_index(self, index: str, job_id: str | None = None, *,
+                     wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
+                     ) -> Job:
         """Redo the index's outstanding work: documents not fully indexed and items that
         failed for good (see scheduler/outstanding.py), with no new input."""
         self._require_index(index)
-        return submit_repair(self.runtime, index, job_id=job_id)
+        return submit_repair(self.runtime, index, job_id=job_id, wait=wait, announce=announce)
 
-    def rebuild_index(self, index: str, job_id: str | None = None) -> Job:
+    def rebuild_index(self, index: str, job_id: str | None = None, *,
+                      wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
+                      ) -> Job:
         """Build again the index's levels phases built only on request (a global tree),
         over its documents as they are now, with no new input (scheduler/rebuild.py)."""
         self._require_index(index)
-        return submit_rebuild(self.runtime, index, job_id=job_id)
+        return submit_rebuild(self.runtime, index, job_id=job_id, wait=wait,
+                              announce=announce)
 
-    def outstanding(self, index: str) -> Outstanding:
+    def outstanding(self, index: str, *, verify: bool = False) -> Outstanding:
         """The index's status (ready, building, partial), what it is missing, and how
-        stale its levels phases built on request are."""
+        stale its levels phases built on request are; ``verify`` also finds stored text
+        its units were not built from (reads every document)."""
         self._require_index(index)
         return outstanding_work(self.backends.state, index,
-                                level_statuses(self.runtime, index))
+                                level_statuses(self.runtime, index), verify=verify)
 
     # -- kgbridge links ----------------------------------------------------------------
     def list_links(self, index: str, entity: str | None = None) -> list[dict[str, Any]]:
@@ -163,11 +188,18 @@ class Hopindex:
             info = self._require_index(index)
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
-            started = time.perf_counter()
-            with metered_embeddings() as meter:
-                result = spec.factory(self._search_context()).run_query(
-                    index, question, options or QueryOptions())
-            result.latency_s = time.perf_counter() - started
+            warnings = self._health.warnings(index)
+            search = self._search_context()  # opening the engines is not the query's time
+            with timed_loads() as loads, metered_embeddings() as meter:
+                started = time.perf_counter()
+                result = spec.factory(search).run_query(index, question,
+                                                        options or QueryOptions())
+                elapsed = time.perf_counter() - started
+            # The embedder's first use loads its model inside the query: reported apart,
+            # so latency_s (and the latency histogram) measure the query alone.
+            result.embedder_load_s = loads.read()
+            result.latency_s = max(0.0, elapsed - result.embedder_load_s)
+            result.warnings.extend(warnings)
             embedding = meter.usage(self.settings.embedding_price_per_mtok)
             result.usage.add_embedding(embedding)
             if not embedding.is_empty:  # else the embedder may be unopened: leave it so
@@ -215,9 +247,11 @@ class Hopindex:
     def wait_for_job(self, job_id: str, timeout_s: float | None = None) -> Job:
         return wait_for_job(self.backends.state, job_id, timeout_s=timeout_s)
 
-    def cancel_job(self, job_id: str) -> Job:
+    def cancel_job(self, job_id: str, *, reason: str | None = None) -> Job:
+        """Stop the job; ``reason`` is what its record says instead of the default
+        (cancelled by request), when the process stops it for a reason of its own."""
         self.get_job(job_id)
-        return cancel_job(self.runtime, job_id)
+        return cancel_job(self.runtime, job_id, reason=reason or CANCELLED_BY_REQUEST)
 
     def resume_job(self, job_id: str, *, max_llm_tokens: int | None = None,
                    max_cost: float | None = None) -> Job:

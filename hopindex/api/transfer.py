@@ -14,24 +14,35 @@ knows no method: a method's namespaces go along whatever they are called. Record
 are a method's per-document state, keyed by document id (``RecordStore``), and the
 runtime's build state of the levels phases built on request (``runtime.levels``,
 keyed by phase: scheduler/level_builds.py).
-Export a quiet index: a job running meanwhile may be half captured. With a broker
-and the embedded engines, the vectors and postings are read and written through the
-engine owner (the engines in ``backends`` are then its, see workers/engine_route.py),
-so an export or import runs beside the workers without stopping them.
+An export is refused while a job of the index runs (it would be half captured). A
+server streams the same records (``GET /v1/indexes/{name}/export``) and
+``save_export`` writes them where ``hopindex export --api URL`` runs, so the file is
+the one a local export writes. With a broker and the embedded engines, the vectors
+and postings are read and written through the engine owner (the engines in
+``backends`` are then its, see workers/engine_route.py), so an export or import runs
+beside the workers without stopping them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hopindex.api import transfer_format as fmt
 from hopindex.api import transfer_v1 as v1
 from hopindex.backends.protocols import KeywordRecord, UnitPayload, Vector, VectorRecord
 from hopindex.backends.registry import Backends
-from hopindex.core.errors import ConfigError, HopindexError, InvalidInputError, NotFoundError
+from hopindex.core.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    HopindexError,
+    IndexBusyError,
+    InvalidInputError,
+    NotFoundError,
+)
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Document, Group, MentionSource, Unit
@@ -69,44 +80,97 @@ def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
 
 # -- export ----------------------------------------------------------------------------
 
+class IndexExport:
+    """One export of ``index``, checked when made (the index exists, no job of it is
+    running), so that a server can still refuse it before answering; ``records()`` then
+    gives its records in file order, and ``summary`` counts what they held."""
+
+    def __init__(self, backends: Backends, index: str) -> None:
+        state = backends.state
+        info = state.get_index(validate_index_name(index))
+        if info is None:
+            raise NotFoundError(f"no index {index!r}")
+        busy = [j.job_id for j in state.list_jobs(index, limit=20) if not j.state.is_final]
+        if busy:
+            raise IndexBusyError(f"index {index!r} has unfinished jobs ({', '.join(busy)}); "
+                                 "export it once they end (or cancel them)")
+        self.backends = backends
+        self.info = info
+        self.summary = TransferSummary(index=index)
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        backends, index, summary = self.backends, self.info.name, self.summary
+        yield fmt.header_record(self.info, backends.settings.embedder_url)
+        doc_ids = sorted(backends.state.document_hashes(index))
+        yield from _export_documents(backends, index, doc_ids, summary)
+        yield from _export_units(backends, index, doc_ids, summary)
+        yield from _export_mentions(backends, index, doc_ids, summary)
+        yield from _export_groups(backends, index, summary)
+        yield from _export_records(backends, index,
+                                   doc_ids + _level_build_keys(self.info.method), summary)
+        yield {"type": "end", "counts": summary.as_dict()}
+
+
 def export_index(backends: Backends, index: str, path: Path) -> TransferSummary:
     """Write ``index`` to ``path`` (``.gz``: compressed); returns what was written."""
-    state = backends.state
-    info = state.get_index(validate_index_name(index))
-    if info is None:
-        raise NotFoundError(f"no index {index!r}")
-    busy = [job.job_id for job in state.list_jobs(index, limit=20) if not job.state.is_final]
-    if busy:
-        raise InvalidInputError(f"index {index!r} has unfinished jobs ({', '.join(busy)}); "
-                                "export it once they end (or cancel them)", where="index")
-    summary = TransferSummary(index=index)
+    export = IndexExport(backends, index)
     partial = path.with_name(path.name + ".part")
     with fmt.open_text(partial, "w", compressed=path.suffix == ".gz") as out:
-        fmt.write_record(out, fmt.header_record(info, backends.settings.embedder_url))
-        doc_ids = sorted(state.document_hashes(index))
-        _export_documents(backends, index, doc_ids, out, summary)
-        _export_units(backends, index, doc_ids, out, summary)
-        _export_mentions(backends, index, doc_ids, out, summary)
-        _export_groups(backends, index, out, summary)
-        _export_records(backends, index, doc_ids + _level_build_keys(info.method), out,
-                        summary)
-        fmt.write_record(out, {"type": "end", "counts": summary.as_dict()})
+        for record in export.records():
+            fmt.write_record(out, record)
     partial.replace(path)
-    log.info("index_exported", **summary.as_dict(), path=str(path))
+    log.info("index_exported", **export.summary.as_dict(), path=str(path))
+    return export.summary
+
+
+def save_export(lines: Iterable[str], path: Path, index: str) -> TransferSummary:
+    """Write the lines of ``index``'s export as a server streams them (``GET
+    /v1/indexes/{name}/export``) to ``path``, as ``export_index`` writes a local one:
+    through ``PATH.part``, renamed once the end record arrived; a stream cut short
+    leaves no file. Returns the end record's counts."""
+    partial = path.with_name(path.name + ".part")
+    first, last = "", ""
+    try:
+        with fmt.open_text(partial, "w", compressed=path.suffix == ".gz") as out:
+            for line in lines:
+                first = first or line
+                last = line
+                out.write(line)
+        summary = _streamed_summary(first, last, index)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(path)
     return summary
 
 
-def _export_documents(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
-                      summary: TransferSummary) -> None:
+def _streamed_summary(first: str, last: str, index: str) -> TransferSummary:
+    cut = BackendUnavailableError(f"the export of index {index!r} ended before its end "
+                                  "record (the server's log says why); nothing was written")
+    if not first:
+        raise cut
+    info, _ = fmt.header_info(json.loads(first), "line 1")
+    try:
+        end = json.loads(last)
+        counts = end["counts"] if end.get("type") == "end" else None
+    except (ValueError, KeyError, AttributeError):
+        counts = None
+    if info.name != index or not isinstance(counts, dict):
+        raise cut
+    return TransferSummary(index=index, **{k: int(counts.get(k, 0)) for k in _COUNTED})
+
+
+def _export_documents(backends: Backends, index: str, doc_ids: list[str],
+                      summary: TransferSummary) -> Iterator[dict[str, Any]]:
     for batch in _batches(doc_ids, BATCH):
         for document in backends.state.get_documents(index, batch):
-            fmt.write_record(out, fmt.document_record(document))
+            yield fmt.document_record(document)
             summary.documents += 1
 
 
-def _export_units(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
-                  summary: TransferSummary) -> None:
-    """Write every unit once, with its vector when it has one."""
+def _export_units(backends: Backends, index: str, doc_ids: list[str],
+                  summary: TransferSummary) -> Iterator[dict[str, Any]]:
+    """Every unit once, with its vector when it has one."""
     state = backends.state
     seen: set[str] = set()
     for batch in _batches(doc_ids, BATCH):
@@ -118,7 +182,7 @@ def _export_units(backends: Backends, index: str, doc_ids: list[str], out: IO[st
             index, [i for i in ids if i not in pending])}
         for unit in units:
             vector = vectors.get(unit.unit_id)
-            fmt.write_record(out, fmt.unit_record(unit, vector))
+            yield fmt.unit_record(unit, vector)
             summary.units += 1
             summary.vectors += vector is not None
     missing = summary.units - summary.vectors
@@ -126,22 +190,22 @@ def _export_units(backends: Backends, index: str, doc_ids: list[str], out: IO[st
         log.warning("units_exported_without_vectors", index=index, units=missing)
 
 
-def _export_mentions(backends: Backends, index: str, doc_ids: list[str], out: IO[str],
-                     summary: TransferSummary) -> None:
+def _export_mentions(backends: Backends, index: str, doc_ids: list[str],
+                     summary: TransferSummary) -> Iterator[dict[str, Any]]:
     for batch in _batches(doc_ids, BATCH):
         for doc_id, mentions in sorted(
                 backends.state.mentions_of_documents(index, batch).items()):
-            fmt.write_record(out, fmt.mentions_record(doc_id, mentions))
+            yield fmt.mentions_record(doc_id, mentions)
             summary.mentions += len(mentions)
 
 
-def _export_groups(backends: Backends, index: str, out: IO[str],
-                   summary: TransferSummary) -> None:
+def _export_groups(backends: Backends, index: str,
+                   summary: TransferSummary) -> Iterator[dict[str, Any]]:
     state = backends.state
     for namespace in state.namespaces_of_groups(index):
         for batch in _batches(state.list_group_keys(index, namespace), BATCH):
             for group in state.get_groups(index, namespace, batch).values():
-                fmt.write_record(out, fmt.group_record(group))
+                yield fmt.group_record(group)
                 summary.groups += 1
 
 
@@ -155,15 +219,15 @@ def _level_build_keys(method_name: str) -> list[str]:
     return [phase_name(method.name, p) for p in on_request_phases(method)]
 
 
-def _export_records(backends: Backends, index: str, keys: list[str], out: IO[str],
-                    summary: TransferSummary) -> None:
+def _export_records(backends: Backends, index: str, keys: list[str],
+                    summary: TransferSummary) -> Iterator[dict[str, Any]]:
     """The records of every namespace under ``keys``: document ids (a method's records
     of documents) and the runtime's own keys."""
     state = backends.state
     for namespace in state.list_record_namespaces(index):
         for batch in _batches(keys, BATCH):
             for key, value in state.get_records(index, namespace, batch).items():
-                fmt.write_record(out, fmt.record_record(namespace, key, value))
+                yield fmt.record_record(namespace, key, value)
                 summary.records += 1
 
 

@@ -173,6 +173,10 @@ def read_records(handle: IO[str], path: Path, types: tuple[str, ...] = RECORD_TY
         yield where, record
 
 
+def record_line(record: dict[str, Any]) -> str:
+    """One record as its line of the file, newline included."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
 def write_record(handle: IO[str], record: dict[str, Any]) -> None:
-    handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-    handle.write("\n")
+    handle.write(record_line(record))

@@ -23,10 +23,13 @@ if TYPE_CHECKING:
     from hopindex.backends.llm.cache import ResponseCache
     from hopindex.backends.llm.client import LlmClient
     from hopindex.backends.llm.observer import LlmObserver
+    from hopindex.backends.llm.output_modes import OutputModeMemory
     from hopindex.backends.llm.runner import LlmRunner
 
 # Key prefix of state and events on a shared Redis (several services may share one).
 STATE_PREFIX = "hopindex"
+# SQLite's name for a database that lives in memory and is gone when it is closed.
+MEMORY_DATABASE = ":memory:"
 
 
 class Backends:
@@ -158,6 +161,17 @@ def open_state_store(url: str) -> StateStore:
                       "(expected sqlite:// or redis://)")
 
 
+def open_state_store_to_read(url: str) -> StateStore:
+    """The state store of a caller that writes nothing (a dry run). An embedded SQLite
+    file that does not exist yet holds nothing: an empty store in memory stands for it,
+    so neither the file nor its folder is created. Any other store opens as usual."""
+    if _scheme(url) == "sqlite" and not url_path(url).exists():
+        from hopindex.backends.state.sqlite_store import SqliteStateStore
+
+        return SqliteStateStore(Path(MEMORY_DATABASE))
+    return open_state_store(url)
+
+
 def open_event_log(state_url: str) -> EventLog:
     """The event log lives where the state does (docs/architecture.md): a Redis stream beside
     Redis state, else an SQLite file beside the state file."""
@@ -177,10 +191,15 @@ def open_event_log(state_url: str) -> EventLog:
 def open_embedder(url: str, settings: Settings | None = None) -> Embedder:
     parts = urlsplit(url)
     if parts.scheme == "sentence-transformers":
+        from hopindex.backends.embedder.fast_start import FastStartEmbedder
         from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder((parts.netloc + parts.path) or "all-MiniLM-L6-v2",
-                                           threads=settings.embedder_threads if settings else 0)
+        s = settings or Settings()
+        # Questions go to the model's ONNX export when one is cached (fast_start.py).
+        return FastStartEmbedder(
+            SentenceTransformerEmbedder((parts.netloc + parts.path) or "all-MiniLM-L6-v2",
+                                        threads=s.embedder_threads),
+            cache_dir=s.data_dir / "models" / "onnx", threads=s.embedder_threads)
     if parts.scheme == "openai":
         # openai://MODEL: the embeddings endpoint of the configured LLM provider.
         from hopindex.backends.embedder.openai_embedder import OpenAiEmbedder
@@ -248,7 +267,8 @@ def build_llm_client(settings: Settings) -> LlmClient:
         base_url=settings.llm_base_url, model=settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.llm_timeout_s,
         max_attempts=settings.llm_max_attempts, backoff_base_s=settings.llm_backoff_base_s,
-        backoff_max_s=settings.llm_backoff_max_s,
+        backoff_max_s=settings.llm_backoff_max_s, output_mode=settings.llm_output_mode,
+        connect_give_up_s=settings.llm_connect_give_up_s,
         prices=LlmPrices(input_per_mtok=settings.llm_price_input_per_mtok,
                          output_per_mtok=settings.llm_price_output_per_mtok))
     shared_url = settings.shared_redis_url(settings.llm_limiter_url)
@@ -257,7 +277,20 @@ def build_llm_client(settings: Settings) -> LlmClient:
     # SQLite file beside the state for the processes of one machine.
     budget = llm_budget_for(shared_url, settings.data_dir / "llm-budget.sqlite3")
     return LlmClient(llm_settings, limiter, open_response_cache(settings),
-                     observer=open_llm_observer(settings), budget=budget)
+                     observer=open_llm_observer(settings), budget=budget,
+                     modes=output_modes_for(shared_url))
+
+
+def output_modes_for(shared_url: str | None) -> OutputModeMemory:
+    """Where the output modes providers refused are remembered: the shared Redis (every
+    worker learns from one refusal), else this process."""
+    from hopindex.backends.llm.output_modes import ProcessOutputModes
+
+    if not shared_url or _scheme(shared_url) not in REDIS_SCHEMES:
+        return ProcessOutputModes()
+    from hopindex.backends.llm.output_modes_redis import RedisOutputModes
+
+    return RedisOutputModes(shared_url)
 
 
 def open_llm_observer(settings: Settings) -> LlmObserver | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +21,6 @@ from pathlib import Path
 from hopindex.core.errors import BackendError, BackendUnavailableError
 
 BUSY_TIMEOUT_MS = 30_000
-
 
 
 def wrap_sqlite_error(what: str, operation: str, exc: sqlite3.Error) -> BackendError:
@@ -55,6 +55,27 @@ def sqlite_transaction(conn: sqlite3.Connection, what: str, operation: str, *,
         raise wrap_sqlite_error(what, operation, exc) from exc
 
 
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """Switch ``conn``'s file to WAL, waiting out other processes doing the same.
+
+    SQLite answers a journal-mode change that meets another connection's lock with
+    "database is locked" at once, without calling the busy handler, so processes
+    that open a new file together would fail here; they retry until the
+    busy_timeout a statement would have waited.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)  # back-off on another process's lock, as SQLite's own does
+        pause = min(pause * 2, 0.1)
+
+
 class SqliteFile:
     """One SQLite file behind one connection and one lock, for all of a process's threads.
 
@@ -82,7 +103,7 @@ class SqliteFile:
             # lock mid-transaction, which can deadlock.
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(conn)
             # NORMAL under WAL: a power loss may drop the last commits but never
             # corrupts the file; every write here is an idempotent upsert or an append.
             conn.execute("PRAGMA synchronous = NORMAL")

@@ -24,6 +24,11 @@ class InvalidInputError(HopindexError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class JobFinishedError(InvalidInputError):
+    """The job has already ended (succeeded, partial, failed or cancelled), so it can
+    no longer be cancelled: a conflict with its state, not a malformed request."""
+
+
 class InvalidIndexNameError(InvalidInputError):
     """An index name outside the one safe pattern (it becomes paths and collection names)."""
 
@@ -70,7 +75,9 @@ class JobFailedError(HopindexError):
 
 
 class IndexBusyError(HopindexError):
-    """The index has running jobs, so it cannot be deleted now; retry once they end."""
+    """The index has unfinished jobs: it cannot be deleted now, and a job that may not
+    wait for its turn (``--no-wait``, a server without workers) is refused; retry once
+    they end."""
 
 
 class LlmAuthenticationError(ConfigError):
@@ -79,6 +86,16 @@ class LlmAuthenticationError(ConfigError):
 
 class LlmOutputError(PermanentStageError):
     """The model's reply did not have the expected shape, even after one repair attempt."""
+
+
+class ReplyShapeError(LlmOutputError, ValueError):
+    """One reply is not of the shape its call kind declares (no JSON, a wrong type,
+    nothing usable left after dropping the items that do not fit).
+
+    A ``ValueError`` too: the client treats it as a parse failure (one repair call,
+    a cached reply read as a miss); raised past the repair it is the item's
+    ``LlmOutputError``. The message names the call kind and what was wrong.
+    """
 
 
 class LlmUnavailableError(RetryableStageError):
@@ -105,3 +122,12 @@ class BudgetExhaustedError(JobPausedError):
     def __init__(self, message: str, *, job_id: str, figures: dict[str, object]) -> None:
         self.figures = figures
         super().__init__(message, job_id=job_id)
+
+
+# An LLM call that failed for its own request, not for the configuration or the
+# infrastructure around it: a reply unusable even after the repair (LlmOutputError),
+# a request the provider refuses for good (PermanentStageError), the provider failing
+# or unreachable past the client's policy (LlmUnavailableError). An index item records
+# it and the job goes on (backends/llm/runner.py); a query degrades that step
+# (methods/llm_steps.py). A refused key is a ConfigError, never among these.
+LLM_CALL_FAILURES: tuple[type[HopindexError], ...] = (PermanentStageError, LlmUnavailableError)

@@ -54,7 +54,13 @@ class Webhook:
     """A URL that receives one index's events, signed with ``secret`` (HMAC-SHA256,
     Standard Webhooks). ``secret`` is ``whsec_`` + base64 of the key bytes; one stored
     before that form is any other text, its UTF-8 bytes the key. ``url`` may hold
-    credentials: show it to readers only through ``core.redact.redact_url``."""
+    credentials: show it to readers only through ``core.redact.redact_url``.
+
+    ``allow_private`` is the decision the registering process made: whether the webhook
+    may reach private, loopback and other internal addresses. It is stored with the
+    webhook so every process delivering its events decides alike, whatever its own
+    environment; None on webhooks stored before the decision was recorded, which the
+    delivering process's setting decides."""
 
     webhook_id: str
     index: str
@@ -62,3 +68,4 @@ class Webhook:
     # Kept out of repr: a webhook logged or printed in a traceback must not leak it.
     secret: str = field(repr=False)
     created_at: float
+    allow_private: bool | None = None

@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import threading
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -296,8 +298,33 @@ def _refuse(reason: str) -> _RefusedNumber:
     return _RefusedNumber(reason)
 
 
-def _shown(literal: str) -> str:
-    return literal if len(literal) <= 40 else f"{literal[:20]}…{literal[-8:]}"
+# What a message shows of a value: a literal is cut past this many characters, a number
+# past MAX_SHOWN_NUMBER_CHARS is shown to SHOWN_DIGITS significant digits.
+MAX_SHOWN_LITERAL_CHARS = 40
+MAX_SHOWN_NUMBER_CHARS = 20
+SHOWN_DIGITS = 6
+
+
+def shown_literal(literal: str) -> str:
+    """``literal`` short enough for a message: its head and tail around an ellipsis."""
+    if len(literal) <= MAX_SHOWN_LITERAL_CHARS:
+        return literal
+    return f"{literal[:20]}…{literal[-8:]}"
+
+
+def shown_number(value: int | float) -> str:
+    """``value`` short enough for a message: as Python writes it when that is short,
+    else in scientific notation to six significant digits (``1e+308``,
+    ``-1.23457e+29``), an integer past a float's range included, without converting
+    it to one."""
+    text = repr(value)
+    if len(text) <= MAX_SHOWN_NUMBER_CHARS:
+        return text
+    # Decimal, not float: an integer of any size, rounded, without overflow.
+    mantissa, _, exponent = format(Decimal(value), f".{SHOWN_DIGITS}g").partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{exponent}" if exponent else mantissa
 
 
 @lru_cache(maxsize=8)
@@ -318,8 +345,8 @@ def _decoder(max_number_chars: int) -> json.JSONDecoder:
             return too_long(literal)
         number = float(literal)
         if math.isinf(number):
-            return _refuse(f"holds the number {_shown(literal)}, out of the range of a "
-                           "64-bit float")
+            return _refuse(f"holds the number {shown_literal(literal)}, out of the range of a "
+                           f"64-bit float (±{shown_number(sys.float_info.max)})")
         return number
 
     def read_constant(literal: str) -> _RefusedNumber:

@@ -10,6 +10,7 @@ from typing import Any
 
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.embedding_usage import EmbeddingUsage
+from hopindex.core.job_progress import overall_percent, step_percents
 from hopindex.core.redact import redact_text
 
 
@@ -210,6 +211,19 @@ class LlmUsage:
     retries: int = 0
     limiter_wait_s: float = 0.0
     cost: float | None = None
+    # Of ``calls``: the second requests sent for a reply that could not be read (a
+    # repair) or was cut at its token budget (a retry with a larger budget).
+    repairs: int = 0
+    # What reading the replies forgave (backends/llm/reply_shapes.py): values taken in
+    # lax mode (numbers as strings), elements dropped from a reply, replies whose
+    # scores were rescaled from 0-1, and replies cut at their token budget.
+    coerced: int = 0
+    dropped: int = 0
+    rescaled: int = 0
+    truncated: int = 0
+
+    # Counters shown only when non-zero: most stages never need them.
+    READING_FIELDS = ("repairs", "coerced", "dropped", "rescaled", "truncated")
 
     @property
     def is_empty(self) -> bool:
@@ -224,6 +238,8 @@ class LlmUsage:
         self.completion_tokens += other.completion_tokens
         self.retries += other.retries
         self.limiter_wait_s += other.limiter_wait_s
+        for name in self.READING_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, float]:
         data: dict[str, float] = {
@@ -233,6 +249,8 @@ class LlmUsage:
             "limiter_wait_s": round(self.limiter_wait_s, 6)}
         if self.cost is not None:  # unpriced: no figure at all, not a zero
             data["cost"] = round(self.cost, COST_DECIMALS)
+        data.update({name: getattr(self, name) for name in self.READING_FIELDS
+                     if getattr(self, name)})
         return data
 
     @classmethod
@@ -243,7 +261,8 @@ class LlmUsage:
                    completion_tokens=int(data.get("completion_tokens", 0)),
                    retries=int(data.get("retries", 0)),
                    limiter_wait_s=float(data.get("limiter_wait_s", 0.0)),
-                   cost=None if cost is None else float(cost))
+                   cost=None if cost is None else float(cost),
+                   **{name: int(data.get(name, 0)) for name in cls.READING_FIELDS})
 
 
 # A token at the cheapest prices is a fraction of a millionth; ten places keep it
@@ -305,6 +324,9 @@ class Job:
     stale_units: list[str] = field(default_factory=list)
     # When the last job.progress event went out (throttling, see scheduler/lifecycle.py).
     events_at: float = 0.0
+    # The highest overall percent the record reported: progress never reads lower
+    # (core/job_progress.py). Bookkeeping, not part of what the job is.
+    progress_floor: float = field(default=0.0, compare=False)
     # What the reaper did each time it re-drove this stalled job (scheduler/reaper.py).
     redrives: list[str] = field(default_factory=list)
     # The process running the job itself (no broker): host, pid, boot id, start time,
@@ -323,15 +345,25 @@ class Job:
     # ``llm_usage`` (what the calls really used): calls, prompt_tokens,
     # completion_tokens, cost and how each was estimated (scheduler/dry_run_plan.py).
     estimate: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # While it is queued behind another job of its index (scheduler/writers.py): the job
+    # it waits for and its place in the line (1: next); both cleared at its turn.
+    waits_for: str = ""
+    queue_position: int = 0
+    # How many records of input a queued job keeps until its turn (its documents, or
+    # the ids it deletes), which any process can then start it from; -1: none kept,
+    # the process that submitted it starts it (no broker) or it started at once.
+    staged: int = -1
 
     def as_dict(self) -> dict[str, Any]:
+        progress = self.progress()
         return {
             "job_id": self.job_id,
             "index": self.index,
             "kind": self.kind.value,
             "state": self.state.value,
             "counts": {stage: c.as_dict() for stage, c in self.counts.items()},
-            "progress": self.progress(),
+            "progress": progress,
+            "progress_floor": progress["percent"],
             "errors": [e.as_dict() for e in self.errors],
             "missing": self.missing(),
             "llm": {**self.llm_total.as_dict(),
@@ -356,29 +388,20 @@ class Job:
             "pause": dict(self.pause),
             "paused_tasks": list(self.paused_tasks),
             "estimate": {phase: dict(figures) for phase, figures in self.estimate.items()},
+            "waits_for": self.waits_for,
+            "queue_position": self.queue_position,
+            "staged": self.staged,
         }
 
     def progress(self) -> dict[str, Any]:
-        """How far each stage is: items finished (done, failed or skipped) of its total.
-
-        A stage that has nothing to do is complete, so a finished job reads 100 %
-        even when most of its work was found unchanged and skipped.
-        """
-        stages = {}
-        for stage, counts in self.counts.items():
-            finished = min(counts.finished, counts.total)
-            percent = 100.0 if counts.total == 0 else 100.0 * finished / counts.total
-            stages[stage] = {"finished": finished, "total": counts.total,
-                                   "percent": round(percent, 1)}
-        total = sum(c.total for c in self.counts.values())
-        finished = sum(min(c.finished, c.total) for c in self.counts.values())
-        if self.state in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS):
-            percent = 100.0
-        else:
-            # Later phases add to the totals when they are planned: a running job's
-            # figure is of the work known so far.
-            percent = 100.0 * finished / total if total else 0.0
-        return {"percent": round(percent, 1), "stages": stages}
+        """How far each step is (items finished, whatever their outcome, of its total)
+        and the job overall: 0 when just submitted, 100 only once it succeeded, never
+        lower than it read before (core/job_progress.py)."""
+        succeeded = self.state in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS)
+        percent = overall_percent(self.counts, succeeded=succeeded, floor=self.progress_floor,
+                                  uncounted=Stage.VALIDATE.value, last=Stage.FINALIZE.value)
+        return {"percent": percent,
+                "stages": step_percents(self.counts, succeeded=succeeded)}
 
     def missing(self) -> dict[str, int]:
         """Work items this job failed for good, per phase: what a repair would redo."""
@@ -425,6 +448,7 @@ class Job:
             updated_at=data.get("updated_at", data["created_at"]),
             settled=list(data.get("settled", [])),
             events_at=float(data.get("events_at", 0.0)),
+            progress_floor=float(data.get("progress_floor", 0.0)),
             stale_units=list(data.get("stale_units", [])),
             redrives=list(data.get("redrives", [])),
             owner=dict(data.get("owner", {})),
@@ -434,6 +458,9 @@ class Job:
             paused_tasks=list(data.get("paused_tasks", [])),
             estimate={phase: dict(figures)
                       for phase, figures in data.get("estimate", {}).items()},
+            waits_for=str(data.get("waits_for", "")),
+            queue_position=int(data.get("queue_position", 0)),
+            staged=int(data.get("staged", -1)),
         )
 
 

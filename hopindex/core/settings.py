@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from hopindex.core.errors import ConfigError
+from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES
 
 _PREFIX = "HOPINDEX_"
 # The provider's own variable name, read when HOPINDEX_LLM_API_KEY is not set, so a
@@ -23,6 +24,17 @@ OPENAI_API_KEY = "OPENAI_API_KEY"
 class CacheMode(enum.StrEnum):
     ON = "on"
     OFF = "off"
+
+
+class LlmOutputMode(enum.StrEnum):
+    """``HOPINDEX_LLM_OUTPUT_MODE``: how structured replies are asked for. ``auto``
+    negotiates (json_schema, then json_object, then the prompt alone, stepping down on
+    a refusal and remembering it); the others fix one mode."""
+
+    AUTO = "auto"
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    PROMPT = "prompt"
 
 
 class MetricsMode(enum.StrEnum):
@@ -94,7 +106,12 @@ class Settings:
     stage1_batch_docs: int = 64
     embed_batch_units: int = 256
     stage2_batch_entities: int = 128
-    max_document_bytes: int = 2_000_000
+    # A book or a long PDF's text. NLP analyses long texts in pieces, so memory barely
+    # grows with this (10 MB: 1.1 GB peak); time does, about 43 s per MB of extractive
+    # ingest on 2 cores (BENCHMARKS.md, "One long document"). The API's body limit
+    # (api_max_body_bytes) holds such a document even as JSON with its non-ASCII
+    # characters \u-escaped (up to three times its bytes).
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     log_level: LogLevel = LogLevel.WARNING
     log_format: LogFormat = LogFormat.CONSOLE
     # The LLM (docs/architecture.md). No model means no LLM: the extractive pipeline runs.
@@ -105,12 +122,20 @@ class Settings:
     llm_max_attempts: int = 8
     llm_backoff_base_s: float = 0.5
     llm_backoff_max_s: float = 30.0
+    # A provider that refuses connections or does not resolve is retried quickly for
+    # this long, then its calls fail (backends/llm/reachability.py).
+    llm_connect_give_up_s: float = 30.0
     # What the provider allows this model; 0 leaves that budget unlimited.
     llm_requests_per_minute: int = 0
     llm_tokens_per_minute: int = 0
     # Calls one process keeps in flight; the rate limiter paces them.
     llm_concurrency: int = 16
     llm_cache: CacheMode = CacheMode.ON
+    llm_output_mode: LlmOutputMode = LlmOutputMode.AUTO
+    # One deadline for all of a query's LLM calls, and each call's own timeout inside
+    # it: past them the query returns its retrieval with a ``degraded`` note.
+    query_llm_deadline_s: float = 20.0
+    query_llm_call_timeout_s: float = 10.0
     # Empty: the broker's Redis when the broker is Redis (shared by every worker),
     # else in-process (limiter) and SQLite under data_dir (cache).
     llm_cache_url: str = ""
@@ -190,10 +215,12 @@ class Settings:
 
     # Webhooks. Targets on loopback, private, link-local, metadata, multicast, reserved
     # and unspecified addresses are refused unless allow_private (a receiver on this
-    # host or network). Each attempt has these timeouts; after breaker_failures failed
-    # attempts in a row an endpoint's deliveries wait breaker_cooldown_s, then one is
-    # tried again. Without a broker a few sender threads deliver in the background, at
-    # most queue_size deliveries waiting per endpoint (more are dropped and logged).
+    # host or network), read where a webhook is registered and stored with it: every
+    # process delivering the webhook obeys that, not its own value. Each attempt has
+    # these timeouts; after breaker_failures failed attempts in a row an endpoint's
+    # deliveries wait breaker_cooldown_s, then one is tried again. Without a broker a
+    # few sender threads deliver in the background, at most queue_size deliveries
+    # waiting per endpoint (more are dropped and logged).
     webhook_allow_private: bool = False
     webhook_connect_timeout_s: float = 3.0
     webhook_read_timeout_s: float = 5.0
@@ -393,7 +420,9 @@ class Settings:
         for name in ("llm_requests_per_minute", "llm_tokens_per_minute"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 (unlimited) or positive")
-        for name in ("llm_timeout_s", "llm_backoff_base_s", "llm_backoff_max_s"):
+        for name in ("llm_timeout_s", "llm_backoff_base_s", "llm_backoff_max_s",
+                     "llm_connect_give_up_s", "query_llm_deadline_s",
+                     "query_llm_call_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be a positive number of seconds")
         if self.llm_enabled and urlsplit(self.llm_base_url).scheme not in ("http", "https"):

@@ -45,6 +45,10 @@ def word_tokens(text: str) -> list[str]:
 # Deeper metadata is refused: the JSON encoders recurse once per level, and no
 # document needs more than a few.
 MAX_METADATA_DEPTH = 64
+
+# The default limit on one document's UTF-8 text (HOPINDEX_MAX_DOCUMENT_BYTES): a book
+# or a long PDF's text. Why this much is safe: the comment on Settings.max_document_bytes.
+DEFAULT_MAX_DOCUMENT_BYTES = 20_000_000
 _JSON_SCALARS = (str, int, float, bool, type(None))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

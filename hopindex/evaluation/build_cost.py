@@ -1,7 +1,12 @@
-"""What building an index cost: the ingest's wall time and, per phase of its index method,
-the job's counts and LLM usage (calls, prompt and completion tokens, cache hits).
+"""What building an index cost: the jobs' wall time and, per phase of its index method,
+their counts and LLM usage (calls, prompt and completion tokens, cache hits).
 
-Pure: built from a job record and the phase names, so a report can be checked on
+An index built by the run costs its one ingest job. An index reused as it is was built
+by every job on its record, not only the last: a first ingest, later ingests of changed
+documents, deletes, repairs, rebuilds. Its cost is their sum, and says how many jobs of
+each kind it summed.
+
+Pure: built from job records and the phase names, so a report can be checked on
 hand-built jobs. The job record is imported for type checking only; the CLI imports
 this module on every start.
 """
@@ -21,9 +26,9 @@ class BuildSource(enum.StrEnum):
     """Where a build's figures come from."""
 
     BUILT = "built"  # this run ingested the corpus: the figures are that job's
-    REUSED = "reused"  # the index existed: the figures are those of the job that built it
-    # The index existed and no job that indexed documents into it is on record (imported,
-    # or its jobs pruned): the figures are zeros, not a measurement.
+    REUSED = "reused"  # the index existed: the figures are the sum over its finished jobs
+    # The index existed and no finished job of it is on record (imported, or its jobs
+    # pruned): the figures are zeros, not a measurement.
     REUSED_UNRECORDED = "reused-unrecorded"
 
 
@@ -67,9 +72,13 @@ class BuildCost:
     source: BuildSource
     documents: int  # in the index when it was evaluated
     wall_s: float = 0.0
+    # The job built by the run, or the newest of those summed.
     job_id: str | None = None
     job_state: str | None = None
     phases: list[PhaseCost] = field(default_factory=list)
+    # How many jobs of each kind (ingest, delete, repair, rebuild) the figures sum;
+    # empty in reports written before builds were summed.
+    jobs: dict[str, int] = field(default_factory=dict)
 
     def total(self) -> PhaseCost:
         total = PhaseCost(phase="total")
@@ -81,12 +90,20 @@ class BuildCost:
         return next((p for p in self.phases if p.phase == name), None)
 
     @property
+    def jobs_summed(self) -> int:
+        return sum(self.jobs.values())
+
+    @property
     def described(self) -> str:
-        """The source in words, naming the job whose figures these are."""
+        """The source in words: the job whose figures these are, or the jobs summed."""
         if self.source is BuildSource.BUILT:
             return f"built by job {self.job_id}"
         if self.source is BuildSource.REUSED:
-            return f"reused; cost of job {self.job_id}"
+            if not self.jobs:  # a report from before builds were summed
+                return f"reused; cost of job {self.job_id}"
+            kinds = ", ".join(f"{count} {kind}" for kind, count in self.jobs.items())
+            plural = "" if self.jobs_summed == 1 else "s"
+            return f"reused; sum of {self.jobs_summed} job{plural} ({kinds})"
         return "reused; no job on record, cost 0"
 
     @classmethod
@@ -95,34 +112,43 @@ class BuildCost:
                    source=BuildSource(data["source"]), documents=data["documents"],
                    wall_s=data["wall_s"], job_id=data.get("job_id"),
                    job_state=data.get("job_state"),
-                   phases=[PhaseCost.from_dict(p) for p in data.get("phases", [])])
+                   phases=[PhaseCost.from_dict(p) for p in data.get("phases", [])],
+                   jobs={str(k): int(v) for k, v in data.get("jobs", {}).items()})
+
+
+def _phase_of(job: Job, name: str, kind: str) -> PhaseCost:
+    phase = PhaseCost(phase=name, kind=kind or job.phases.get(name, ""))
+    if (counts := job.counts.get(name)) is not None:
+        phase.done, phase.skipped, phase.failed = counts.done, counts.skipped, counts.failed
+    if (usage := job.llm.get(name)) is not None:
+        phase.llm_calls, phase.cache_hits = usage.calls, usage.cache_hits
+        phase.prompt_tokens = usage.prompt_tokens
+        phase.completion_tokens = usage.completion_tokens
+    return phase
 
 
 def build_cost(index_method: str, index: str, *, source: BuildSource, documents: int,
-               job: Job | None, phases: Sequence[tuple[str, str]]) -> BuildCost:
-    """The cost of ``job`` (None: zeros) per phase, ``phases`` being the index method's
-    (qualified name, kind) in order; LLM usage the job recorded under another name
-    follows them, so no call goes uncounted."""
+               jobs: Sequence[Job], phases: Sequence[tuple[str, str]]) -> BuildCost:
+    """The cost of ``jobs`` (oldest first; none: zeros) summed per phase, ``phases``
+    being the index method's (qualified name, kind) in order; LLM usage a job recorded
+    under another name follows them, so no call goes uncounted. A failed or cancelled
+    job counts too: its calls were paid for."""
     cost = BuildCost(index_method=index_method, index=index, source=source,
                      documents=documents)
     kinds = dict(phases)
-    if job is None:
-        cost.phases = [PhaseCost(phase=name, kind=kind) for name, kind in phases]
-        return cost
-    cost.job_id = job.job_id
-    cost.job_state = job.state.value
-    if job.finished_at is not None and job.started_at is not None:
-        cost.wall_s = job.finished_at - job.started_at
-    names = list(dict.fromkeys([*kinds, *job.llm]))
-    for name in names:
-        phase = PhaseCost(phase=name, kind=kinds.get(name, job.phases.get(name, "")))
-        if (counts := job.counts.get(name)) is not None:
-            phase.done, phase.skipped, phase.failed = counts.done, counts.skipped, counts.failed
-        if (usage := job.llm.get(name)) is not None:
-            phase.llm_calls, phase.cache_hits = usage.calls, usage.cache_hits
-            phase.prompt_tokens = usage.prompt_tokens
-            phase.completion_tokens = usage.completion_tokens
-        cost.phases.append(phase)
+    names = list(dict.fromkeys([*kinds, *(name for job in jobs for name in job.llm)]))
+    summed = {name: PhaseCost(phase=name, kind=kinds.get(name, "")) for name in names}
+    for job in jobs:
+        cost.jobs[job.kind.value] = cost.jobs.get(job.kind.value, 0) + 1
+        if job.finished_at is not None and job.started_at is not None:
+            cost.wall_s += job.finished_at - job.started_at
+        for name, phase in summed.items():
+            if not phase.kind:
+                phase.kind = job.phases.get(name, "")
+            phase.add(_phase_of(job, name, phase.kind))
+    if jobs:
+        cost.job_id, cost.job_state = jobs[-1].job_id, jobs[-1].state.value
+    cost.phases = list(summed.values())
     return cost
 
 

@@ -2,10 +2,11 @@
 row's cumulative-token curve (``token_curve``).
 
 An index built or reused in the run has its build cost (``build_cost``): its tokens are
-that build's. Otherwise (a run that records no build, or a reused index no job on record
-built) they are summed from the index's own job records, every finished job's LLM
-usage. Tokens are prompt + completion tokens the provider answered for; calls the
-response cache served cost none.
+that build's (the run's ingest, or the sum over a reused index's finished jobs).
+Otherwise (a run that records no build, or a reused index no job on record built) they
+are summed from the index's own job records, every finished job's LLM usage. Tokens
+are prompt + completion tokens the provider answered for; calls the response cache
+served cost none.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class BuildTokensSource(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class BuildTokens:
     """Prompt + completion tokens spent building ``index``; ``jobs`` the number of job
-    records they were summed from (the run's build: its one job, or none)."""
+    records they were summed from (the run's build: its one job, or the reused index's
+    jobs it summed)."""
 
     index: str
     tokens: int

@@ -1,8 +1,9 @@
 """Compare index methods in one run: one index per method over the same documents, each
 asked its method's default query methods (or those named), with what building it cost.
 
-An index already holding documents is reused as it is, and its build cost is that of
-the job that built it; only an empty or new index is ingested. The LLM response cache
+An index already holding documents is reused as it is, and its build cost is the sum
+over every finished job of it on record (ingests, deletes, repairs, rebuilds); only an
+empty or new index is ingested. The LLM response cache
 is keyed by prompt, not by index, so even a rebuilt index costs no new calls.
 """
 
@@ -16,8 +17,9 @@ from hopindex.api.service import Hopindex
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import get_logger
-from hopindex.core.models import Job, JobKind, JobState, UnitKind
+from hopindex.core.models import Job, JobState, UnitKind
 from hopindex.evaluation.build_cost import BuildCost, BuildSource, build_cost
+from hopindex.evaluation.build_tokens import JOBS_READ
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport, SkippedMethod
 from hopindex.evaluation.report_tokens import assign_build_tokens
@@ -36,8 +38,6 @@ log = get_logger(__name__)
 # Ingest the run's corpus into an index (name, index method) and return the job.
 IngestCorpus = Callable[[str, str], Job]
 Notify = Callable[[str], None]
-# How many of an index's jobs are searched for the one that built it.
-_JOBS_SEARCHED = 200
 
 
 class IndexBuildError(HopindexError):
@@ -119,16 +119,11 @@ def _phases(index_method: str) -> list[tuple[str, str]]:
             for phase in get_index_method(index_method).phases]
 
 
-def _building_job(service: Hopindex, index: str) -> Job | None:
-    """The newest finished ingest of ``index`` that indexed documents: an ingest of
-    unchanged documents since then built nothing."""
-    for job in service.list_jobs(index, limit=_JOBS_SEARCHED):
-        if job.kind is not JobKind.INGEST or not job.state.is_final:
-            continue
-        first = job.documents_phase()
-        if first is not None and first in job.counts and job.counts[first].done > 0:
-            return job
-    return None
+def _building_jobs(service: Hopindex, index: str) -> list[Job]:
+    """Every finished job of ``index`` on record, oldest first: each built some of what
+    the index holds (a job still running is not done building)."""
+    return [job for job in reversed(service.list_jobs(index, limit=JOBS_READ))
+            if job.state.is_final]
 
 
 def prepare_index(service: Hopindex, target: Target, ingest: IngestCorpus,
@@ -138,10 +133,11 @@ def prepare_index(service: Hopindex, target: Target, ingest: IngestCorpus,
     documents = (service.count_documents(target.index)
                  if service.backends.state.get_index(target.index) is not None else 0)
     if documents:
-        job = _building_job(service, target.index)
-        source = BuildSource.REUSED if job is not None else BuildSource.REUSED_UNRECORDED
+        jobs = _building_jobs(service, target.index)
+        source = BuildSource.REUSED if jobs else BuildSource.REUSED_UNRECORDED
         notify(f"index {target.index!r} ({target.index_method}) holds {documents} documents: "
-               f"reusing it" + (f", build cost of job {job.job_id}" if job else
+               f"reusing it" + (f", build cost summed over its {len(jobs)} finished job"
+                                f"{'' if len(jobs) == 1 else 's'}" if jobs else
                                 ", no job built it on record (build cost 0)"))
     else:
         notify(f"index {target.index!r} is empty: ingesting the corpus with "
@@ -154,14 +150,15 @@ def prepare_index(service: Hopindex, target: Target, ingest: IngestCorpus,
             raise IndexBuildError(f"ingest job {job.job_id} into {target.index!r} ended "
                                  f"{job.state.value}: {job.reason}")
         source = BuildSource.BUILT
+        jobs = [job]
         documents = service.count_documents(target.index)
         notify(f"ingest job {job.job_id}: {job.state.value}, {documents} documents, "
                f"{len(job.errors)} errors")
     cost = build_cost(target.index_method, target.index, source=source, documents=documents,
-                      job=job, phases=_phases(target.index_method))
+                      jobs=jobs, phases=_phases(target.index_method))
     log.info("eval_index_ready", index=target.index, index_method=target.index_method,
-             source=cost.source.value, job_id=cost.job_id, wall_s=round(cost.wall_s, 3),
-             llm_calls=cost.total().llm_calls)
+             source=cost.source.value, job_id=cost.job_id, jobs=cost.jobs_summed,
+             wall_s=round(cost.wall_s, 3), llm_calls=cost.total().llm_calls)
     return cost
 
 

@@ -24,7 +24,8 @@ def assign_build_tokens(report: EvalReport, list_jobs: ListJobs) -> None:
             total = build.total()
             row.build_tokens = BuildTokens(
                 index=build.index, tokens=total.prompt_tokens + total.completion_tokens,
-                source=BuildTokensSource.BUILD, jobs=1 if build.job_id else 0)
+                source=BuildTokensSource.BUILD,
+                jobs=build.jobs_summed or (1 if build.job_id else 0))
             continue
         # A row of a run without builds (runner.evaluate) queried the run's one index.
         index = build.index if build is not None else report.index

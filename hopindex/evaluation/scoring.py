@@ -37,7 +37,9 @@ class QuestionOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
-    # The method degraded this query (bridgerag: its judge was unusable, condition A ran).
+    # Some step of this query degraded (``QueryResult.degraded``: an LLM step that failed,
+    # bridgerag's judge replaced by condition A, ...); the query still counts, unanswered
+    # scoring 0.
     degraded: bool = False
     # Units the query retrieved from, when its method reports them (``efficiency``).
     pool_size: int | None = None
@@ -54,7 +56,7 @@ def score_question(question: Question, result: QueryResult, retrieved: Sequence[
         prompt_tokens=result.usage.prompt_tokens,
         completion_tokens=result.usage.completion_tokens,
         cache_hits=result.usage.cache_hits,
-        degraded=result.trace.get("fallback") is not None,
+        degraded=bool(result.degraded),
         pool_size=pool_size_from_trace(result.trace, where=f"trace.pool_size of {result.method}"))
     if result.answer is not None:
         outcome.exact_match = exact_match(result.answer, question.answers)

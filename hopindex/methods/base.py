@@ -26,6 +26,7 @@ from hopindex.core.settings import Settings
 if TYPE_CHECKING:
     # The CLI imports this module to start; the client pulls in the openai SDK.
     from hopindex.backends.llm.runner import LlmRunner
+    from hopindex.backends.llm.usage import UsageMeter
 
 MAX_K = 100
 DEFAULT_CANDIDATES = 50
@@ -117,6 +118,9 @@ class QueryUsage:
     # Money at the configured prices (see LlmUsage.cost); None: unpriced. Embedding
     # tokens join it only when HOPINDEX_EMBEDDING_PRICE_PER_MTOK is set (add_embedding).
     cost: float | None = None
+    # What reading the query's LLM replies forgave (coerced, dropped, rescaled, cut
+    # replies; LlmUsage.READING_FIELDS), only the counters that are not zero.
+    replies: dict[str, int] = field(default_factory=dict)
 
     def add_llm(self, usage: LlmUsage) -> None:
         # A cost already here with no LLM call behind it is priced embeddings: a part.
@@ -128,6 +132,9 @@ class QueryUsage:
         self.cache_hits += usage.cache_hits
         self.llm_retries += usage.retries
         self.limiter_wait_s += usage.limiter_wait_s
+        for name in LlmUsage.READING_FIELDS:
+            if count := getattr(usage, name):
+                self.replies[name] = self.replies.get(name, 0) + count
 
     def add_embedding(self, usage: EmbeddingUsage) -> None:
         """The query's embedding tokens, and their cost when the embedding price is set.
@@ -153,7 +160,41 @@ class QueryUsage:
             "phases_s": {k: round(v, 6) for k, v in self.phases_s.items()}}
         if self.cost is not None:  # unpriced: no figure at all, not a zero
             data["cost"] = round(self.cost, COST_DECIMALS)
+        if self.replies:
+            data["replies"] = dict(self.replies)
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class Degradation:
+    """A step of a query that did not run as designed, and why (the error's message or
+    the method's note): the query went on without it, or with a fallback."""
+
+    step: str  # "answer", "decompose", "plan", "judge", "reasoning step 2", ...
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"step": self.step, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Degradation:
+        return cls(step=str(data.get("step", "")), reason=str(data.get("reason", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWarning:
+    """Something the caller should know about what the answer rests on (an index that
+    is not fully built, say): the query ran as designed, unlike a ``Degradation``."""
+
+    code: str  # "index_partial", "index_building", ...
+    message: str  # for people: what is wrong and what fixes it
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QueryWarning:
+        return cls(code=str(data.get("code", "")), message=str(data.get("message", "")))
 
 
 @dataclass(slots=True)
@@ -165,20 +206,55 @@ class QueryResult:
     answer: str | None = None
     trace: dict[str, Any] = field(default_factory=dict)
     usage: QueryUsage = field(default_factory=QueryUsage)
+    # The query's own time: never the embedding model's load (embedder_load_s).
     latency_s: float = 0.0
+    # Every step that degraded, LLM or not; the passages are returned whatever failed.
+    degraded: list[Degradation] = field(default_factory=list)
+    # The answer reply was cut at its token budget (finish_reason "length"): kept as is.
+    answer_truncated: bool = False
+    # Seconds the query waited for the embedding model to load and warm up (its first
+    # use in the process; 0 once loaded), kept out of latency_s and usage.phases_s so
+    # that a 20 ms query does not read as 5 s (backends/embedder/loading.py).
+    embedder_load_s: float = 0.0
+    warnings: list[QueryWarning] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.trace.update(self._trace_notes())
+
+    def degrade(self, step: str, reason: str) -> None:
+        self.degraded.append(Degradation(step=step, reason=reason))
+        self.trace.update(self._trace_notes())
+
+    def full_trace(self) -> dict[str, Any]:
+        """The method's trace with the degradations (and a cut answer) in it, as they
+        are now: one list, whichever way the result is shown."""
+        return {**self.trace, **self._trace_notes()}
+
+    def _trace_notes(self) -> dict[str, Any]:
+        notes: dict[str, Any] = {"degraded": [d.as_dict() for d in self.degraded]}
+        if self.answer_truncated:
+            notes["answer_truncated"] = True
+        if self.usage.replies:
+            # Say when a reply was read leniently: a judge's 0-1 scores rescaled to
+            # 0-10, say, changes what the ranking rests on.
+            notes["llm_replies"] = dict(self.usage.replies)
+        return notes
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "question": self.question, "method": self.method, "index": self.index,
-            "answer": self.answer,
+            "answer": self.answer, "answer_truncated": self.answer_truncated,
+            "degraded": [d.as_dict() for d in self.degraded],
             "passages": [
                 {"rank": p.rank, "doc_id": p.doc_id, "title": p.title, "text": p.text,
                  "score": p.score, "via": {"unit_id": p.via_unit_id, "kind": p.via_kind,
                                            "text": p.via_text}}
                 for p in self.passages
             ],
-            "trace": self.trace, "usage": self.usage.as_dict(),
+            "trace": self.full_trace(), "usage": self.usage.as_dict(),
             "latency_s": round(self.latency_s, 6),
+            "embedder_load_s": round(self.embedder_load_s, 6),
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -234,6 +310,17 @@ class SearchContext:
                               "OPENAI_API_KEY)")
         return llm
 
+    def query_usage(self) -> UsageMeter:
+        """The meter of one query's LLM calls, with the query's one deadline for all of
+        them (HOPINDEX_QUERY_LLM_DEADLINE_S, backends/llm/query_policy.py) started now."""
+        from hopindex.backends.llm.query_policy import QueryDeadline
+        from hopindex.backends.llm.usage import UsageMeter
+
+        settings = self.settings or Settings()
+        return UsageMeter(deadline=QueryDeadline(
+            total_s=settings.query_llm_deadline_s,
+            call_timeout_s=settings.query_llm_call_timeout_s))
+
     def index_method(self, index: str) -> str:
         info = self.indexes.get_index(index)
         if info is None:
@@ -253,3 +340,11 @@ class QueryMethod(Protocol):
     name: str
 
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult: ...
+
+
+def degraded_lines(trace: Mapping[str, Any]) -> list[str]:
+    """``degraded at STEP: REASON`` for each degradation in a trace (``full_trace``), for
+    the methods' ``describe_trace``."""
+    return [f"degraded at {d.get('step', '-')}: {d.get('reason', '')}"
+            if isinstance(d, Mapping) else f"degraded: {d}"
+            for d in trace.get("degraded", [])]

@@ -4,7 +4,9 @@ Each step shows the model what has been gathered and its reasoning so far, keeps
 the first sentence of its reply, and searches with that sentence. The loop stops
 when the reply says "answer is" (or DONE) or after three steps. A final answer
 call reads the gathered units through balanced selection, so at most four calls
-are made per question.
+are made per question. A reasoning call that fails (the query's LLM deadline, an
+outage) ends the loop with what was gathered; a failed answer call leaves the answer
+None; both are named in ``degraded``.
 
 Over an IndexRAG index the loop gathers AKUs and bridging facts (IRCoT over
 IndexRAG, as in the paper's table); over any other index it gathers passages
@@ -16,17 +18,19 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import replace
+from functools import partial
 
-from hopindex.backends.llm.client import ChatRequest
-from hopindex.backends.llm.usage import UsageMeter
+from hopindex.backends.llm.chat import ChatRequest
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import (
+    Degradation,
     QueryOptions,
     QueryResult,
     Retrieval,
     SearchContext,
 )
+from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 from hopindex.methods.retrieval.answer import answer_request
@@ -85,7 +89,8 @@ class IrcotMethod:
         unit_filter = (preferred_filter(self._context.kinds_of(index), (FACTS, PASSAGES))
                        or UnitFilter(kinds=PASSAGES))
         retrieval = options.retrieval or Retrieval.DENSE
-        usage = UsageMeter()
+        usage = self._context.query_usage()
+        degraded: list[Degradation] = []
         timer = PhaseTimer()
         best: dict[str, Hit] = {}
         units: dict[str, Unit] = {}
@@ -108,11 +113,15 @@ class IrcotMethod:
             return sorted(best.values(), key=lambda h: (-h.score, h.unit_id))
 
         gather(question, max(STEP_K, options.k))
-        for _ in range(MAX_STEPS):
-            contexts = [units[h.unit_id].text for h in ranked()[:MAX_GATHERED]]
+        for number in range(1, MAX_STEPS + 1):
+            request = reasoning_request(
+                question, [units[h.unit_id].text for h in ranked()[:MAX_GATHERED]], steps)
             with timer.phase(QueryPhase.REASON):
-                reply = llm.complete(reasoning_request(question, contexts, steps),
-                                     usage).content
+                step = llm_step(degraded, reasoning_step(number),
+                                partial(llm.complete, request, usage))
+            if step is None:
+                break  # what was gathered so far is the pool
+            reply = step.content
             sentence = first_sentence(reply)
             if sentence:
                 steps.append(sentence)
@@ -123,17 +132,19 @@ class IrcotMethod:
         pool = [units[h.unit_id] for h in ranked()]
         chosen = balanced_selection(pool, K, K_BRIDGE)
         with timer.phase(QueryPhase.ANSWER):
-            answer = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
+            answer = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
+                answer_request(question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, ranked(), units, self._context.units,
                                           options.k, documents=self._context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=answer.content.strip(),
+            answer=answer.content.strip() if answer is not None else None,
             trace={"retrieval": retrieval.value,
                    "over": "facts" if unit_filter.kinds == FACTS else "passages",
                    "steps": steps, "queries": queries, "gathered": len(best),
                    "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]},
+            degraded=degraded, answer_truncated=answer is not None and answer.truncated,
         )
         result.usage.add_llm(usage.total())
         result.usage.phases_s = timer.phases_s

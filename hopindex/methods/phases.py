@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from hopindex.backends.embedder.loading import loads_so_far
+
 
 class QueryPhase(enum.StrEnum):
     EMBED = "embed"  # the question (or a step's query) into a vector
@@ -42,11 +44,15 @@ class PhaseTimer:
 
     @contextmanager
     def phase(self, phase: QueryPhase) -> Iterator[None]:
+        loaded_before = loads_so_far()
         started = time.perf_counter()
         try:
             yield
         finally:
-            self.add(phase, time.perf_counter() - started)
+            # The embedding model's first use loads it inside the step that needed it:
+            # that is reported as the query's embedder_load_s, not as the step's time.
+            loaded = loads_so_far() - loaded_before
+            self.add(phase, max(0.0, time.perf_counter() - started - loaded))
 
     def add(self, phase: QueryPhase, seconds: float) -> None:
         self.phases_s[phase.value] = self.phases_s.get(phase.value, 0.0) + seconds

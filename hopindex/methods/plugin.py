@@ -74,7 +74,9 @@ class Scope:
     rebuild, per namespace; ``notes``: lists a method keeps for its later phases
     (the extractive method's titles that name no document any more); ``rebuild``:
     the qualified names of ``Rebuild.ON_REQUEST`` levels phases this job builds
-    again (a rebuild job names them all).
+    again (a rebuild job names them all); ``hashes``: the content hash of each of
+    ``doc_ids`` as the job read it, which its finalize step marks the document with
+    only if the stored text still has it.
     """
 
     doc_ids: list[str] = field(default_factory=list)
@@ -82,6 +84,7 @@ class Scope:
     touched: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     rebuild: list[str] = field(default_factory=list)
+    hashes: dict[str, str] = field(default_factory=dict)
 
     def touch(self, touched: Mapping[str, Sequence[str] | set[str]]) -> None:
         for namespace, keys in touched.items():
@@ -92,14 +95,15 @@ class Scope:
         return {"doc_ids": list(self.doc_ids), "deleted": list(self.deleted),
                 "touched": {k: list(v) for k, v in sorted(self.touched.items())},
                 "notes": {k: list(v) for k, v in sorted(self.notes.items())},
-                "rebuild": list(self.rebuild)}
+                "rebuild": list(self.rebuild), "hashes": dict(self.hashes)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scope:
         return cls(doc_ids=list(data.get("doc_ids", [])), deleted=list(data.get("deleted", [])),
                    touched={str(k): list(v) for k, v in data.get("touched", {}).items()},
                    notes={str(k): list(v) for k, v in data.get("notes", {}).items()},
-                   rebuild=[str(name) for name in data.get("rebuild", [])])
+                   rebuild=[str(name) for name in data.get("rebuild", [])],
+                   hashes={str(k): str(v) for k, v in data.get("hashes", {}).items()})
 
 
 LlmProvider = Callable[[], "LlmRunner | None"]

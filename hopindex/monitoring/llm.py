@@ -9,7 +9,7 @@ a query response reports.
 
 from __future__ import annotations
 
-from hopindex.backends.llm.observer import CacheOperation, LlmOutcome
+from hopindex.backends.llm.observer import CacheOperation, LlmOutcome, ReplyFix
 from hopindex.monitoring import metrics as m
 from hopindex.monitoring.labels import CacheResult, TokenKind
 
@@ -38,6 +38,9 @@ class PrometheusLlmObserver:
                                 kind=TokenKind.COMPLETION.value).inc(completion_tokens)
         if cost:  # unpriced calls leave the counter alone: no series, not a false zero
             m.LLM_COST.labels(stage=stage, model=model).inc(cost)
+
+    def observe_reply_fix(self, stage: str, model: str, fix: ReplyFix, count: int = 1) -> None:
+        m.LLM_REPLY_FIXES.labels(stage=stage, model=model, fix=fix.value).inc(count)
 
 
 class PrometheusEmbeddingObserver:

@@ -55,6 +55,12 @@ LLM_CACHE_ERRORS = Counter(
     "hopindex_llm_cache_errors",
     "LLM response-cache reads and writes that failed; the call went on without the cache.",
     ["stage", "operation"])
+LLM_REPLY_FIXES = Counter(
+    "hopindex_llm_reply_fixes",
+    "What LLM replies needed before they could be used: second requests (a repair call, "
+    "a larger-budget retry; also counted in hopindex_llm_requests_total), output modes "
+    "the provider refused, and values coerced, elements dropped, replies rescaled.",
+    ["stage", "model", "fix"])
 RATELIMIT_WAIT = Histogram(
     "hopindex_ratelimit_wait_seconds",
     "Time one LLM request waited for the shared rate limiter (requests/min, tokens/min, "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import doc_id_from_title
-from hopindex.core.text import printable
+from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES, printable
 from hopindex.readers.base import (
     Item,
     RawDocument,
@@ -155,7 +155,7 @@ def _identity(doc: RawDocument) -> tuple[str, str] | None:
 
 
 def iter_documents(paths: Sequence[Path], *,
-                   max_document_bytes: int = 2_000_000) -> Iterator[Item]:
+                   max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[Item]:
     """Documents and errors in input order, streamed; duplicates reported, first one kept."""
     if max_document_bytes < 1:
         raise InvalidInputError(f"must be positive, got {max_document_bytes}",
@@ -179,7 +179,8 @@ def iter_documents(paths: Sequence[Path], *,
             yield item
 
 
-def read_paths(paths: Sequence[Path], *, max_document_bytes: int = 2_000_000) -> ReadResult:
+def read_paths(paths: Sequence[Path], *,
+               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> ReadResult:
     """Read files and folders into RawDocuments; every problem is a ReadError, none fatal."""
     result = ReadResult()
     for item in iter_documents(paths, max_document_bytes=max_document_bytes):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hopindex.core.json_input import JsonInputError, JsonLimits
-from hopindex.core.text import MAX_METADATA_DEPTH
+from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES, MAX_METADATA_DEPTH
 from hopindex.readers.compression import Compression, open_binary
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -54,9 +54,26 @@ class ReadResult:
     errors: list[ReadError] = field(default_factory=list)
 
 
+# The variable that sets max_document_bytes. Refusals name it: it is what a user can
+# change, where the settings field means nothing outside the code.
+MAX_DOCUMENT_BYTES_VARIABLE = "HOPINDEX_MAX_DOCUMENT_BYTES"
+
+
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
-    max_document_bytes: int = 2_000_000
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+
+    def over_limit(self) -> str:
+        """``over the 20,000,000-byte limit (HOPINDEX_MAX_DOCUMENT_BYTES)``"""
+        return (f"over the {self.max_document_bytes:,}-byte limit "
+                f"({MAX_DOCUMENT_BYTES_VARIABLE})")
+
+    def too_large(self) -> str:
+        """For what is refused before it is read (a line, a record's JSON), which may be
+        longer than the document it holds: ``too large for a document of at most
+        20,000,000 bytes (HOPINDEX_MAX_DOCUMENT_BYTES)``"""
+        return (f"too large for a document of at most {self.max_document_bytes:,} bytes "
+                f"({MAX_DOCUMENT_BYTES_VARIABLE})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +147,7 @@ def json_limits(options: ReadOptions) -> JsonLimits:
     key) longer than the longest text a document may have, and no deeper nesting than
     a store keeps (a record and its metadata, counted from the record)."""
     return JsonLimits(max_depth=MAX_METADATA_DEPTH, max_string_chars=options.max_document_bytes,
-                      string_limit_name="max_document_bytes")
+                      string_limit_name=MAX_DOCUMENT_BYTES_VARIABLE)
 
 
 def json_error(origin: str, error: JsonInputError) -> ReadError:
@@ -237,6 +254,5 @@ def document_from_record(record: object, origin: str, options: ReadOptions) -> I
     size = len(text.encode("utf-8"))
     if size > options.max_document_bytes:
         return ReadError(origin, f"document {_record_label(doc_id, title)} is {size:,} bytes "
-                                 f"of UTF-8 text, over max_document_bytes="
-                                 f"{options.max_document_bytes:,}")
+                                 f"of UTF-8 text, {options.over_limit()}")
     return RawDocument(doc_id=doc_id, title=title, text=text, metadata=metadata, origin=origin)

@@ -73,9 +73,8 @@ def unreadable(window: TextWindow, extent: Extent, origin: str, what: str,
     """Why a value cannot be parsed before trying: the scan skipped it for its size
     (``what`` names it: "record is"), or it holds bytes that are not UTF-8."""
     if not extent.kept:
-        return ReadError(origin, f"{what} {extent.size:,} characters of JSON, too large for "
-                                 f"a document of at most max_document_bytes="
-                                 f"{options.max_document_bytes:,}")
+        return ReadError(origin, f"{what} {extent.size:,} characters of JSON, "
+                                 f"{options.too_large()}")
     bad = window.bad_in(extent.start, extent.end)
     if bad is not None:
         return ReadError(origin, f"invalid UTF-8 at byte offset {bad.offset} ({bad.reason})")

@@ -177,9 +177,8 @@ def _read_lines(window: TextWindow, file: str, options: ReadOptions,
         origin = f"{file}:{line.line}"
         bad = window.bad_in(line.start, line.end)
         if not line.kept:
-            yield ReadError(origin, f"line is {line.size:,} characters, too large for a "
-                                    f"document of at most max_document_bytes="
-                                    f"{options.max_document_bytes:,}")
+            yield ReadError(origin, f"line is {line.size:,} characters, "
+                                    f"{options.too_large()}")
         elif bad is not None:
             yield ReadError(origin, f"invalid UTF-8 at byte offset {bad.offset} ({bad.reason})")
         else:

@@ -58,9 +58,8 @@ def read_jsonl(source: Source, options: ReadOptions) -> Iterator[Item]:
             for lineno, offset, raw, size in _physical_lines(fh, limit):
                 origin = f"{source.origin}:{lineno}"
                 if raw is None:
-                    yield ReadError(origin, f"line is {size:,} bytes, too large for a document "
-                                            f"of at most max_document_bytes="
-                                            f"{options.max_document_bytes:,}")
+                    yield ReadError(origin, f"line is {size:,} bytes, "
+                                            f"{options.too_large()}")
                     continue
                 if not seen_content and raw.strip():
                     seen_content = True

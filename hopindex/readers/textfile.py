@@ -61,7 +61,7 @@ def read_text_file(source: Source, options: ReadOptions) -> Iterator[Item]:
         size = source.path.stat().st_size
         if size > limit + _FILE_SLACK_BYTES:
             yield ReadError(source.origin, f"document {source.relative!r} is {size:,} bytes, "
-                                           f"over max_document_bytes={limit:,}")
+                                           f"{options.over_limit()}")
             return
         data = source.path.read_bytes()
     except OSError as exc:
@@ -85,7 +85,7 @@ def read_text_file(source: Source, options: ReadOptions) -> Iterator[Item]:
     text_bytes = len(body.encode("utf-8"))
     if text_bytes > limit:
         yield ReadError(source.origin, f"document {source.relative!r} is {text_bytes:,} bytes "
-                                       f"of UTF-8 text, over max_document_bytes={limit:,}")
+                                       f"of UTF-8 text, {options.over_limit()}")
         return
     unstorable = unstorable_field([("id", source.relative), ("title", title)])
     if unstorable is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hopindex.backends.llm.cache import ResponseCache, cache_key
-from hopindex.backends.llm.client import ChatRequest
+from hopindex.backends.llm.chat import ChatRequest
 from hopindex.backends.registry import open_response_cache
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.backends.llm.client import ChatRequest
+from hopindex.backends.llm.chat import ChatRequest
 from hopindex.backends.llm.usage import LlmPrices
 from hopindex.backends.protocols import NlpAnalyzer
 from hopindex.core.errors import HopindexError

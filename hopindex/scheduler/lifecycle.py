@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
-from hopindex.core.errors import HopindexError, InvalidInputError, NotFoundError
+from hopindex.core.errors import HopindexError, JobFinishedError, NotFoundError
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, Stage
@@ -20,8 +20,14 @@ from hopindex.scheduler.events import emit_event
 from hopindex.scheduler.failed_items import keep_stale_units
 from hopindex.scheduler.progress import claim_phase, settle
 from hopindex.scheduler.runtime import Runtime
+from hopindex.scheduler.staging import drop_staged
+from hopindex.scheduler.task_names import START_QUEUED
 
 log = get_logger(__name__)
+
+# What a cancelled job's record says when the caller gave no reason of its own (a
+# server shutting down gives one).
+CANCELLED_BY_REQUEST = "cancelled by request"
 
 
 def publish(runtime: Runtime, event_type: EventType, job: Job, data: dict[str, Any]) -> None:
@@ -110,14 +116,14 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
     except NotFoundError:
         return None
     if failed:
-        _forget_job_records(runtime, job)
         _keep_stale(runtime, job)
         log.error("job_failed", job_id=job_id, index=job.index, reason=reason)
         publish(runtime, EventType.JOB_FAILED, job, {**progress_data(job), "reason": reason})
+        _forget_job_records(runtime, job)
     return job
 
 
-def cancel_job(runtime: Runtime, job_id: str) -> Job:
+def cancel_job(runtime: Runtime, job_id: str, reason: str = CANCELLED_BY_REQUEST) -> Job:
     """Stop the job: it reads ``cancelling`` until the tasks already running have
     finished, then ``cancelled`` (see :func:`finish_cancel`), with counts that no
     longer move.
@@ -132,13 +138,14 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
     def change(job: Job) -> None:
         nonlocal asked, was_paused
         if job.state.is_final:
-            raise InvalidInputError(f"job {job_id} is already {job.state.value}",
-                                    where="job_id")
+            raise JobFinishedError(f"job {job_id} is already {job.state.value}",
+                                   where="job_id")
         if job.state is JobState.CANCELLING:
             return
-        was_paused = job.state is JobState.PAUSED
+        # Nothing of a paused or queued job runs: no phase end is coming to finish it.
+        was_paused = job.state in (JobState.PAUSED, JobState.QUEUED)
         job.state = JobState.CANCELLING
-        job.reason = "cancelled by request"
+        job.reason = reason
         job.updated_at = time.time()
         asked = True
 
@@ -147,8 +154,7 @@ def cancel_job(runtime: Runtime, job_id: str) -> Job:
         log.info("job_cancelling", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_PROGRESS, job, progress_data(job))
     if was_paused:
-        # Nothing of a paused job runs (its tasks ended or wait for a resume that now
-        # finds it stopping): no phase end is coming to finish the cancel.
+        # A paused job's tasks ended or wait for a resume that now finds it stopping.
         return finish_cancel(runtime, job_id) or job
     return job
 
@@ -174,10 +180,10 @@ def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:
     except NotFoundError:
         return None
     if cancelled:
-        _forget_job_records(runtime, job)
         _keep_stale(runtime, job)
         log.info("job_cancelled", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_CANCELLED, job, progress_data(job))
+        _forget_job_records(runtime, job)
     return job
 
 
@@ -208,13 +214,13 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
              missing=job.missing(),
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
     if succeeded:
-        _forget_job_records(runtime, job)
         failed_items = sorted({e.item for e in job.errors})
         publish(runtime, EventType.INDEX_READY, job, {
             "state": job.state.value, "units": units,
             "documents": len(state.document_hashes(index)),
             "failed": failed_items, "missing": job.missing(), "llm": job.llm_total.as_dict(),
             "duration_s": round((job.finished_at or 0) - job.created_at, 3)})
+        _forget_job_records(runtime, job)
     return job
 
 
@@ -232,9 +238,15 @@ def _keep_stale(runtime: Runtime, job: Job) -> None:
 
 def _forget_job_records(runtime: Runtime, job: Job) -> None:
     """A finished job is never re-driven nor resumed: its fan-out records and its LLM
-    budget account can go."""
+    budget account can go, and the next job of its index may start.
+
+    Called after the job's final event is published, so that event comes as soon after
+    the final state as it can (a client that saw the state and reads the log finds it)
+    and before the next job's ``job.started``."""
+    _next_turn(runtime, job)
     try:
         runtime.backends.state.clear_dispatches(job.job_id)
+        drop_staged(runtime.backends.state, job)  # a job cancelled in the queue
         if job.budget.is_limited and runtime.backends.llm is not None:
             runtime.backends.llm.forget_budget(job.job_id)
     except HopindexError as exc:
@@ -242,3 +254,15 @@ def _forget_job_records(runtime: Runtime, job: Job) -> None:
         # account is read only by its own job's calls); a failed cleanup must not turn
         # a finished job into an error.
         log.warning("job_records_not_cleared", job_id=job.job_id, error=str(exc))
+
+
+def _next_turn(runtime: Runtime, job: Job) -> None:
+    """With workers, the index's next queued job starts now that this one ended
+    (scheduler/turns.py). Without, the process that submitted it waits for this end."""
+    if not runtime.settings.broker_url:
+        return
+    try:
+        runtime.signature(START_QUEUED, job.index, immutable=True).apply_async()
+    except Exception as exc:  # a broker outage: the reaper starts the line instead
+        log.warning("next_job_not_sent", job_id=job.job_id, index=job.index,
+                    error=f"{type(exc).__name__}: {exc}")

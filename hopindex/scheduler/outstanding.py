@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hopindex.backends.protocols import StateStore
-from hopindex.core.models import FailedItem
+from hopindex.core.ids import content_hash
+from hopindex.core.models import Document, FailedItem, Unit, UnitKind
+from hopindex.methods.registry import get_index_method
 from hopindex.scheduler.level_builds import BuildState, LevelStatus
 
 # Failed items listed by name in a description; the counts cover all of them.
 MAX_LISTED = 20
+# Documents read at a time when verifying their text against their mark.
+VERIFY_BATCH = 500
 
 
 class IndexStatus(enum.StrEnum):
@@ -42,6 +46,9 @@ class Outstanding:
     running_jobs: list[str] = field(default_factory=list)
     # The levels phases built on request, with how stale each is.
     levels: list[LevelStatus] = field(default_factory=list)
+    # Of ``documents``, those marked indexed whose stored text is not the text their
+    # units were built from (found only when asked to verify).
+    changed: list[str] = field(default_factory=list)
 
     @property
     def interrupted_levels(self) -> list[str]:
@@ -60,6 +67,7 @@ class Outstanding:
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status.value,
                 "outstanding": {"documents": len(self.documents),
+                                "changed_text": len(self.changed),
                                 "failed": self.failed_per_phase(),
                                 "items": [i.as_dict() for i in self.failed[:MAX_LISTED]]},
                 "running_jobs": list(self.running_jobs),
@@ -67,13 +75,21 @@ class Outstanding:
 
 
 def outstanding_work(state: StateStore, index: str,
-                     levels: Sequence[LevelStatus] = ()) -> Outstanding:
+                     levels: Sequence[LevelStatus] = (), *, verify: bool = False
+                     ) -> Outstanding:
     """The index's unfinished documents and failed items, and its status; ``levels``:
-    the build states of its on-request levels phases (``level_statuses``)."""
+    the build states of its on-request levels phases (``level_statuses``).
+
+    ``verify`` also reads every document's text to find text marked indexed that its
+    units were not built from (its hash is not the text's): a writer that stored it
+    behind a job's back. Slower, so only a repair and its ``--check`` do it.
+    """
     hashes = state.document_hashes(index)
-    documents = sorted(doc_id for doc_id, digest in hashes.items() if not digest)
+    unmarked = {doc_id for doc_id, digest in hashes.items() if not digest}
+    changed = set(changed_under_their_units(state, index, hashes)) if verify else set()
+    documents = sorted(unmarked | changed)
     failed = state.list_failed_items(index)
-    running = [j.job_id for j in state.list_jobs(index, limit=50) if not j.state.is_final]
+    running = [j.job_id for j in state.open_jobs(index)]
     if running:
         status = IndexStatus.BUILDING
     elif documents or failed or any(s.state is BuildState.INTERRUPTED for s in levels):
@@ -81,4 +97,66 @@ def outstanding_work(state: StateStore, index: str,
     else:
         status = IndexStatus.READY
     return Outstanding(status=status, documents=documents, failed=failed, running_jobs=running,
-                       levels=list(levels))
+                       levels=list(levels), changed=sorted(changed))
+
+
+def changed_under_their_units(state: StateStore, index: str,
+                              hashes: dict[str, str]) -> list[str]:
+    """Documents marked indexed whose stored text is not what their units were built
+    from: the text does not hash to the mark, or (for a method that cuts documents into
+    chunk passages) the document's chunks are not pieces of its stored text covering it."""
+    info = state.get_index(index)
+    passages = info is not None and UnitKind.PASSAGE in _writes(info.method)
+    marked = sorted(doc_id for doc_id, digest in hashes.items() if digest)
+    changed = []
+    for start in range(0, len(marked), VERIFY_BATCH):
+        batch = marked[start:start + VERIFY_BATCH]
+        documents = state.get_documents(index, batch)
+        pieces: dict[str, list[str]] = {}
+        if passages:
+            for unit in state.units_of_documents(index, batch, kinds=[UnitKind.PASSAGE]):
+                if _is_chunk(unit):
+                    pieces.setdefault(unit.source_doc_ids[0], []).append(unit.text)
+        for document in documents:
+            if content_hash(document.title, document.text) != hashes[document.doc_id] or (
+                    document.doc_id in pieces
+                    and not _cut_from(document, pieces[document.doc_id])):
+                changed.append(document.doc_id)
+    return changed
+
+
+def _is_chunk(unit: Unit) -> bool:
+    """Whether ``unit`` is a chunk passage as the built-in methods cut them (key
+    ``<doc id>#<n>``, title then body): another method's passages (a plugin's
+    sentences) follow rules of their own, which this check cannot know."""
+    if len(unit.source_doc_ids) != 1 or "chunk" not in unit.metadata:
+        return False
+    return unit.source_key == f"{unit.source_doc_ids[0]}#{unit.metadata['chunk']}"
+
+
+def _cut_from(document: Document, passages: Sequence[str]) -> bool:
+    """Whether ``passages`` (passage units' texts: title, newline, a piece of the body)
+    were cut from ``document`` as it is stored, together covering all of its text."""
+    heading = f"{document.title}\n" if document.title else ""
+    text = document.text
+    spans = []
+    for passage in passages:
+        body = passage[len(heading):]
+        at = text.find(body) if passage.startswith(heading) else -1
+        if at < 0:
+            return False
+        spans.append((at, at + len(body)))
+    # Chunks are stripped: only whitespace may fall outside them.
+    reached = 0
+    for start, end in sorted(spans):
+        if start > reached and not text[reached:start].isspace():
+            return False
+        reached = max(reached, end)
+    return reached >= len(text) or text[reached:].isspace()
+
+
+def _writes(method: str) -> frozenset[UnitKind]:
+    try:
+        return get_index_method(method).writes
+    except Exception:  # a method whose plugin is gone: nothing to compare with
+        return frozenset()

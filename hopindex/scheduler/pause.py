@@ -20,6 +20,9 @@ Where the paused work waits depends on who runs the job:
   process or another one sharing its state.
 
 A paused job is not stalled: the reaper looks only at running and cancelling jobs.
+
+The pause is the job's news, told by its ``job.paused`` event and shown by the CLI: it
+is logged at info, for operators, not as a warning above that notice.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from hopindex.backends.llm.budget import fits
 from hopindex.backends.protocols import IndexInfo, StateStore
-from hopindex.core.budget import INDEX_OPTION, BudgetLimits
-from hopindex.core.errors import InvalidInputError, NotFoundError
+from hopindex.core.budget import INDEX_OPTION, BudgetCharge, BudgetLimits
+from hopindex.core.errors import HopindexError, InvalidInputError, NotFoundError
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState
@@ -45,7 +49,10 @@ def pause_job(runtime: Runtime, job_id: str, reason: str,
               figures: dict[str, Any]) -> Job | None:
     """Pause the running job ``job_id`` because of its budget; publishes ``job.paused``
     once. None when the job is gone; a job not running (already paused, cancelling,
-    final) is returned unchanged."""
+    final) is returned unchanged. What the job spent and holds is read again from its
+    account (:func:`account_now`)."""
+    figures, now = account_now(runtime, job_id, figures)
+    reason = now or reason
     paused = False
 
     def change(job: Job) -> None:
@@ -63,10 +70,42 @@ def pause_job(runtime: Runtime, job_id: str, reason: str,
     except NotFoundError:
         return None
     if paused:
-        log.warning("job_paused", job_id=job_id, index=job.index, reason=reason)
+        log.info("job_paused", job_id=job_id, index=job.index, reason=reason)
         publish(runtime, EventType.JOB_PAUSED, job,
                 {**progress_data(job), "reason": reason, "budget": dict(figures)})
     return job
+
+
+def account_now(runtime: Runtime, job_id: str, figures: dict[str, Any]
+                ) -> tuple[dict[str, Any], str | None]:
+    """The refusal's ``figures`` with what the job spent and holds as its account has it
+    now, and the reason they give (None: the refusal's stands).
+
+    The refusal saw the account while other calls of its batch were in flight: they
+    held their estimates and had spent nothing yet. The batch waits for every call
+    before the task pauses the job, so by now they have ended, and the pause shows what
+    they really spent. When they spent less than they held and the refused call would
+    fit after all, the refusal's own reason stays: it is why the job paused. Without
+    an account to read (no LLM in this process, the store failing) the figures stay.
+    """
+    llm = runtime.backends.llm
+    limits = figures.get("limits")
+    if llm is None or not isinstance(limits, dict):
+        return figures, None
+    try:
+        status = llm.budget_status(job_id, BudgetLimits.from_dict(limits, where="limits"))
+    except HopindexError as exc:
+        log.warning("llm_budget_not_read", job_id=job_id, error=str(exc))
+        return figures, None
+    if status is None:
+        return figures, None
+    wanted = figures.get("next_call") or {}
+    charge = BudgetCharge(max(int(wanted.get("tokens", 0)), 0),
+                          max(float(wanted.get("cost", 0.0)), 0.0))
+    fresh = {**figures, **status.as_dict()}
+    if fits(status.limits, status.spent, status.held, charge):
+        return fresh, None
+    return fresh, status.refusal(charge)
 
 
 def note_paused_task(runtime: Runtime, job_id: str, task_id: str) -> bool:

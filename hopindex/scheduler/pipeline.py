@@ -185,22 +185,35 @@ def embed_then(runtime: Runtime, step: str, job_id: str, index: str, *,
 def finalize(runtime: Runtime, job_id: str, index: str, scope: Scope) -> None:
     if not start_phase(runtime, job_id, "finalize", Stage.FINALIZE.value, 0):
         return
-    _mark_indexed(runtime, job_id, index, scope.doc_ids)
+    _mark_indexed(runtime, job_id, index, scope)
     job_succeeded(runtime, job_id, index)
 
 
-def _mark_indexed(runtime: Runtime, job_id: str, index: str, doc_ids: list[str]) -> None:
+def _mark_indexed(runtime: Runtime, job_id: str, index: str, scope: Scope) -> None:
     """Give the job's documents their content hash, the mark of a finished document.
 
     Until now they carried an empty one (see ``submit_ingest``): a job that dies
     at any step before this leaves them to be redone by the next ingest, where
     unchanged units are found by id and not embedded twice. Documents a documents
     phase failed keep the empty hash so the next ingest tries them again.
+
+    The mark is the hash of the text the job read (``scope.hashes``), given only
+    when the stored text still has it: text stored by anyone else meanwhile was not
+    what the units were built from, so it stays to be redone, never marked done.
     """
     state = runtime.backends.state
     job = state.get_job(job_id)
     failed = ({e.item for e in job.errors if job.phases.get(e.stage) == PhaseKind.DOCUMENTS}
               if job is not None else set())
-    documents = [d for d in state.get_documents(index, doc_ids) if d.doc_id not in failed]
-    state.put_documents([replace(d, content_hash=content_hash(d.title, d.text))
-                         for d in documents])
+    marked = []
+    for document in state.get_documents(index, scope.doc_ids):
+        if document.doc_id in failed:
+            continue
+        stored = content_hash(document.title, document.text)
+        read = scope.hashes.get(document.doc_id, stored)
+        if stored != read:
+            log.warning("document_changed_under_job", job_id=job_id, index=index,
+                        doc_id=document.doc_id)
+            continue
+        marked.append(replace(document, content_hash=stored))
+    state.put_documents(marked)

@@ -39,6 +39,16 @@ def stalled_jobs(jobs: JobStore, now: float, stall_timeout_s: float,
             if job.state is state and now - job.updated_at > stall_timeout_s]
 
 
+def stalled_lines(runtime: Runtime) -> list[str]:
+    """Indexes with a job queued, its input kept, for longer than the stall timeout: the
+    message that should have started it at its turn may be lost."""
+    now = time.time()
+    timeout_s = runtime.settings.job_stall_timeout_s
+    return sorted({job.index for job in runtime.backends.state.list_jobs(limit=SCAN_LIMIT)
+                   if job.state is JobState.QUEUED and job.staged >= 0
+                   and now - job.updated_at > timeout_s})
+
+
 def stall_reason(job: Job, now: float) -> str:
     pending = [stage for stage, counts in job.counts.items()
                if counts.total > counts.finished]

@@ -269,6 +269,12 @@ def redo_hint(kind: JobKind) -> str:
     return _REDO_HINTS.get(kind.value, "run it again")
 
 
+def shutdown_reason(kind: JobKind) -> str:
+    """Why a job that the server running it cancelled as it shut down ended: not a
+    request, and not a process that died."""
+    return f"cancelled because the server running it shut down; {redo_hint(kind)}"
+
+
 def orphan_reason(job: Job) -> str:
     owner = ProcessIdentity.of_owner(job.owner)
     return (f"the process that ran it (pid {owner.pid} on {owner.host}) is gone; "

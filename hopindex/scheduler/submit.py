@@ -41,6 +41,7 @@ from hopindex.scheduler.progress import batched
 from hopindex.scheduler.recovery import owning, redo_hint
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.task_names import FINALIZE, PURGE, START_STEP
+from hopindex.scheduler.writers import Announce, WaitPolicy, enter_line
 
 log = get_logger(__name__)
 
@@ -73,6 +74,11 @@ def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> Ind
     return state.create_index(IndexInfo(name=index, method=chosen.name, created_at=time.time()))
 
 
+# The one key of a document's metadata that holds hopindex's own fields (its origin:
+# file and line); every other key is the user's and is stored as given.
+RESERVED_METADATA_KEY = "hopindex"
+
+
 def validate_documents(index: str, raw: Sequence[RawDocument], max_document_bytes: int
                        ) -> tuple[list[Document], list[ItemError]]:
     """Core documents from reader records; a bad record fails alone, naming where it was."""
@@ -100,10 +106,13 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
         elif not doc_id:
             reason = "record has neither 'id' nor 'title' to identify it"
         elif len(text.encode("utf-8")) > max_document_bytes:
-            reason = (f"document is {len(text.encode('utf-8'))} bytes, over the limit of "
-                      f"{max_document_bytes} (HOPINDEX_MAX_DOCUMENT_BYTES)")
+            reason = (f"document is {len(text.encode('utf-8')):,} bytes of UTF-8 text, over "
+                      f"the {max_document_bytes:,}-byte limit (HOPINDEX_MAX_DOCUMENT_BYTES)")
         elif doc_id in seen:
             reason = f"duplicate id {doc_id!r}, first seen at {seen[doc_id]}"
+        elif RESERVED_METADATA_KEY in record.metadata:
+            reason = (f"metadata key {RESERVED_METADATA_KEY!r} is reserved for hopindex's own "
+                      "fields (where the document came from): rename that key")
         if reason:
             errors.append(ItemError(item=item, stage=Stage.VALIDATE, reason=reason,
                                     where=origin))
@@ -111,7 +120,8 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
         seen[doc_id] = origin
         documents.append(Document(doc_id=doc_id, index=index, title=title, text=text,
                                   content_hash=content_hash(title, text),
-                                  metadata={**record.metadata, "origin": origin}))
+                                  metadata={**record.metadata,
+                                            RESERVED_METADATA_KEY: {"origin": origin}}))
     return documents, errors
 
 
@@ -160,20 +170,23 @@ def _fail(runtime: Runtime, job_id: str, reason: str) -> Job | None:
         return None
 
 
-def _new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> Job:
-    return Job(job_id=job_id, index=index, kind=kind, state=JobState.RUNNING,
-               started_at=time.time(), owner=owner)
+def new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> Job:
+    """A job of any kind as submitted: queued until its turn on the index
+    (scheduler/writers.py)."""
+    return Job(job_id=job_id, index=index, kind=kind, state=JobState.QUEUED, owner=owner)
 
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                   read_errors: Sequence[ReadError] = (), *, method: str | None = None,
-                  job_id: str | None = None, budget: BudgetLimits | None = None) -> Job:
-    """Create the ingest job (``job_id``: the caller's, else a new one) and launch it.
+                  job_id: str | None = None, budget: BudgetLimits | None = None,
+                  wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
+                  ) -> Job:
+    """Create the ingest job (``job_id``: the caller's, else a new one) and launch it at
+    its turn on the index (``wait``: what to do until then, scheduler/writers.py).
 
     ``budget``: what its LLM calls may use before it pauses (scheduler/pause.py); each
     limit it gives replaces that one of the index's default budget."""
     job_id = job_id or new_job_id()
-    state = runtime.backends.state
     if budget is not None:
         check_budget(runtime, budget)
     # The owner (this process, when it runs the job itself) outlasts the planning, so
@@ -182,9 +195,7 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         info = ensure_index(runtime, index, method)
         documents, errors = validate_documents(index, raw, runtime.settings.max_document_bytes)
         errors = read_error_items(read_errors) + errors
-        known = state.document_hashes(index)
-        todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
-        job = _new_job(job_id, index, JobKind.INGEST, owner)
+        job = new_job(job_id, index, JobKind.INGEST, owner)
         # A limit given replaces that limit of the index's default, never the other one.
         default = index_default(info.options)
         job.budget = default if budget is None else default.with_overrides(
@@ -194,25 +205,54 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         validate.total = len(raw) + len(read_errors)
         validate.done = len(documents)
         validate.failed = len(errors)
+        job.errors.extend(errors)
+        if enter_line(runtime, job, wait, announce,
+                      lambda: [document_record(d) for d in documents]) is not None:
+            begin_ingest(runtime, job_id, index, documents)
+    return _reload(runtime, job)
+
+
+def document_record(document: Document) -> dict[str, Any]:
+    return {"doc_id": document.doc_id, "title": document.title, "text": document.text,
+            "metadata": document.metadata}
+
+
+def document_of(index: str, record: dict[str, Any]) -> Document:
+    title, text = str(record["title"]), str(record["text"])
+    return Document(doc_id=str(record["doc_id"]), index=index, title=title, text=text,
+                    content_hash=content_hash(title, text), metadata=dict(record["metadata"]))
+
+
+def begin_ingest(runtime: Runtime, job_id: str, index: str,
+                 documents: Sequence[Document]) -> None:
+    """At the job's turn: compare with what the index holds now, store what is new or
+    changed, and start the method's first phase."""
+    state = runtime.backends.state
+    known = state.document_hashes(index)
+    todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
+    method = runtime.index_method(index)
+    # The dry run's figures, planned before the documents are stored (as a dry run
+    # would see them), kept beside what the job's calls then really use.
+    estimate = estimate_ingest(runtime, index, method, todo)
+
+    def change(job: Job) -> None:
         # Unchanged documents count as skipped items of the first documents phase: a
         # finished job is then 100 % through every step.
-        count_unchanged(job, runtime.index_method(index), len(documents) - len(todo))
-        # The dry run's figures, planned before the documents are stored (as a dry run
-        # would see them), kept beside what the job's calls then really use.
-        job.estimate = estimate_ingest(runtime, index, runtime.index_method(index), todo)
-        job.errors.extend(errors)
-        state.create_job(job)
-        # Stored with an empty hash until the job's finalize step: a job that dies at
-        # any stage leaves them "changed", so the next ingest redoes them instead of
-        # skipping documents that were never fully indexed.
-        state.put_documents([replace(d, content_hash="") for d in todo])
-        log.info("job_submitted", job_id=job_id, index=index, documents=len(documents),
-                 to_process=len(todo), unchanged=len(documents) - len(todo),
-                 invalid=len(errors))
-        job_started(runtime, job)
-        start_step(runtime, job_id, index, position=0, level=0,
-                   scope=Scope(doc_ids=[d.doc_id for d in todo]))
-    return _reload(runtime, job)
+        count_unchanged(job, method, len(documents) - len(todo))
+        job.estimate = estimate
+
+    job = state.update_job(job_id, change)
+    # Stored with an empty hash until the job's finalize step: a job that dies at
+    # any stage leaves them "changed", so the next ingest redoes them instead of
+    # skipping documents that were never fully indexed.
+    state.put_documents([replace(d, content_hash="") for d in todo])
+    log.info("job_submitted", job_id=job_id, index=index, documents=len(documents),
+             to_process=len(todo), unchanged=len(documents) - len(todo),
+             invalid=job.count(Stage.VALIDATE).failed)
+    job_started(runtime, job)
+    start_step(runtime, job_id, index, position=0, level=0,
+               scope=Scope(doc_ids=[d.doc_id for d in todo],
+                           hashes={d.doc_id: d.content_hash for d in todo}))
 
 
 def check_budget(runtime: Runtime, budget: BudgetLimits) -> None:
@@ -306,40 +346,51 @@ def _forget_documents(runtime: Runtime, index: str, plan: DeletePlan) -> tuple[l
 
 
 def submit_delete(runtime: Runtime, index: str, doc_ids: Sequence[str],
-                  job_id: str | None = None) -> Job:
-    """Create the delete job (``job_id``: the caller's, else a new one) and launch it.
+                  job_id: str | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
+                  announce: Announce | None = None) -> Job:
+    """Create the delete job (``job_id``: the caller's, else a new one) and launch it at
+    its turn on the index.
 
     Ids that name no document are listed on the job as validation errors; the job
     still runs, and succeeds, when none of them does.
     """
     job_id = job_id or new_job_id()
-    state = runtime.backends.state
     with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.DELETE):
         validate_index_name(index)
-        plan = delete_plan(state, index, doc_ids)
-        job = _new_job(job_id, index, JobKind.DELETE, owner)
+        job = new_job(job_id, index, JobKind.DELETE, owner)
+        job.count(Stage.VALIDATE).total = len(doc_ids)
+        if enter_line(runtime, job, wait, announce,
+                      lambda: [{"doc_ids": list(doc_ids)}]) is not None:
+            begin_delete(runtime, job_id, index, doc_ids)
+    return _reload(runtime, job)
+
+
+def begin_delete(runtime: Runtime, job_id: str, index: str, doc_ids: Sequence[str]) -> None:
+    """At the job's turn: plan what the ids name now, remove it, and rebuild what it fed."""
+    state = runtime.backends.state
+    plan = delete_plan(state, index, doc_ids)
+
+    def change(job: Job) -> None:
         validate = job.count(Stage.VALIDATE)
-        validate.total = len(doc_ids)
         validate.done = len(plan.present)
         validate.failed = len(plan.errors)
         job.errors.extend(plan.errors)
-        state.create_job(job)
-        job_started(runtime, job)
-        if state.get_index(index) is None:
-            # Nothing was ever indexed here: every id is an error, nothing to rebuild.
-            fan_out(runtime, job_id, "purge", [],
-                    runtime.signature(FINALIZE, job_id, index, Scope().as_dict(),
-                                      immutable=True))
-            return _reload(runtime, job)
-        purged, scope = _forget_documents(runtime, index, plan)
-        # The units' engine deletes run on the embed queue, whose worker owns the
-        # engines; the method's phases then rebuild what the documents fed.
-        purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
-                  for b in batched(purged, runtime.settings.embed_batch_units)]
-        fan_out(runtime, job_id, "purge", purges,
-                runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
-                                  immutable=True))
-    return _reload(runtime, job)
+
+    job = state.update_job(job_id, change)
+    job_started(runtime, job)
+    if state.get_index(index) is None:
+        # Nothing was ever indexed here: every id is an error, nothing to rebuild.
+        fan_out(runtime, job_id, "purge", [],
+                runtime.signature(FINALIZE, job_id, index, Scope().as_dict(), immutable=True))
+        return
+    purged, scope = _forget_documents(runtime, index, plan)
+    # The units' engine deletes run on the embed queue, whose worker owns the
+    # engines; the method's phases then rebuild what the documents fed.
+    purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
+              for b in batched(purged, runtime.settings.embed_batch_units)]
+    fan_out(runtime, job_id, "purge", purges,
+            runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
+                              immutable=True))
 
 
 def _reload(runtime: Runtime, job: Job) -> Job:

@@ -21,6 +21,8 @@ PURGE = "hopindex.purge"
 AFTER_PHASE = "hopindex.control.after_phase"
 START_STEP = "hopindex.control.start_step"
 FINALIZE = "hopindex.control.finalize"
+# Starts an index's next queued job once the job ahead of it ended (scheduler/turns.py).
+START_QUEUED = "hopindex.control.start_queued"
 PING = "hopindex.control.ping"
 REAP = "hopindex.control.reap"
 DELIVER_WEBHOOK = "hopindex.deliver_webhook"

@@ -8,8 +8,10 @@ check runs twice: on the URL at registration (every spelling of an IP address
 ``127.1``, ``[::ffff:127.0.0.1]``), and on every address the host name resolves
 to at delivery, after which the request goes to the address that was checked
 (``pin_target``): a name cannot resolve to a public address for the check and a
-private one for the connection. ``HOPINDEX_WEBHOOK_ALLOW_PRIVATE=true`` turns the
-address classes off (a receiver on the same host or network); syntax is still checked.
+private one for the connection. ``HOPINDEX_WEBHOOK_ALLOW_PRIVATE=true`` where a
+webhook is registered turns the address classes off for that webhook (a receiver on
+the same host or network); the decision is stored with it and every delivering process
+obeys it (``webhooks.private_allowed``). Syntax is always checked.
 """
 
 from __future__ import annotations

@@ -183,7 +183,10 @@ def signed_headers(webhook: Webhook, event: Event, body: bytes, timestamp: int
 # -- one attempt ---------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class DeliveryOptions:
-    """How one attempt is made: its timeouts, and which addresses it may reach."""
+    """How one attempt is made: its timeouts, and which addresses it may reach.
+
+    ``allow_private`` is this process's setting, which decides only for webhooks stored
+    before the registering process's decision was recorded (``private_allowed``)."""
 
     connect_timeout_s: float = 3.0
     read_timeout_s: float = 5.0
@@ -199,12 +202,21 @@ class DeliveryOptions:
                    resolver=resolver or SystemResolver())
 
 
+def private_allowed(webhook: Webhook, options: DeliveryOptions) -> bool:
+    """Whether a delivery to ``webhook`` may reach internal addresses: the decision the
+    registering process recorded, so the server, a CLI ingest and a worker deliver a
+    webhook alike whatever their environments. A webhook registered as public stays
+    public: each delivery still resolves its name and refuses an internal address."""
+    return options.allow_private if webhook.allow_private is None else webhook.allow_private
+
+
 def deliver_once(webhook: Webhook, event: Event, options: DeliveryOptions) -> int:
     """POST ``event`` to ``webhook.url``, signed, and return the 2xx status.
 
-    The host is resolved once, every address checked, and the request sent to the
-    first one with the name in the Host header and TLS server name. Redirects are
-    not followed: a 3xx is a failed attempt (a signed body goes where it was
+    The host is resolved once, every address checked (``private_allowed`` says
+    whether internal ones may be reached), and the request sent to the first one
+    with the name in the Host header and TLS server name. Redirects are not
+    followed: a 3xx is a failed attempt (a signed body goes where it was
     registered, and a redirect could point anywhere, a private address included).
     Raises ``WebhookTargetRefusedError`` (permanent) for a refused address and
     ``WebhookDeliveryError`` (retryable) for anything else that is not a 2xx.
@@ -215,7 +227,8 @@ def deliver_once(webhook: Webhook, event: Event, options: DeliveryOptions) -> in
     except ValueError as exc:
         raise WebhookTargetRefusedError(f"{where}: unusable URL: {exc}") from None
     try:
-        addresses = resolve_target(target, options.resolver, allow_private=options.allow_private)
+        addresses = resolve_target(target, options.resolver,
+                                   allow_private=private_allowed(webhook, options))
     except WebhookTargetRefusedError as exc:
         raise WebhookTargetRefusedError(f"{where}: {exc}") from None
     except OSError as exc:

@@ -1,8 +1,10 @@
 """The OpenAI-protocol request handlers of the test server, and the state they share.
 
 Each handler applies, in a provider's order: authentication (401), request validation
-(400), the per-minute limits (429 + ``Retry-After``), the seeded fault draw, the base
-latency, then the deterministic reply of ``llm_responses``. Every outcome is counted.
+(400, and a ``response_format`` a refusing reply style does not support), the
+per-minute limits (429 + ``Retry-After``), the seeded fault draw, the base latency,
+then the deterministic reply of ``llm_responses`` in the form its reply style draws
+(``reply_styles``). Every outcome is counted.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from hopindex.testing.llm_limits import (
     retry_after_header,
 )
 from hopindex.testing.llm_responses import (
+    Reply,
     compute_reply,
     corrupt_json,
     embed_text,
     encode_base64,
     estimate_tokens,
 )
+from hopindex.testing.reply_styles import format_refusal, pick_style, styled_reply
 
 log = get_logger(__name__)
 
@@ -203,28 +207,40 @@ class OpenAiTestApi:
                          and response_format.get("type") in _JSON_RESPONSE_FORMATS)
         except _RequestError as exc:
             return self._bad_request(endpoint, exc)
+        if (refused := format_refusal(self.config.reply_styles, response_format)) is not None:
+            self._counters.record_style(refused[0].value)
+            return self._bad_request(endpoint, _RequestError(refused[1], "response_format"))
 
         reply = compute_reply(contents, max_tokens=max_tokens, json_mode=json_mode)
         self._counters.record_kind(reply.kind.value)
         if self.outage.refuses(reply.kind.value):
             self._counters.record(endpoint, Outcome.OUTAGE)
             return _error(503, "Injected outage.", error_type="server_error", code=None)
+        pick = pick_style(self.config.reply_styles, self.config.seed,
+                          [(str(m.get("role", "")), text)
+                           for m, text in zip(messages, contents, strict=True)])
+        styled = styled_reply(reply, pick, max_tokens=max_tokens,
+                              default_max_tokens=self.config.truncated_default_max_tokens)
+        # Reasoning is billed as completion tokens, as reasoning models' providers do.
+        reasoning_tokens = estimate_tokens(styled.reasoning_content or "")
         prompt_tokens = estimate_tokens(" ".join(contents))
         fault, rejected = await self._admit(
-            endpoint, prompt_tokens + estimate_tokens(reply.content))
+            endpoint, prompt_tokens + estimate_tokens(styled.content) + reasoning_tokens)
         if rejected is not None:
             return rejected
 
-        content, outcome = reply.content, Outcome.OK
-        poisoned = bool(self.config.invalid_json_marker) and any(
-            self.config.invalid_json_marker in c for c in contents)
-        if (fault is Fault.INVALID_JSON or poisoned) and reply.expects_json:
-            content, outcome = corrupt_json(content), Outcome.INVALID_JSON
-            log.debug("llm_fault_injected", endpoint=endpoint.value, fault=fault.value)
-        elif (not reply.expects_json and self.config.empty_text_marker
-              and any(self.config.empty_text_marker in c for c in contents)):
-            content, outcome = "", Outcome.EMPTY
-        completion_tokens = estimate_tokens(content)
+        message: dict[str, Any] = {"role": "assistant", "refusal": None}
+        replaced = self._faulted(fault, reply, contents)
+        if replaced is None:
+            content, outcome, truncated = styled.content, Outcome.OK, styled.truncated
+            self._counters.record_style(styled.style.value)
+            if styled.reasoning_content is not None:
+                message["reasoning_content"] = styled.reasoning_content
+        else:
+            # A fault replaces the reply, and with it the form it was given.
+            (content, outcome), truncated, reasoning_tokens = replaced, reply.truncated, 0
+        message["content"] = content
+        completion_tokens = estimate_tokens(content) + reasoning_tokens
         self._counters.add_usage(prompt_tokens=prompt_tokens,
                                  completion_tokens=completion_tokens)
         self._counters.record(endpoint, outcome)
@@ -236,13 +252,28 @@ class OpenAiTestApi:
             "system_fingerprint": "hopindex-test",
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "length" if reply.truncated else "stop",
+                "finish_reason": "length" if truncated else "stop",
             }],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}},
         })
+
+    def _faulted(self, fault: Fault, reply: Reply,
+                 contents: list[str]) -> tuple[str, Outcome] | None:
+        """The content and outcome that replace ``reply`` when a fault or a marker
+        breaks it; None when it is sent as computed."""
+        poisoned = bool(self.config.invalid_json_marker) and any(
+            self.config.invalid_json_marker in c for c in contents)
+        if (fault is Fault.INVALID_JSON or poisoned) and reply.expects_json:
+            log.debug("llm_fault_injected", endpoint=Endpoint.CHAT.value, fault=fault.value)
+            return corrupt_json(reply.content), Outcome.INVALID_JSON
+        if (not reply.expects_json and self.config.empty_text_marker
+                and any(self.config.empty_text_marker in c for c in contents)):
+            return "", Outcome.EMPTY
+        return None
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         endpoint = Endpoint.EMBEDDINGS

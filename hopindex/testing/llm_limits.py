@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hopindex.core.errors import ConfigError
+from hopindex.testing.reply_styles import (
+    DEFAULT_TRUNCATION_TOKENS,
+    ReplyStyle,
+    normalised_styles,
+)
 
 RATE_WINDOW_S = 60.0  # the provider convention: limits are per minute, over a sliding window
 
@@ -54,8 +59,20 @@ class LlmServerConfig:
     # "stage2") starts a window of ``outage_s`` in which every chat request gets a 503.
     outage_on_kind: str = ""
     outage_s: float = 0.0
+    # The forms replies come in (``reply_styles``): each reply draws one from the tuple
+    # by a hash of ``seed`` and its messages; empty is bare JSON only. FORMAT_REFUSED and
+    # SCHEMA_REFUSED are not drawn: listed, they refuse every request's response_format
+    # (any, or json_schema only) with a 400.
+    reply_styles: tuple[ReplyStyle, ...] = ()
+    # TRUNCATED cuts a reply whose request sets no max_tokens at this many tokens.
+    truncated_default_max_tokens: int = DEFAULT_TRUNCATION_TOKENS
 
     def __post_init__(self) -> None:
+        # Strings (from a CLI or a settings file) are taken for the styles they name.
+        object.__setattr__(self, "reply_styles", normalised_styles(self.reply_styles))
+        if self.truncated_default_max_tokens < 1:
+            raise ConfigError("LlmServerConfig.truncated_default_max_tokens must be at least 1, "
+                              f"got {self.truncated_default_max_tokens}")
         shares = {"fail_429": self.fail_429, "fail_500": self.fail_500,
                   "fail_timeout": self.fail_timeout, "fail_invalid_json": self.fail_invalid_json}
         for name, share in shares.items():
@@ -99,10 +116,14 @@ class LlmServerStats:
 
     ``requests`` maps endpoint → outcome → count. ``by_kind`` counts every well-formed
     chat request by task kind, whatever its outcome, so retries show up there.
+    ``by_style`` counts chat replies by the ``ReplyStyle`` that shaped them (``bare``
+    when the style drawn had nothing to change), and the requests a refusing style
+    answered with a 400.
     """
 
     requests: dict[str, dict[str, int]] = field(default_factory=dict)
     by_kind: dict[str, int] = field(default_factory=dict)
+    by_style: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_tokens: int = 0
@@ -116,7 +137,7 @@ class LlmServerStats:
         return sum(outcomes.values()) if outcome is None else outcomes.get(str(outcome), 0)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "by_kind": self.by_kind,
+        return {"requests": self.requests, "by_kind": self.by_kind, "by_style": self.by_style,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
@@ -131,6 +152,7 @@ class ServerCounters:
         self._lock = threading.Lock()
         self._requests: dict[str, dict[str, int]] = {}
         self._by_kind: dict[str, int] = {}
+        self._by_style: dict[str, int] = {}
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._embedding_tokens = 0
@@ -144,6 +166,10 @@ class ServerCounters:
     def record_kind(self, kind: str) -> None:
         with self._lock:
             self._by_kind[kind] = self._by_kind.get(kind, 0) + 1
+
+    def record_style(self, style: str) -> None:
+        with self._lock:
+            self._by_style[style] = self._by_style.get(style, 0) + 1
 
     def add_usage(self, *, prompt_tokens: int, completion_tokens: int) -> None:
         with self._lock:
@@ -161,7 +187,8 @@ class ServerCounters:
             return LlmServerStats(
                 requests={endpoint: dict(outcomes)
                           for endpoint, outcomes in self._requests.items()},
-                by_kind=dict(self._by_kind), prompt_tokens=self._prompt_tokens,
+                by_kind=dict(self._by_kind), by_style=dict(self._by_style),
+                prompt_tokens=self._prompt_tokens,
                 completion_tokens=self._completion_tokens,
                 embedding_tokens=self._embedding_tokens,
                 largest_call_tokens=self._largest_call_tokens)
@@ -170,6 +197,7 @@ class ServerCounters:
         with self._lock:
             self._requests.clear()
             self._by_kind.clear()
+            self._by_style.clear()
             self._prompt_tokens = self._completion_tokens = self._embedding_tokens = 0
             self._largest_call_tokens = 0
 

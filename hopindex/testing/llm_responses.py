@@ -238,13 +238,11 @@ def _json_reply(kind: TaskKind, prompt: str, *, json_mode: bool) -> object:
 
 
 def corrupt_json(content: str) -> str:
-    """Content that ``json.loads`` rejects: a proper prefix of a JSON container never parses."""
-    cut = content[: max(1, len(content) // 2)]
-    try:
-        json.loads(cut)
-    except ValueError:
-        return cut
-    return "{" + cut  # content that was not a container: make sure it breaks
+    """A reply no reader can use: the refusal in prose a real model gives instead of the
+    JSON asked for. (A cut-off prefix of ``content`` would not do: a lenient reader
+    closes its brackets, and a reply cut at its budget is told by ``finish_reason``.)"""
+    return ("I'm sorry, but I can't produce that in the requested format. "
+            f"The passage is {len(content)} characters long.")
 
 
 # --- stage 1 -----------------------------------------------------------------------

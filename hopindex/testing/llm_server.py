@@ -16,6 +16,11 @@ Usage::
         openai.OpenAI(base_url=server.base_url, api_key="x")
 
     python -m hopindex.testing.llm_server --port 8089 --latency-ms 200 --rpm 600
+    python -m hopindex.testing.llm_server --reply-styles fenced,prose,think  # or: all
+
+Reply styles (``reply_styles``) make it answer in the forms real providers use: fenced
+or prose-wrapped JSON, reasoning blocks, numbers as strings, cut replies, refused
+``response_format``; each reply draws one style by a hash of the seed and its messages.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from hopindex.core.errors import BackendError, HopindexError
 from hopindex.core.logging import get_logger
 from hopindex.testing.llm_api import OpenAiTestApi
 from hopindex.testing.llm_limits import LlmServerConfig, LlmServerStats
+from hopindex.testing.reply_styles import ALL_STYLES, ReplyStyle
 
-__all__ = ["LlmServerConfig", "LlmServerStats", "LlmTestServer", "main", "running_llm_server"]
+__all__ = ["ALL_STYLES", "LlmServerConfig", "LlmServerStats", "LlmTestServer", "ReplyStyle",
+           "main", "running_llm_server"]
 
 log = get_logger(__name__)
 
@@ -103,7 +110,8 @@ class LlmTestServer:
                  latency_s=self.config.latency_s, rpm=self.config.requests_per_minute,
                  tpm=self.config.tokens_per_minute, fail_429=self.config.fail_429,
                  fail_500=self.config.fail_500, fail_timeout=self.config.fail_timeout,
-                 fail_invalid_json=self.config.fail_invalid_json, seed=self.config.seed)
+                 fail_invalid_json=self.config.fail_invalid_json, seed=self.config.seed,
+                 reply_styles=[style.value for style in self.config.reply_styles] or ["bare"])
 
     async def close(self) -> None:
         runner, self._runner = self._runner, None
@@ -206,6 +214,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-invalid-json", type=float, default=0.0,
                         help="share of JSON replies sent truncated")
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--reply-styles", default="",
+                        help="comma-separated reply styles mixed by seed ("
+                        + ",".join(style.value for style in ReplyStyle)
+                        + "), or all; default bare JSON only")
     parser.add_argument("--embedding-dimension", type=int, default=defaults.embedding_dimension)
     parser.add_argument("--log-level", default="INFO")
     return parser
@@ -218,7 +230,8 @@ def config_from_args(args: argparse.Namespace) -> LlmServerConfig:
         requests_per_minute=args.rpm, tokens_per_minute=args.tpm, fail_429=args.fail_429,
         fail_500=args.fail_500, fail_timeout=args.fail_timeout,
         fail_invalid_json=args.fail_invalid_json, seed=args.seed,
-        embedding_dimension=args.embedding_dimension)
+        embedding_dimension=args.embedding_dimension,
+        reply_styles=ReplyStyle.parse_list(args.reply_styles))
 
 
 async def _serve(config: LlmServerConfig) -> None:

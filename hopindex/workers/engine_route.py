@@ -75,10 +75,21 @@ def claim_engines(settings: Settings) -> list[FolderClaim]:
     return claims
 
 
+def _engine_calls_travel(settings: Settings) -> bool:
+    """A Redis broker carries engine calls to the owner (the engine queue)."""
+    return bool(settings.shared_redis_url(""))
+
+
+def engines_in_process(settings: Settings) -> bool:
+    """Whether a process that is no worker (``hopindex serve``, a CLI command) opens the
+    embedded engines itself: there are some, and no broker carries calls to an owner."""
+    return bool(embedded_engine_folders(settings)) and not _engine_calls_travel(settings)
+
+
 def routed_folders(settings: Settings) -> dict[str, Path]:
     """Role → folder of the embedded engines this process reaches through their owner:
     all of them with a Redis broker, unless this process is the owner."""
-    if not settings.shared_redis_url(""):
+    if not _engine_calls_travel(settings):
         return {}
     return {role: folder for role, folder in embedded_engine_folders(settings).items()
             if held_here(folder) is None}

@@ -42,7 +42,8 @@ def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
         json.dumps({"id": "huge", "title": "Huge", "text": "word " * 1_000_000}),  # 5 MB
         json.dumps({"id": "good-4", "title": "Vistula", "text": "The Vistula flows north."}),
     ])
-    service = make_service()
+    # A limit below the huge record's 5 MB: the default (20 MB) would ingest it.
+    service = make_service(max_document_bytes=2_000_000)
     job = service.ingest_paths("mixed", [corpus, bad_utf8, unknown, huge])
 
     assert job.state is JobState.SUCCEEDED
@@ -57,7 +58,7 @@ def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
     assert "corpus.jsonl:4" in messages and "duplicate" in messages.lower()
     assert "latin1.jsonl:1" in messages and "UTF-8" in messages
     assert "slides.pptx" in messages
-    assert "huge.jsonl:1" in messages and "bytes" in messages
+    assert "huge.jsonl:1" in messages and "HOPINDEX_MAX_DOCUMENT_BYTES=2,000,000" in messages
     assert len(job.errors) == 6
     assert job.counts[Stage.VALIDATE].failed == 6
     # The record stays readable later: the job store returns the same errors.

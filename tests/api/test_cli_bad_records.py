@@ -1,5 +1,6 @@
-"""The CLI reports hostile records and unknown ids as errors on the job (exit 3), never
-with a traceback, and leaves no job running."""
+"""The CLI reports hostile records and unknown ids as errors on the job (exit 3, or 66
+when a delete finds none of its ids), never with a traceback, and leaves no job
+running."""
 
 from __future__ import annotations
 
@@ -42,15 +43,16 @@ def test_a_record_with_an_unstorable_metadata_value_fails_alone(cli: CliRunner,
 
 
 def test_deleting_ids_none_of_which_exist_lists_them(cli: CliRunner, tmp_path: Path) -> None:
-    """A delete of unknown ids only: the job succeeds naming each id (exit 3, as for any
-    item error), with no traceback, and the index can then be deleted."""
+    """A delete of unknown ids only: the job succeeds naming each id, and the command
+    exits 66 (nothing was found to delete), with no traceback; the index can then be
+    deleted."""
     corpus = tmp_path / "c.jsonl"
     good = CURIE_CORPUS[0]
     corpus.write_text(json.dumps({"id": "good", "title": good.title, "text": good.text}) + "\n",
                       encoding="utf-8")
     assert cli.invoke(main, ["ingest", "--index", "curie", str(corpus)]).exit_code == 0
     result = cli.invoke(main, ["delete", "--index", "curie", "--json", "ghost-1", "ghost-2"])
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 66, result.output
     assert isinstance(result.exception, SystemExit)
     job = json.loads(result.stdout)
     assert job["state"] == "succeeded"

@@ -18,8 +18,9 @@ URL = "https://user:pw@example.org/hook"
 
 
 def test_add_list_remove_as_text_and_json(tmp_path: Path) -> None:
-    """add prints the webhook with its secret; list --json shows it without the secret
-    and with the URL's credentials redacted, list as one line each; remove says so,
+    """add prints the webhook with its secret; list --json shows it without the secret,
+    with the URL's credentials redacted and the recorded decision on private targets,
+    list as one line each; remove says so,
     and removing it again exits 66, as one JSON error with --json."""
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
     added = cli.invoke(main, ["webhooks", "add", "--index", "wiki", "--json", URL])
@@ -31,8 +32,10 @@ def test_add_list_remove_as_text_and_json(tmp_path: Path) -> None:
     listed = cli.invoke(main, ["webhooks", "list", "--json"])
     assert listed.exit_code == 0, listed.output
     [shown] = json.loads(listed.stdout)
-    assert set(shown) == {"id", "index", "url", "created_at"}
+    assert set(shown) == {"id", "index", "url", "created_at", "allow_private"}
     assert (shown["id"], shown["index"], shown["url"]) == (hook["id"], "wiki", hook["url"])
+    # Registered where private targets are not allowed (the default): recorded so.
+    assert shown["allow_private"] is False
     text = cli.invoke(main, ["webhooks", "list", "--index", "wiki"]).stdout
     assert text.split() == [hook["id"], "wiki", hook["url"]]
     assert cli.invoke(main, ["webhooks", "list", "--index", "other", "--json"]).stdout == "[]\n"

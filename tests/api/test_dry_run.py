@@ -164,7 +164,8 @@ def _write(path: Path, records: list[RawDocument]) -> Path:
 def test_cli_prints_the_table_or_the_plan_as_json(
         tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
     """``hopindex ingest --dry-run`` prints the plan's table, ``--json`` the plan object;
-    a file of only bad records exits 65 naming the line and field; no request reaches the server."""
+    a file of only bad records exits 65 naming the line and field; no request reaches the
+    server, and the data dir, which did not exist, still does not."""
     server = start_server()
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"),
                          "HOPINDEX_LLM_MODEL": server.config.model,
@@ -187,6 +188,29 @@ def test_cli_prints_the_table_or_the_plan_as_json(
     assert refused.exit_code == ExitCode.DATA_ERROR
     assert "bad.jsonl:1" in refused.output and "'text' is empty" in refused.output
     assert _chat_requests(server) == 0
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_dry_run_creates_no_data_dir_and_reads_an_existing_one(tmp_path: Path) -> None:
+    """Without an LLM: a dry run into a data dir that does not exist plans every document
+    as new and leaves no file or folder behind; after the real ingest, a dry run of the
+    same file reads the stored state (all unchanged) and adds no job."""
+    data = tmp_path / "nested" / "data"
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(data)})
+    corpus = _write(tmp_path / "c.jsonl", CURIE_CORPUS)
+    planned = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--json",
+                                str(corpus)])
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.stdout)
+    assert plan["index_exists"] is False and plan["documents"]["new"] == len(CURIE_CORPUS)
+    assert not (tmp_path / "nested").exists()
+    assert cli.invoke(main, ["ingest", "--index", "curie", "--quiet", str(corpus)]).exit_code == 0
+    jobs = cli.invoke(main, ["jobs", "--json"]).stdout
+    again = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--json", str(corpus)])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["documents"] == {
+        "new": 0, "changed": 0, "unchanged": len(CURIE_CORPUS), "invalid": 0}
+    assert cli.invoke(main, ["jobs", "--json"]).stdout == jobs
 
 
 def test_a_provider_embedder_is_planned_as_a_floor_and_priced(

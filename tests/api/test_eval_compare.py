@@ -18,8 +18,11 @@ from hopindex.api.evaluate import run_eval_command
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
+from hopindex.core.ids import doc_id_from_title
+from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.evaluation.build_cost import BuildSource
+from hopindex.evaluation.datasets import corpus_from_questions
 from hopindex.evaluation.report import EvalReport, read_json
 from hopindex.methods.registry import get_index_method
 from hopindex.testing.llm_limits import Endpoint
@@ -139,6 +142,24 @@ def test_bad_curve_options_are_refused_before_anything_runs(
         assert service.backends.state.get_index("bad") is None
 
 
+def test_a_questions_file_of_another_shape_exits_65_saying_what_fits(
+        tmp_path: Path) -> None:
+    """Questions of one's own shape ({question, answer} lines): eval exits 65 before
+    building anything, its one error line naming the file and line, the fields of the
+    formats it reads, an example record and the page that documents them."""
+    questions = tmp_path / "mine.jsonl"
+    questions.write_text('{"question": "Who?", "answer": "Curie"}\n', encoding="utf-8")
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
+    result = cli.invoke(main, ["eval", "--index", "own", "--dataset", str(questions)])
+    assert result.exit_code == ExitCode.DATA_ERROR, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {questions}:1: unknown question format")
+    assert '"context": [[title, [sentence, ...]], ...]' in line
+    assert "for example {" in line and "docs/evaluation.md" in line
+    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
+        assert service.backends.state.get_index("own") is None
+
+
 def test_a_rerun_reuses_the_indexes_and_calls_no_llm(
         tmp_path: Path, dataset: Path, start_server: Server) -> None:
     """The second run over the same data ingests nothing and sends the LLM server no
@@ -162,6 +183,35 @@ def test_a_rerun_reuses_the_indexes_and_calls_no_llm(
                for m in llm_rows)
     assert [(m.method, m.recall) for m in second.methods] == [
         (m.method, m.recall) for m in first.methods]
+
+
+def test_a_reused_index_costs_the_sum_of_the_jobs_that_built_it(
+        tmp_path: Path, dataset: Path, start_server: Server) -> None:
+    """An index built by two ingests (half the corpus each) and a delete, then reused by
+    eval: its build cost sums all three jobs (the tokens the provider answered for both
+    ingests, the stage-1 documents of both), says it summed 3 jobs of which kinds, and
+    the rows' build tokens are that sum."""
+    server = start_server()
+    documents = corpus_from_questions(dataset, "hotpotqa")
+    with Hopindex(llm_settings(tmp_path / "data", server)) as service:
+        for half in (documents[:10], documents[10:]):
+            job = service.ingest_documents("hq-indexrag", half, method="indexrag")
+            assert job.state is JobState.SUCCEEDED, job.reason
+        first = documents[0].doc_id or doc_id_from_title(documents[0].title)
+        deleted = service.delete_documents("hq-indexrag", [first])
+        assert deleted.state is JobState.SUCCEEDED, deleted.reason
+        built_tokens = server.stats.prompt_tokens + server.stats.completion_tokens
+        report = run_eval(service, dataset, "hq", ["indexrag"])
+    (build,) = report.builds
+    assert build.source is BuildSource.REUSED and build.documents == 19
+    assert build.jobs == {"ingest": 2, "delete": 1}
+    assert build.described == "reused; sum of 3 jobs (2 ingest, 1 delete)"
+    stage1 = build.phase("indexrag.stage1")
+    assert stage1 is not None and stage1.done == stage1.llm_calls == 20
+    total = build.total()
+    assert total.prompt_tokens + total.completion_tokens == built_tokens > 0
+    assert all(m.build_tokens is not None and m.build_tokens.tokens == built_tokens
+               and m.build_tokens.jobs == 3 for m in report.methods)
 
 
 def test_a_rebuilt_index_costs_no_new_llm_call(

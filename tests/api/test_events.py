@@ -15,6 +15,7 @@ from hopindex.api.events import follow_events, register_webhook, render_event
 from hopindex.backends.events.sqlite_log import SqliteEventLog
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event, EventType
+from tests.waiting import wait_until
 
 INDEX = "curie"
 
@@ -38,9 +39,13 @@ def test_without_follow_reads_everything_after_the_cursor_and_ends(
     events = progress(log, 250)
     cursor = events[9].event_id
     started = time.monotonic()
-    seen = list(follow_events(log, index=None, after_id=cursor, follow=False))
+    # A wait for new events would block for the whole poll timeout: with a minute's
+    # timeout, ending within half of it shows none was made, while three page reads
+    # take milliseconds even on a loaded 2-core machine.
+    seen = list(follow_events(log, index=None, after_id=cursor, follow=False,
+                              poll_timeout_s=60))
     assert [e.event_id for e in seen] == [e.event_id for e in events[10:]]
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 30
     assert len(list(follow_events(log, index=None, after_id=None, follow=False))) == 250
 
 
@@ -61,16 +66,19 @@ def test_follow_resumes_from_a_cursor_and_sees_new_events_until_stopped(
 
     follower = threading.Thread(target=follow, daemon=True)
     follower.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(seen) >= 2, what="the follower to read the backlog")
     assert [e.event_id for e in seen] == [e.event_id for e in backlog[1:]]
     progress(log, 2, index="elsewhere")
     ready = log.append_event(EventType.INDEX_READY, INDEX, "job-1", {"units": {"passage": 6}})
-    deadline = time.monotonic() + 5
-    while len(seen) < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert seen[-1] == ready and len(seen) == 3
+    # The other index's events precede ``ready`` in the log: once the follower has
+    # ``ready``, any of them it let through would be in ``seen`` already.
+    wait_until(lambda: ready in seen, what="the follower to see the new index.ready")
+    assert seen == [*backlog[1:], ready]
     stop.set()
-    assert ended.wait(2), "the follower did not stop"
+    # ``stop`` is checked after each empty wait of poll_timeout_s (0.2 s); a follower
+    # that ignored it would never end. 10 s is fifty such waits: room for a loaded
+    # 2-core machine to be slow to schedule the thread.
+    assert ended.wait(10), "the follower did not stop"
 
 
 def test_follow_from_an_unknown_id_is_an_error_naming_from(log: SqliteEventLog) -> None:

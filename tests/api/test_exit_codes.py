@@ -23,6 +23,7 @@ from hopindex.core.errors import (
     InvalidInputError,
     JobCancelledError,
     JobFailedError,
+    JobFinishedError,
     LlmAuthenticationError,
     LlmOutputError,
     LlmUnavailableError,
@@ -47,6 +48,8 @@ def test_codes_follow_sysexits_and_are_distinct() -> None:
     (InvalidInputError("bad", where="f.jsonl:3"), ExitCode.DATA_ERROR, "invalid_input"),
     (InvalidIndexNameError("bad name", where="index"), ExitCode.DATA_ERROR, "invalid_input"),
     (NoLinksError("not kgbridge"), ExitCode.DATA_ERROR, "invalid_input"),
+    (JobFinishedError("already succeeded", where="job_id"), ExitCode.DATA_ERROR,
+     "job_finished"),
     (NotFoundError("no index 'x'"), ExitCode.NOT_FOUND, "not_found"),
     (IndexBusyError("running jobs"), ExitCode.TEMPORARY, "index_busy"),
     (JobCancelledError("cancelled"), ExitCode.TEMPORARY, "job_cancelled"),
@@ -77,6 +80,7 @@ def test_each_error_kind_has_its_exit_code(error: HopindexError, exit_code: Exit
     (RemoteApiError(403, "forbidden", "read key"), ExitCode.NO_PERMISSION),
     (RemoteApiError(404, "not_found", "no index"), ExitCode.NOT_FOUND),
     (RemoteApiError(409, "index_busy", "running jobs"), ExitCode.TEMPORARY),
+    (RemoteApiError(409, "job_finished", "already succeeded"), ExitCode.DATA_ERROR),
     (RemoteApiError(422, "not_configured", "no LLM"), ExitCode.CONFIG),
     (RemoteApiError(502, "llm_refused", "key refused"), ExitCode.CONFIG),
     (RemoteApiError(502, "upstream_failed", "bad reply"), ExitCode.UNAVAILABLE),
@@ -112,6 +116,26 @@ def test_a_jobs_outcome_is_its_commands_exit_code() -> None:
     assert job_outcome(refused).exit_code is ExitCode.DATA_ERROR
     assert job_outcome(_job(JobState.FAILED)).exit_code is ExitCode.UNAVAILABLE
     assert job_outcome(_job(JobState.CANCELLED, errors=1)).exit_code is ExitCode.TEMPORARY
+
+
+def test_a_delete_that_found_none_of_its_ids_is_not_found() -> None:
+    """A delete none of whose ids named a document: 66 (not_found), though its job
+    succeeded; some of them known: 3; a delete that failed or was cancelled still
+    exits as a failed or cancelled job does, whatever it found."""
+    def delete(state: JobState, done: int, failed: int) -> Job:
+        job = _job(state, errors=failed, validate=StageCounts(total=done + failed, done=done,
+                                                              failed=failed))
+        job.kind = JobKind.DELETE
+        return job
+
+    assert job_outcome(delete(JobState.SUCCEEDED, 0, 2)) == job_outcome(
+        delete(JobState.SUCCEEDED_WITH_ERRORS, 0, 1))
+    nothing = job_outcome(delete(JobState.SUCCEEDED, 0, 2))
+    assert (nothing.exit_code, nothing.code) == (ExitCode.NOT_FOUND, "not_found")
+    assert job_outcome(delete(JobState.SUCCEEDED, 1, 1)).exit_code is ExitCode.PARTIAL
+    assert job_outcome(delete(JobState.SUCCEEDED, 2, 0)).exit_code is ExitCode.OK
+    assert job_outcome(delete(JobState.FAILED, 0, 2)).exit_code is ExitCode.UNAVAILABLE
+    assert job_outcome(delete(JobState.CANCELLED, 0, 2)).exit_code is ExitCode.TEMPORARY
 
 
 def test_an_error_message_is_one_line() -> None:

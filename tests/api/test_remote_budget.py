@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from hopindex.api.cli import main
+from hopindex.api.cli_console import UNBOUNDED_WIDTH
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
@@ -137,7 +138,8 @@ def test_a_remote_dry_run_prints_the_servers_plan(
     text = remote.invoke(main, [*api, "ingest", "--index", "planned", "--method", "indexrag",
                                 "--dry-run", str(corpus)])
     assert text.exit_code == 0, text.output
-    local = Console(file=io.StringIO(), width=200, record=True)  # the runner's COLUMNS
+    # As the CLI's console prints when stdout is not a terminal: unwrapped, unbounded.
+    local = Console(file=io.StringIO(), width=UNBOUNDED_WIDTH, soft_wrap=True, record=True)
     render_plan(local, expected)
     assert text.stdout == local.export_text()
     assert server.service.backends.state.get_index("planned") is None

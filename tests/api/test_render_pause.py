@@ -1,6 +1,7 @@
 """What the CLI suggests and shows for a job paused on its LLM budget: the limits in
-the resume command (twice the one that refused, more when the figures or the dry-run
-estimate say so, rounded up to two significant digits, only the kinds that refused),
+the resume command (twice the one that refused, more when the figures, or what was
+spent plus what the dry run estimated for the rest, say so, rounded up to two
+significant digits, only the kinds that refused),
 costs written as people type them, and a follower told once per pause and once per
 resume."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from hopindex.api.progress import PauseWatch
 from hopindex.api.render_pause import pause_lines, resume_command, suggested_limits
 from hopindex.core.budget import BudgetLimits
-from hopindex.core.models import Job, JobState
+from hopindex.core.models import Job, JobState, LlmUsage
 from tests.backends.contracts.state_records import new_job
 
 
@@ -45,7 +46,7 @@ def test_twice_the_limit_that_refused_and_only_that_one() -> None:
 def test_the_figures_or_the_estimate_raise_the_suggestion() -> None:
     """A limit of 10 with a next call of 652 tokens suggests 660 (not 20); a dry-run
     estimate of 1,960 tokens for the whole job suggests 2,000; a cost estimate of
-    12.34 suggests 13."""
+    12.34 not yet started on, with 0.99 spent, suggests 14."""
     small = _paused(BudgetLimits(max_llm_tokens=10), (0, 0.0), (652, 0.0))
     assert suggested_limits(small) == {"max_llm_tokens": 660}
     estimated = _paused(BudgetLimits(max_llm_tokens=10), (0, 0.0), (652, 0.0), {
@@ -54,7 +55,22 @@ def test_the_figures_or_the_estimate_raise_the_suggestion() -> None:
     assert suggested_limits(estimated) == {"max_llm_tokens": 2000}
     money = _paused(BudgetLimits(max_cost=1.0), (0, 0.99), (0, 0.02),
                     {"indexrag.stage1": {"cost": 12.34}})
-    assert suggested_limits(money) == {"max_cost": 13.0}
+    assert suggested_limits(money) == {"max_cost": 14.0}
+
+
+def test_the_suggestion_covers_what_was_spent_and_what_the_dry_run_left() -> None:
+    """Stage 1 was estimated at 1,960 tokens and used 2,300 (the estimate was low);
+    stage 2, estimated at 3,000, has not run. Paused at 2,000 with a 400-token call
+    refused, the job needs 2,300 + 3,000: 5,300 is suggested, where the estimate of
+    the whole job (4,960, so 5,000) would pause it again. The record's usage stands
+    for the spend when the pause's figures say less."""
+    job = _paused(BudgetLimits(max_llm_tokens=2000), (2300, 0.0), (400, 0.0), {
+        "indexrag.stage1": {"prompt_tokens": 1192, "completion_tokens": 768},
+        "indexrag.stage2": {"prompt_tokens": 2000, "completion_tokens": 1000}})
+    job.llm["indexrag.stage1"] = LlmUsage(calls=3, prompt_tokens=1500, completion_tokens=800)
+    assert suggested_limits(job) == {"max_llm_tokens": 5300}
+    job.pause["spent"] = {"tokens": 0, "cost": 0.0}
+    assert suggested_limits(job) == {"max_llm_tokens": 5300}
 
 
 def test_pause_lines_show_costs_only_under_a_cost_limit() -> None:

@@ -42,7 +42,7 @@ elif how == "keywords":
 else:
     claim_folder(folder, "tantivy", OwnerRole.ENGINE_OWNER)
 print("held", flush=True)
-time.sleep(600)
+time.sleep(600)  # holds the folder until the test kills it: not a wait for anything
 """
 
 

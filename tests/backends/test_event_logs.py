@@ -6,8 +6,8 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +22,7 @@ from hopindex.core.events import EventType
 from hopindex.testing.redis_server import free_port
 from tests.backends.contracts.event_contract import EventLogContract, append, hook, ids, new_index
 from tests.redis_server import redis_url, unique_key  # noqa: F401  # pytest fixture
+from tests.waiting import wait_until
 
 ROUNDS = 30
 
@@ -29,6 +30,7 @@ ROUNDS = 30
 class TestSqliteEventLog(EventLogContract):
     unissued_id: ClassVar[str] = "999999999"
     before_all_id: ClassVar[str] = "0"
+    read_method: ClassVar[str] = "_read"
 
     @staticmethod
     def id_key(event_id: str) -> int:
@@ -53,6 +55,7 @@ class TestSqliteEventLog(EventLogContract):
 class TestRedisEventLog(EventLogContract):
     unissued_id: ClassVar[str] = "99999999999999-0"
     before_all_id: ClassVar[str] = "0-1"
+    read_method: ClassVar[str] = "_scan"
 
     @staticmethod
     def id_key(event_id: str) -> tuple[int, int]:
@@ -99,10 +102,13 @@ class TestRedisEventLog(EventLogContract):
             client.close()
 
     def test_close_during_a_wait_ends_it_with_a_backend_error(
-            self, reopen_log: Callable[[], EventLog]) -> None:
+            self, redis_url: str, prefix: str) -> None:  # noqa: F811  # the imported fixture
         """Closing the log from another thread while a follower blocks in XREAD ends the
         wait promptly with a BackendError saying it was closed, not an outage."""
-        log = reopen_log()
+        # A connection name of its own, so Redis can tell when this follower blocks.
+        name = unique_key("event-log-follower")
+        separator = "&" if "?" in redis_url else "?"
+        log = RedisEventLog(f"{redis_url}{separator}client_name={name}", prefix=prefix)
         failures: list[BaseException] = []
 
         def wait() -> None:
@@ -113,7 +119,13 @@ class TestRedisEventLog(EventLogContract):
 
         waiter = threading.Thread(target=wait)
         waiter.start()
-        time.sleep(0.3)
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            wait_until(lambda: any(c["name"] == name and c["cmd"] == "xread" and "b" in c["flags"]
+                                   for c in client.client_list()),
+                       what="the follower to block in XREAD")
+        finally:
+            client.close()
         log.close()
         waiter.join(timeout=5)
         assert not waiter.is_alive()
@@ -133,6 +145,29 @@ def test_sqlite_log_is_a_wal_file_of_its_own(tmp_path: Path) -> None:
         assert {"events", "webhooks"} <= tables
     finally:
         conn.close()
+
+
+def test_sqlite_log_from_before_recorded_decisions_is_upgraded(tmp_path: Path) -> None:
+    """A file whose webhooks table predates the recorded decision on private targets
+    gains the column when opened: its webhooks read as not recorded (None), and one
+    registered afterwards keeps its decision."""
+    path = tmp_path / "events.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE webhooks (webhook_id TEXT PRIMARY KEY, idx TEXT NOT NULL, "
+                 "url TEXT NOT NULL, secret TEXT NOT NULL, created_at REAL NOT NULL)")
+    conn.execute("INSERT INTO webhooks VALUES ('wh-old', 'wiki', 'http://10.0.0.5/in', "
+                 "'old-secret', 1.0)")
+    conn.commit()
+    conn.close()
+    log = SqliteEventLog(path)
+    try:
+        [old] = log.list_webhooks("wiki")
+        assert (old.webhook_id, old.allow_private) == ("wh-old", None)
+        log.put_webhook(replace(hook("wiki", "new", 2.0), allow_private=True))
+        assert [w.allow_private for w in log.list_webhooks("wiki")] == [None, True]
+    finally:
+        log.close()
+    SqliteEventLog(path).close()  # opening it again finds the column there
 
 
 def _append_in_own_log(path: Path, worker: int) -> None:

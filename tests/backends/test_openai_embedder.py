@@ -149,6 +149,9 @@ def test_rate_limits_are_retried_after_their_retry_after(server: LlmTestServer) 
     assert vectors.shape == (12, 384)
     assert limited > 0
     assert server.stats.count(Endpoint.EMBEDDINGS, Outcome.OK) == 6
+    # A lower bound, which load only helps: batches go one after another, and each 429
+    # (none was the last attempt: every batch succeeded) is followed by a sleep of at
+    # least its 50 ms, on the monotonic clock perf_counter reads.
     assert elapsed_s >= limited * 0.05
 
 

@@ -1,4 +1,5 @@
-"""Build cost: a job record's counts and LLM usage per phase, in the index method's order."""
+"""Build cost: job records' counts and LLM usage per phase, in the index method's order,
+summed over every job that built a reused index."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def finished_job() -> Job:
 def test_each_phase_carries_its_counts_and_llm_usage_in_method_order() -> None:
     """Phases follow the index method's order, not the job's; usage recorded under a name
     the method does not list follows them, so the total counts every call."""
-    cost = build_cost("m", "x-m", source=BuildSource.BUILT, documents=5, job=finished_job(),
+    cost = build_cost("m", "x-m", source=BuildSource.BUILT, documents=5, jobs=[finished_job()],
                       phases=PHASES)
     assert [(p.phase, p.kind) for p in cost.phases] == [
         ("m.stage1", "documents"), ("m.stage2", "groups"), ("m.extra", "")]
@@ -46,7 +47,7 @@ def test_each_phase_carries_its_counts_and_llm_usage_in_method_order() -> None:
 
 def test_no_job_is_zeros_over_every_phase() -> None:
     """A reused index with no job on record shows every phase at zero, not no phases."""
-    cost = build_cost("m", "x-m", source=BuildSource.REUSED_UNRECORDED, documents=3, job=None,
+    cost = build_cost("m", "x-m", source=BuildSource.REUSED_UNRECORDED, documents=3, jobs=[],
                       phases=PHASES)
     assert [p.phase for p in cost.phases] == ["m.stage1", "m.stage2"]
     assert cost.total() == PhaseCost(phase="total")
@@ -57,17 +58,52 @@ def test_no_job_is_zeros_over_every_phase() -> None:
 def test_rows_name_the_build_once_and_total_only_llm_figures() -> None:
     """The build's own cells are on its first row; the total row leaves the item counts
     blank (documents and groups do not add up) and sums the LLM figures."""
-    cost = build_cost("m", "x-m", source=BuildSource.REUSED, documents=5, job=finished_job(),
+    cost = build_cost("m", "x-m", source=BuildSource.REUSED, documents=5, jobs=[finished_job()],
                       phases=PHASES)
     rows = build_rows([cost])
     assert all(len(row) == len(BUILD_HEADER) for row in rows)
-    assert rows[0][:6] == ["m", "x-m", "reused; cost of job j1", "5", "3.50", "m.stage1"]
+    assert rows[0][:6] == ["m", "x-m", "reused; sum of 1 job (1 ingest)", "5", "3.50",
+                           "m.stage1"]
     assert rows[1][:5] == [""] * 5
     assert rows[-1][5:] == ["total", "", "", "", "11", "540", "58", "1"]
 
 
+def test_a_reused_index_costs_every_job_that_built_it() -> None:
+    """An index built by an ingest, a later ingest of changed documents and a repair
+    (which failed, its calls paid all the same): each phase sums the three jobs' counts
+    and LLM usage, the wall time is theirs together, and the build says it summed 3
+    jobs, of which kind, naming the newest."""
+    later = finished_job()
+    later.job_id, later.started_at, later.finished_at = "j2", 200.0, 201.0
+    later.llm = {"m.stage1": LlmUsage(calls=1, prompt_tokens=100, completion_tokens=10)}
+    repair = Job(job_id="j3", index="x-m", kind=JobKind.REPAIR, state=JobState.FAILED,
+                 started_at=300.0, finished_at=300.5)
+    repair.counts["m.stage2"] = StageCounts(total=2, done=1, failed=1)
+    repair.llm["m.stage2"] = LlmUsage(calls=2, prompt_tokens=30, completion_tokens=6)
+    cost = build_cost("m", "x-m", source=BuildSource.REUSED, documents=5,
+                      jobs=[finished_job(), later, repair], phases=PHASES)
+    stage1, stage2 = cost.phase("m.stage1"), cost.phase("m.stage2")
+    assert stage1 is not None and stage2 is not None
+    assert (stage1.done, stage1.failed, stage1.llm_calls) == (10, 2, 6)
+    assert (stage1.prompt_tokens, stage1.completion_tokens) == (600, 60)
+    assert (stage2.done, stage2.failed, stage2.llm_calls) == (9, 1, 6)
+    assert cost.total().prompt_tokens + cost.total().completion_tokens == 598 + 110 + 36
+    assert cost.wall_s == 3.5 + 1.0 + 0.5
+    assert cost.jobs == {"ingest": 2, "repair": 1} and cost.jobs_summed == 3
+    assert (cost.job_id, cost.job_state) == ("j3", "failed")
+    assert cost.described == "reused; sum of 3 jobs (2 ingest, 1 repair)"
+
+
+def test_a_report_from_before_builds_were_summed_reads_as_it_did() -> None:
+    """A reused build read from a report without job counts names its one job."""
+    data = asdict(build_cost("m", "x-m", source=BuildSource.REUSED, documents=5,
+                             jobs=[finished_job()], phases=PHASES))
+    del data["jobs"]
+    assert BuildCost.from_dict(data).described == "reused; cost of job j1"
+
+
 def test_build_cost_round_trips_through_a_dict() -> None:
     """from_dict reads back what asdict wrote, the source as its enum."""
-    cost = build_cost("m", "x-m", source=BuildSource.BUILT, documents=5, job=finished_job(),
+    cost = build_cost("m", "x-m", source=BuildSource.BUILT, documents=5, jobs=[finished_job()],
                       phases=PHASES)
     assert BuildCost.from_dict(asdict(cost)) == cost

@@ -195,35 +195,83 @@ def test_auto_tells_hotpotqa_from_twowiki_by_sentence_spacing(tmp_path: Path) ->
         "Alpha\nAlpha is a 1950 film. It is black and white.")
 
 
+def test_one_sentence_paragraphs_need_no_format_named(tmp_path: Path) -> None:
+    """Questions written for one's own index, each gold paragraph one whole text: the two
+    joins give the same gold strings, so AUTO loads them (it used to refuse to guess)."""
+    record = {"id": "own-1", "question": "Who taught at the University of Paris?",
+              "answer": "Pierre Curie",
+              "context": [["University of Paris", ["The University of Paris was a university "
+                                                   "in Paris. Pierre Curie taught there."]]],
+              "supporting_facts": [["University of Paris", 0]]}
+    (question,) = load_questions(write(tmp_path / "own.json", [record]))
+    assert question.gold_passages == ("University of Paris\nThe University of Paris was a "
+                                      "university in Paris. Pierre Curie taught there.",)
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 
-def test_unknown_format_names_file_and_record(tmp_path: Path) -> None:
-    """A file whose records match no format raises InvalidInputError naming file and index."""
-    path = write(tmp_path / "q.json", [{"query": "x", "gold": "y"}])
+def test_unknown_format_names_file_line_fields_and_an_example(tmp_path: Path) -> None:
+    """A file whose records match no format raises InvalidInputError naming the file, the
+    line and index of the record, the fields each format needs, and an example record;
+    that example, written to a file of its own, loads."""
+    path = tmp_path / "q.json"
+    path.write_text('[\n  {"question": "x", "answer": "y"}\n]\n', encoding="utf-8")
     with pytest.raises(InvalidInputError) as caught:
         load_questions(path)
-    assert caught.value.where == f"{path}[0]"
-    assert "unknown question format" in str(caught.value)
+    assert caught.value.where == f"{path}:2[0]"
+    message = str(caught.value)
+    assert "unknown question format (keys: ['answer', 'question'])" in message
+    assert '"supporting_facts": [[title, sentence_index], ...]' in message
+    assert '"paragraphs": [{"title", "paragraph_text", "is_supporting"}, ...]' in message
+    example = message.split("for example ", 1)[1].split(", or MuSiQue", 1)[0]
+    (question,) = load_questions(write(tmp_path / "example.json", [json.loads(example)]))
+    assert question.gold_passages == ("Marie Curie\nMarie Curie was born in Warsaw.",
+                                      "Pierre Curie\nPierre Curie married Marie Curie.")
 
 
-def test_record_missing_a_needed_field_names_its_index(tmp_path: Path) -> None:
-    """A later record without `answer` raises naming that record's index and the field."""
+def test_record_missing_a_needed_field_names_its_line_and_index(tmp_path: Path) -> None:
+    """A later record without `answer` raises naming the field, the record's line and
+    index, and what a record of its format holds, with an example: in a JSON list
+    written one record a line, and in JSON Lines (whose line counts blank ones)."""
     broken = musique_record("2hop__x")
     del broken["answer"]
-    path = write(tmp_path / "musique.json", [musique_record(), broken])
+    listed = tmp_path / "musique.json"
+    listed.write_text("[" + json.dumps(musique_record()) + ",\n" + json.dumps(broken) + "]",
+                      encoding="utf-8")
     with pytest.raises(InvalidInputError) as caught:
-        load_questions(path)
-    assert caught.value.where == f"{path}[1]"
-    assert "'answer'" in str(caught.value)
+        load_questions(listed)
+    assert caught.value.where == f"{listed}:2[1]"
+    assert str(caught.value).startswith(f"{listed}:2[1]: missing field 'answer'; a MuSiQue "
+                                        'record holds {"id", "question", "answer", ')
+    assert 'for example {"id": "2hop__1_2"' in str(caught.value)
+    lines = tmp_path / "musique.jsonl"
+    lines.write_text(json.dumps(musique_record()) + "\n\n" + json.dumps(broken) + "\n",
+                     encoding="utf-8")
+    with pytest.raises(InvalidInputError) as caught:
+        load_questions(lines)
+    assert caught.value.where == f"{lines}:3"
 
 
 def test_explicit_format_that_does_not_fit_names_the_missing_field(tmp_path: Path) -> None:
     """Forcing MuSiQue on a HotpotQA file fails on the first record's missing `paragraphs`."""
     with pytest.raises(InvalidInputError) as caught:
         load_questions(HOTPOT / "questions.json", DatasetFormat.MUSIQUE)
-    assert caught.value.where == f"{HOTPOT / 'questions.json'}[0]"
-    assert "'paragraphs'" in str(caught.value)
+    assert caught.value.where == f"{HOTPOT / 'questions.json'}:2[0]"
+    assert "missing field 'paragraphs'; a MuSiQue record holds" in str(caught.value)
+
+
+def test_a_bad_field_deep_in_a_record_is_named_after_its_place(tmp_path: Path) -> None:
+    """A context entry that is not [title, [sentences]] is named by file, line, index and
+    field path, with the format's fields and example."""
+    record = twowiki_record()
+    record["context"][1] = ["Gamma", "not a list"]
+    path = write(tmp_path / "w.json", [record])
+    with pytest.raises(InvalidInputError) as caught:
+        load_questions(path)
+    assert caught.value.where == f"{path}:1[0]:context[1]"
+    assert "expected [title, [sentence, ...]]; a 2WikiMultiHopQA record holds" in str(
+        caught.value)
 
 
 def test_supporting_title_absent_from_context_is_an_error(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The issue's quality bar on the bundled HotpotQA-100, with real models and engines.
 
-One ingest of the 994 paragraphs serves every test here (about a minute).
+One ingest of the 994 paragraphs (about a minute, shared with other modules through
+``hotpot_built``) serves every test here.
 """
 
 from __future__ import annotations
@@ -13,26 +14,25 @@ import pytest
 
 from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState
-from hopindex.core.settings import Settings
 from hopindex.evaluation.datasets import DatasetFormat, Question, load_questions
 from hopindex.evaluation.runner import evaluate
 from hopindex.readers import RawDocument
+from tests.conftest import HOTPOT_INDEX, hotpot_copy
 
 pytestmark = pytest.mark.integration
 
 SAMPLE = Path(str(files("hopindex") / "sample" / "hotpotqa-100"))
-INDEX = "hotpot"
+INDEX = HOTPOT_INDEX
 # The index is extractive (no LLM configured): documents go through its first phase.
 STAGE1 = "extractive.stage1"
 
 
 @pytest.fixture(scope="module")
-def hotpot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hopindex]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("hotpot")).resolved()
-    with Hopindex(settings) as service:
-        job = service.ingest_paths(INDEX, [SAMPLE / "corpus.json"])
-        assert job.state is JobState.SUCCEEDED, job.reason
-        assert job.counts[STAGE1].done == 994
+def hotpot(hotpot_built: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Hopindex]:
+    """A copy of the session's one HotpotQA-100 ingest (every paragraph through stage
+    1, checked there): the last two tests here change it."""
+    with hotpot_copy(hotpot_built, tmp_path_factory) as service:
         yield service
 
 

@@ -195,3 +195,20 @@ def test_summarize_without_pools_reports_none() -> None:
     assert summarize("naive", [outcome("a")], ks=(2,)).pool_size is None
     empty = summarize("naive", [], ks=(2,))
     assert (empty.tpq_s, empty.pool_size) == (0.0, None)
+
+
+def test_a_degraded_query_still_counts_unanswered_and_is_reported() -> None:
+    """A query whose answer step degraded (its LLM past the deadline) is scored like any
+    other: its recall counts, its missing answer scores 0 over every question, and the
+    report's ``degraded`` share says how many queries degraded."""
+    lost = result(None)
+    lost.degrade("answer", "answer: the query's LLM deadline of 2s passed")
+    scored = [score_question(question("q1"), result("Eiffel Tower"), [GOLD_A], ks=(2,),
+                             latency_s=0.1),
+              score_question(question("q2"), lost, [GOLD_A, GOLD_B], ks=(2,), latency_s=2.0)]
+    assert [o.degraded for o in scored] == [False, True]
+    assert scored[1].recall == {2: 1.0} and scored[1].exact_match is None
+    report = summarize("m", scored, ks=(2,))
+    assert report.n_questions == 2 and report.extra == {"degraded": 0.5}
+    assert report.answers is not None and report.answers.answered == 1
+    assert report.answers.exact_match == 0.5

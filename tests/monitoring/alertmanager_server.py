@@ -14,9 +14,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +22,7 @@ from typing import Any
 from hopindex.testing.redis_server import free_port
 from tests.monitoring.conftest import monitoring_dir
 from tests.monitoring.prometheus_server import ServerProcess, tools_or_skip
+from tests.waiting import wait_until
 
 PACKAGE = "prometheus-alertmanager"
 # Debian names the server after its package; upstream's tarball calls it alertmanager.
@@ -94,14 +92,16 @@ class WebhookReceiver:
 
     def wait_for(self, alertname: str, timeout_s: float = 60.0) -> dict[str, Any]:
         """The first alert named ``alertname`` to arrive; fails after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for alert in self.alerts():
-                if alert["labels"].get("alertname") == alertname:
-                    return alert
-            time.sleep(0.2)
-        raise AssertionError(f"no {alertname} alert within {timeout_s} s; received: "
-                             f"{self.alerts()}")
+        def arrived() -> list[dict[str, Any]]:
+            return [alert for alert in self.alerts()
+                    if alert["labels"].get("alertname") == alertname]
+
+        try:
+            return wait_until(arrived, what=f"a {alertname} alert", timeout_s=timeout_s,
+                              interval_s=0.2)[0]
+        except AssertionError as exc:
+            raise AssertionError(f"no {alertname} alert within {timeout_s} s; received: "
+                                 f"{self.alerts()}") from exc
 
     def close(self) -> None:
         self._server.shutdown()
@@ -125,21 +125,8 @@ class AlertmanagerServer(ServerProcess):
              "--log.level=warn"],
             stdout=self._log, stderr=subprocess.STDOUT)
         try:
-            self._wait_ready()
+            self._wait_ready("alertmanager", START_TIMEOUT_S)
         except BaseException:
             self.stop()
             raise
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"alertmanager did not start; its log:\n"
-                           f"{self.log_path.read_text(errors='replace')[-3000:]}")
 

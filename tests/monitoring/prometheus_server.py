@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,6 +24,7 @@ from typing import IO, Any, Self, TypeVar
 import pytest
 
 from hopindex.testing.redis_server import free_port
+from tests.waiting import wait_until
 
 PACKAGE = "prometheus"
 INSTALL_TIMEOUT_S = 900.0
@@ -91,6 +91,31 @@ class ServerProcess:
 
     process: subprocess.Popen[bytes]
     _log: IO[bytes]
+    url: str
+    log_path: Path
+
+    def _ready_or_exited(self) -> str:
+        """"ready" once ``/-/ready`` answers 200, "exited" once the process has ended,
+        else "" (not yet)."""
+        if self.process.poll() is not None:
+            return "exited"
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
+                return "ready" if answer.status == 200 else ""
+        except (urllib.error.URLError, OSError):
+            return ""
+
+    def _wait_ready(self, name: str, timeout_s: float) -> None:
+        """Return once the server answers ready; RuntimeError with its log if it exits
+        first or does not answer within ``timeout_s``."""
+        try:
+            state = wait_until(self._ready_or_exited, what=f"{name} to answer /-/ready",
+                               timeout_s=timeout_s, interval_s=0.1)
+        except AssertionError:
+            state = "timed out"
+        if state != "ready":
+            raise RuntimeError(f"{name} did not start; its log:\n"
+                               f"{self.log_path.read_text(errors='replace')[-3000:]}")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -140,25 +165,10 @@ class PrometheusServer(ServerProcess):
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
             stdout=self._log, stderr=subprocess.STDOUT)
         try:
-            self._wait_ready()
+            self._wait_ready("prometheus", START_TIMEOUT_S)
         except BaseException:
             self.stop()
             raise
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"prometheus did not start; its log:\n"
-                           f"{self.log_path.read_text(errors='replace')[-3000:]}")
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         """The instant vector ``expr`` evaluates to now (Prometheus's HTTP API)."""
@@ -182,13 +192,17 @@ class PrometheusServer(ServerProcess):
     def wait_for(self, expr: str, ready: Callable[[float | None], bool], *,
                  timeout_s: float = 20.0) -> float | None:
         """Poll ``expr`` until ``ready(value)``; fails with the last value seen."""
-        deadline = time.monotonic() + timeout_s
-        value = self.value(expr)
-        while not ready(value):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{expr!r} stayed at {value} for {timeout_s} s")
-            time.sleep(0.2)
-            value = self.value(expr)
-        return value
+        seen: list[float | None] = []
+
+        def reached() -> tuple[float | None, ...]:
+            seen[:] = [self.value(expr)]
+            # Boxed: the value itself may be None or 0.0 when it is the one awaited.
+            return (seen[0],) if ready(seen[0]) else ()
+
+        try:
+            return wait_until(reached, what=f"{expr!r} to be ready", timeout_s=timeout_s,
+                              interval_s=0.2)[0]
+        except AssertionError as exc:
+            raise AssertionError(f"{expr!r} stayed at {seen[0]} for {timeout_s} s") from exc
 
 

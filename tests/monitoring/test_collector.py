@@ -14,7 +14,8 @@ from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.redis_store import RedisStateStore
 from hopindex.core.models import Job, JobKind, JobState, Unit, UnitKind
 from hopindex.core.settings import Settings
-from hopindex.monitoring.collector import StateCollector
+from hopindex.monitoring.collector import LEASE_KEY, StateCollector
+from tests.waiting import wait_until
 
 # private_redis is a fixture: a redis-server of this module's own.
 from tests.workers.conftest import private_redis  # noqa: F401
@@ -94,9 +95,13 @@ def test_jobs_by_state_idle_time_and_units_follow_the_state_store(redis_url: str
             job.state = JobState.SUCCEEDED
 
         store.update_job("job-run", finish)
-        redis.Redis.from_url(redis_url).zrem("hopindex:jobs", *[
-            m for m in redis.Redis.from_url(redis_url).zrange("hopindex:jobs", 0, -1)
-            if m.decode().endswith(":job-bad")])
+        # redis-py types replies as unions over bytes, str and more; these are bytes.
+        raw: Any = redis.Redis.from_url(redis_url)
+        try:
+            raw.zrem("hopindex:jobs", *[m for m in raw.zrange("hopindex:jobs", 0, -1)
+                                        if m.decode().endswith(":job-bad")])
+        finally:
+            raw.close()
         samples = scrape(collector)
         assert value(samples, "hopindex_jobs", state="succeeded") == 2
         assert value(samples, "hopindex_jobs", state="running") == 0
@@ -112,16 +117,25 @@ def test_only_the_lease_holder_exports_and_another_takes_over(redis_url: str) ->
     over instances count each queue once; when the holder closes, or stops being scraped
     past its lease, the other takes over."""
     settings = settings_for(redis_url)
-    first, second = StateCollector(settings), StateCollector(settings, lease_ttl_s=0.3)
+    # The second's lease must outlive the step from its scrape to the next collector's
+    # refusal, two local Redis round trips (a few ms; a busy 2-core machine may hold
+    # this thread off the CPU for tens of ms), and then run out while the test waits:
+    # 1 s is two orders of magnitude over that step and the test waits about 1 s.
+    lease_s = 1.0
+    first, second = StateCollector(settings), StateCollector(settings, lease_ttl_s=lease_s)
+    client = redis.Redis.from_url(redis_url)
     try:
         assert scrape(first) and not scrape(second) and scrape(first)
         first.close()
         assert scrape(second) and not scrape(StateCollector(settings))
-        time.sleep(0.5)  # the second is no longer scraped: its lease runs out
+        assert 0 < client.pttl(LEASE_KEY) <= lease_s * 1000  # the second's own, short lease
+        # The second is no longer scraped: its lease runs out, on Redis's clock.
+        wait_until(lambda: client.exists(LEASE_KEY) == 0, what="the second's lease to run out")
         third = StateCollector(settings)
         assert scrape(third) and not scrape(second)
         third.close()
     finally:
+        client.close()
         first.close()
         second.close()
 

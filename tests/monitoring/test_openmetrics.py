@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.metrics_core import Metric
-from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from hopindex.api.http.metrics import Exposure, IndexView, render_view
@@ -25,6 +25,13 @@ from hopindex.core.settings import Settings
 from hopindex.monitoring.exposition import render_metrics, serve_metrics
 
 OPENMETRICS = "application/openmetrics-text"
+
+
+def parse_om(text: str) -> Iterator[Metric]:
+    """The OpenMetrics parser, typed: prometheus_client ships it without annotations."""
+    families: Iterator[Metric] = text_string_to_metric_families(text)  # type: ignore[no-untyped-call]
+    return families
+
 # What Prometheus 2.x sends: OpenMetrics first, the text format as a fallback.
 PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
                      "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
@@ -130,7 +137,7 @@ pid = os.fork()  # a pool child that ran a task, alive while the endpoint is scr
 if pid == 0:
     m.STAGE_TASKS.labels(stage="stage1", outcome="succeeded").inc(3)
     print("URL", server.url, flush=True)
-    time.sleep(600)
+    time.sleep(600)  # alive until killed below, while the test scrapes: not a wait
     os._exit(0)
 sys.stdin.readline()
 os.kill(pid, 9)

@@ -40,7 +40,7 @@ under = [subprocess.Popen([sys.executable, "-c", sys.orig_argv[2], str(depth - 1
 for child in under:
     child.stdout.readline()
 print("up", flush=True)
-time.sleep(600)
+time.sleep(600)  # holds its memory until the test kills it: not a wait for anything
 """
 
 
@@ -164,14 +164,18 @@ prepare_multiprocess(Settings(metrics_dir=sys.argv[1]))
 from hopindex.monitoring.exposition import multiprocess_registry
 
 children = []
+held_r, held_w = os.pipe()
 for _ in range(2):  # two pool children, alive while the endpoint is read
     pid = os.fork()
     if pid == 0:
         held = bytearray(30 * 1024 * 1024)
-        time.sleep(600)
+        os.write(held_w, b"h")  # its memory is held (and resident): the parent may read
+        time.sleep(600)  # stays alive until killed below: not a wait for anything
         os._exit(0)
     children.append(pid)
-time.sleep(0.5)
+got = b""
+while len(got) < 2:  # one byte from each child; run_python's timeout bounds a hang
+    got += os.read(held_r, 2 - len(got))
 registry = multiprocess_registry()
 report = {name: registry.get_sample_value(name) for name in (
     "hopindex_worker_processes", "process_resident_memory_bytes",

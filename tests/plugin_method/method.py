@@ -26,6 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hopindex.core.errors import ConfigError
 from hopindex.core.ids import unit_id
@@ -101,6 +102,8 @@ def first_word(sentence: str) -> str | None:
 def _pause() -> None:
     seconds = float(os.environ.get(SLOW_PHASE_VARIABLE, "0") or 0)
     if seconds > 0:
+        # The plugin simulating slow work: it widens the window in which a test kills a
+        # worker mid-phase. Not a wait in a test; the tests wait on job progress.
         time.sleep(seconds)
 
 
@@ -222,7 +225,7 @@ def _build_root(context: PhaseContext, keys: list[str]) -> GroupsResult:
 class SentencesIndexMethod:
     name = METHOD
     llm_use = LlmUse.NONE
-    settings_type = SentencesSettings
+    settings_type: type[Any] = SentencesSettings  # as the protocol types it
     writes = frozenset({UnitKind.PASSAGE, UnitKind.PROPOSITION_AGGREGATE, UnitKind.SUMMARY})
     default_queries = ("sentences_naive",)
     phases: tuple[Phase, ...] = (

@@ -163,7 +163,9 @@ def test_a_reader_registered_with_compression_opens_decompressed(
     assert {".upper", ".upper.gz", ".v2.upper"} <= set(accepted_suffixes())
 
 
-@pytest.mark.parametrize("packed", [b"", gzip.compress(b"")])
+# Ids by name: gzip writes the time into its header, and pytest-xdist's processes
+# must collect the same test ids.
+@pytest.mark.parametrize("packed", [b"", gzip.compress(b"")], ids=["no-bytes", "empty-member"])
 def test_an_empty_gzip_file_is_an_empty_json_file(tmp_path: Path, packed: bytes) -> None:
     """No bytes, or an empty compressed stream: the JSON error an empty file gets."""
     path = tmp_path / "empty.json.gz"

@@ -25,7 +25,7 @@ HOSTILE = {
                      "metadata.n", "number of 5,000 characters"),
     "long string": ('{"id": "b", "text": "x", "note": "' + "y" * (LIMIT + 1) + '"}',
                     "note", f"string of {LIMIT + 1:,} characters, over "
-                            f"max_document_bytes={LIMIT:,}"),
+                            f"HOPINDEX_MAX_DOCUMENT_BYTES={LIMIT:,}"),
     "escaped surrogate": ('{"id": "b", "text": "x", "metadata": {"tags": ["a", "\\ud800"]}}',
                           "metadata.tags[1]", "unpaired surrogate (U+D800)"),
     "not a number": ('{"id": "b", "text": "x", "score": NaN}', "score", "not a JSON number"),

@@ -133,7 +133,7 @@ def test_a_record_too_large_is_skipped_in_bounded_memory() -> None:
     data = f'[{huge}, {{"text": "after"}}]'.encode()
     assert shown(stream(data, 1000, options)) == [
         ("c.json[0]", f"record is {len(huge):,} characters of JSON, too large for a "
-                      "document of at most max_document_bytes=10"),
+                      "document of at most 10 bytes (HOPINDEX_MAX_DOCUMENT_BYTES)"),
         ("doc", "after")]
 
 

@@ -6,7 +6,6 @@ makes, each request sent once; a budget below one call pauses before the first."
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,11 @@ from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import EventType
 from hopindex.core.models import Job, JobState
 from hopindex.readers import RawDocument, read_paths
+from hopindex.scheduler.pause import wait_for_resume
+from hopindex.scheduler.runtime import Runtime
 from hopindex.testing.llm_server import LlmTestServer
+from hopindex.workers import base as task_base
+from tests import waiting
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import hotpot_corpus, kinds_and_texts
 
@@ -61,15 +64,29 @@ class BackgroundIngest:
 def wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
                timeout_s: float) -> Job:
     """The job once ``ready`` holds for it or it ended (it may not exist yet at first)."""
-    deadline = time.monotonic() + timeout_s
-    job = None
-    while time.monotonic() < deadline:
+
+    def reached() -> Job | None:
         job = service.backends.state.get_job(job_id)
-        if job is not None and (ready(job) or job.state.is_final):
-            return job
-        time.sleep(0.05)
-    assert job is not None, f"no job {job_id}"
+        return job if job is not None and (ready(job) or job.state.is_final) else None
+
+    job = waiting.wait_until(reached, what=f"job {job_id} to reach the awaited point",
+                             timeout_s=timeout_s, interval_s=0.05)
+    assert job is not None  # wait_until returns a truthy value
     return job
+
+
+def watch_resume_waits(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a task of a job run in this process starts waiting for its resume
+    (``wait_for_resume``, which it then runs unchanged): from there it sends nothing
+    until the job is resumed."""
+    entered = threading.Event()
+
+    def watched(runtime: Runtime, job_id: str, poll_s: float = 0.5) -> Job | None:
+        entered.set()
+        return wait_for_resume(runtime, job_id, poll_s)
+
+    monkeypatch.setattr(task_base, "wait_for_resume", watched)
+    return entered
 
 
 def _read(corpus: Path) -> list[RawDocument]:
@@ -92,7 +109,8 @@ def _clean_build(tmp_path: Path, server: LlmTestServer, corpus: Path
 
 
 def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter,
-                                                  tmp_path: Path) -> None:
+                                                  tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Half the tokens a clean build needs: the job pauses with the reason and figures
     and one job.paused, having spent no more than its budget plus the calls in flight
     under-estimated; nothing is sent while paused; a resume with a higher budget
@@ -106,6 +124,7 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
     # Concurrency 1: one call in flight, so the spend passes the limit by at most one
     # call's under-estimate.
     service = Hopindex(llm_settings(tmp_path / "budgeted", server, llm_concurrency=1))
+    waiting_for_resume = watch_resume_waits(monkeypatch)
     try:
         ingest = BackgroundIngest(service, _read(corpus), BudgetLimits(max_llm_tokens=limit))
         paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
@@ -119,8 +138,9 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
         assert 0 < spent <= limit + biggest
         sent = server.stats
         assert sent.prompt_tokens + sent.completion_tokens == spent
-        # Paused: nothing more goes out, however long it waits.
-        wait_until(service, ingest.job_id, lambda j: False, timeout_s=1.5)
+        # Paused: nothing more goes out, however long it waits. The job runs on the
+        # ingest's one thread, which is parked in the resume wait from here on.
+        assert waiting_for_resume.wait(60), "the paused task never waited for a resume"
         assert sum(server.stats.by_kind.values()) == sum(sent.by_kind.values())
         events = [e for e in service.backends.events.read_events(index=INDEX)
                   if e.event_type is EventType.JOB_PAUSED]
@@ -136,6 +156,33 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
         assert total.calls == clean_calls
         kinds = [e.event_type for e in service.backends.events.read_events(index=INDEX)]
         assert EventType.JOB_RESUMED in kinds and kinds[-1] is EventType.INDEX_READY
+    finally:
+        service.close()
+
+
+def test_the_pause_shows_what_the_calls_in_flight_spent(start_server: LlmServerStarter,
+                                                       tmp_path: Path) -> None:
+    """Five documents in one stage-1 batch, each call answered after 0.3 s, under 1,000
+    tokens: the second call is refused while the first is in flight (holding its
+    estimate, having spent nothing), and the job pauses once that call came back. The
+    pause shows the account as it is then: spent is what the provider answered for,
+    not 0, nothing is held, and the reason says the same."""
+    server = start_server(latency_s=0.3)
+    service = Hopindex(llm_settings(tmp_path / "data", server))
+    try:
+        ingest = BackgroundIngest(service, _read(hotpot_corpus(tmp_path, limit=5)),
+                                  BudgetLimits(max_llm_tokens=1000))
+        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+                            timeout_s=120)
+        assert paused.state is JobState.PAUSED, paused.reason
+        sent = server.stats
+        spent = sent.prompt_tokens + sent.completion_tokens
+        assert sum(sent.by_kind.values()) >= 1 and spent > 0
+        assert paused.pause["spent"]["tokens"] == spent
+        assert paused.pause["held"]["tokens"] == 0
+        assert f"{spent} spent, 0 held by calls in flight" in paused.reason, paused.reason
+        service.cancel_job(ingest.job_id)
+        assert ingest.finished().state is JobState.CANCELLED
     finally:
         service.close()
 

@@ -29,6 +29,7 @@ from hopindex.scheduler.level_builds import (
     read_build,
 )
 from hopindex.scheduler.outstanding import IndexStatus
+from hopindex.scheduler.writers import WaitPolicy
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
 from tests.methods.indexrag.conftest import llm_settings
@@ -272,7 +273,8 @@ def test_an_interrupted_build_makes_the_index_partial_and_the_next_job_builds_it
 def test_a_rebuild_is_refused_for_a_method_without_trees_and_on_a_busy_index(
         tmp_path: Path, server: LlmTestServer) -> None:
     """An index whose method builds everything every job gets a clear input error
-    naming its method; an index with a running job is busy."""
+    naming its method; behind a running job a rebuild that may not wait is refused,
+    naming that job, and leaves no job record."""
     with _service(tmp_path, server) as service:
         service.ingest_documents("eager", CORPUS, method="sentences")
         with pytest.raises(InvalidInputError, match=r"built with 'sentences'.*nothing to "
@@ -284,6 +286,6 @@ def test_a_rebuild_is_refused_for_a_method_without_trees_and_on_a_busy_index(
         state.create_job(Job(job_id="running-job", index=INDEX, kind=JobKind.INGEST,
                              state=JobState.RUNNING, started_at=time.time()))
         with pytest.raises(IndexBusyError, match="running-job"):
-            service.rebuild_index(INDEX)
+            service.rebuild_index(INDEX, wait=WaitPolicy.NO_WAIT)
         kinds = [j.kind for j in service.list_jobs(INDEX)]
         assert JobKind.REBUILD not in kinds

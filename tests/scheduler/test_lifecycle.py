@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import JobFinishedError
 from hopindex.core.events import EventType
 from hopindex.core.models import Dispatch, Job, JobState
 from hopindex.scheduler.lifecycle import cancel_job, fail_job
@@ -88,11 +88,13 @@ def test_a_job_out_of_redrives_is_failed_naming_them(make_service: ServiceFactor
 
 
 def test_final_jobs_are_not_failed_or_cancelled_again(make_service: ServiceFactory) -> None:
-    """Failing a finished job changes nothing; cancelling one is an error naming it."""
+    """Failing a finished job changes nothing; cancelling one is a conflict naming it
+    (decided inside the state update, so a job ending just before the cancel is refused
+    the same way, never with a 400)."""
     service = make_service()
     job = service.ingest_documents(INDEX, CURIE_CORPUS[:2])
     assert fail_job(service.runtime, job.job_id, "late").state is JobState.SUCCEEDED
-    with pytest.raises(InvalidInputError, match="already succeeded"):
+    with pytest.raises(JobFinishedError, match="already succeeded"):
         cancel_job(service.runtime, job.job_id)
 
 

@@ -7,15 +7,20 @@ clean build's units: 0 lost, 0 duplicated. Progress counts skipped work as finis
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import HopindexError
-from hopindex.core.models import Job, JobKind, JobState
+from hopindex.core.ids import content_hash, doc_id_from_title
+from hopindex.core.models import Document, Job, JobKind, JobState
+from hopindex.methods.plugin import Scope
 from hopindex.scheduler.outstanding import IndexStatus
+from hopindex.scheduler.pipeline import finalize
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
 from tests.methods.indexrag.conftest import llm_settings
@@ -132,3 +137,57 @@ def test_deleting_a_failed_document_clears_its_failed_item(
         assert s.delete_documents(INDEX_CURIE, ["broken"]).state is JobState.SUCCEEDED
         assert s.backends.state.list_failed_items(INDEX_CURIE) == []
         assert s.outstanding(INDEX_CURIE).status is IndexStatus.READY
+
+
+def test_text_marked_indexed_that_no_unit_was_built_from_is_found_and_repaired(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """Text stored behind a job's back and marked with its own hash (what a finalize that
+    hashed whatever was stored used to do) passes the quick status; the verifying one
+    (``repair --check``) finds that the document's passage is not a piece of it, and a
+    repair rebuilds it: the index ends with a clean build's units of the text it holds."""
+    server = start_server()
+    settings = llm_settings(tmp_path / "data", server, **embedder_settings(server))
+    changed = [{"id": doc_id_from_title(d.title), "title": d.title,
+                "text": d.text + (" Revised." if n == 1 else "")}
+               for n, d in enumerate(CURIE_CORPUS)]
+    corpus = tmp_path / "changed.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in changed))
+    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
+        s.ingest_paths(INDEX, [corpus], method="extractive")
+        expected = sorted(kinds_and_texts(s).values())
+    with Hopindex(settings) as service:
+        service.ingest_documents(INDEX, CURIE_CORPUS, method="extractive")
+        state = service.backends.state
+        target = changed[1]
+        state.put_documents([Document(
+            doc_id=target["id"], index=INDEX, title=target["title"], text=target["text"],
+            content_hash=content_hash(target["title"], target["text"]), metadata={})])
+        assert service.outstanding(INDEX).status is IndexStatus.READY
+        found = service.outstanding(INDEX, verify=True)
+        assert (found.status, found.documents, found.changed) == (
+            IndexStatus.PARTIAL, [target["id"]], [target["id"]])
+        repaired = service.repair_index(INDEX)
+        assert repaired.state is JobState.SUCCEEDED, repaired.reason
+        assert service.outstanding(INDEX, verify=True).status is IndexStatus.READY
+        assert sorted(kinds_and_texts(service).values()) == expected
+
+
+def test_finalize_marks_a_document_only_with_the_text_its_job_read(
+        make_service: ServiceFactory) -> None:
+    """A document whose stored text changed while its job ran keeps no mark (the next
+    ingest or a repair redoes it); one unchanged gets the hash of the text the job read."""
+    service = make_service()
+    service.ingest_documents(INDEX_CURIE, CURIE_CORPUS[:2])
+    state = service.backends.state
+    first, second = state.get_documents(INDEX_CURIE, [doc_id_from_title(d.title)
+                                                      for d in CURIE_CORPUS[:2]])
+    read = {d.doc_id: d.content_hash for d in (first, second)}
+    state.put_documents([replace(first, content_hash=""),
+                         replace(second, text=second.text + " Changed.", content_hash="")])
+    job = Job(job_id="finalizing", index=INDEX_CURIE, kind=JobKind.INGEST,
+              state=JobState.RUNNING)
+    state.create_job(job)
+    finalize(service.runtime, job.job_id, INDEX_CURIE,
+             Scope(doc_ids=[first.doc_id, second.doc_id], hashes=read))
+    assert state.document_hashes(INDEX_CURIE) == {first.doc_id: read[first.doc_id],
+                                                  second.doc_id: ""}

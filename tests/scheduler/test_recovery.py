@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,10 +28,12 @@ from hopindex.scheduler.recovery import (
     recover_orphaned_jobs,
     this_process,
 )
+from hopindex.scheduler.writers import WaitPolicy
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, ServiceFactory
 from tests.methods.indexrag.conftest import llm_settings
 from tests.scheduler.test_pipeline import engine_counts, unit_snapshot
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +56,8 @@ _OWNER_SCRIPT = textwrap.dedent("""
         state.create_job(Job(job_id=sys.argv[2], index=sys.argv[3], kind=JobKind.INGEST,
                              state=JobState.RUNNING, owner=owner))
         print("ready", flush=True)
+        # Not a wait of the test's: this process must live, holding its lease, until
+        # the test kills it.
         time.sleep(3600)
 """)
 
@@ -81,11 +84,13 @@ def owner_process(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 def test_a_job_whose_process_was_killed_is_failed_when_a_service_opens(
         make_service: ServiceFactory, owner_process: subprocess.Popen[str],
         sig: signal.Signals) -> None:
-    """While its owner lives, the job is left running (and the index busy); once the
+    """While its owner lives, the job is left running (and the index busy: an ingest
+    that may not wait is refused, the index cannot be deleted); once the
     owner is killed, the next service to open fails it naming pid and host, the index
     can be deleted, and the dead owner's lease is swept."""
     service = make_service()
-    service.ingest_documents(INDEX, CURIE_CORPUS[:2])
+    with pytest.raises(IndexBusyError, match="job-orphan"):
+        service.ingest_documents(INDEX, CURIE_CORPUS[:2], wait=WaitPolicy.NO_WAIT)
     assert service.get_job("job-orphan").state is JobState.RUNNING
     with pytest.raises(IndexBusyError):
         service.delete_index(INDEX)
@@ -213,11 +218,13 @@ def test_an_embedded_ingest_killed_mid_job_is_recovered_and_redone_exactly(
     process = subprocess.Popen([str(Path(sys.executable).with_name("hopindex")), "ingest",
                                 "--index", INDEX, "--quiet", str(corpus)], env=env)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while server.stats.by_kind.get(stage, 0) < calls_before_kill:
+
+        def calls_made() -> bool:
             assert process.poll() is None, "the ingest ended before it could be killed"
-            assert time.monotonic() < deadline, "the ingest made no LLM calls"
-            time.sleep(0.05)
+            return server.stats.by_kind.get(stage, 0) >= calls_before_kill
+
+        wait_until(calls_made, what=f"the ingest's {calls_before_kill} {stage} calls",
+                   timeout_s=READY_TIMEOUT_S, interval_s=0.05)
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
     finally:

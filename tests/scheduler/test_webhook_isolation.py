@@ -19,10 +19,14 @@ from prometheus_client import REGISTRY
 
 from hopindex.api.events import register_webhook
 from hopindex.api.service import Hopindex
+from hopindex.core.events import EventType
 from hopindex.core.models import JobState
+from hopindex.scheduler.webhook_sender import embedded_sender
 from hopindex.testing.llm_server import LlmTestServer
+from hopindex.workers.queues import Queue
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
 from tests.scheduler.webhook_receiver import WebhookReceiver
+from tests.waiting import wait_until
 
 # The distributed test's fixtures: a private Redis, real worker processes, the LLM
 # test server (fixtures are imported to be used by name).
@@ -31,6 +35,7 @@ from tests.workers.conftest import (  # noqa: F401
     cluster,
     embedder_settings,
     private_redis,
+    queues_idle,
     start_server,
 )
 
@@ -84,9 +89,12 @@ def test_a_silent_receiver_stalls_no_writer_and_gets_its_events_later(
         receiver.hold = False
         expected = [e.event_id for e in service.backends.events.read_events(
             after_id=cursor, index=HOOKED, limit=1000)]
-        got = receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
-        time.sleep(1.0)
-        got = receiver.received  # anything that came twice would be here by now
+        receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
+        # Nothing queued, waiting for a retry or in flight: anything sent twice has
+        # arrived by now.
+        sender = embedded_sender(service.settings)
+        wait_until(lambda: sender.pending() == 0, what="the sender to finish its deliveries")
+        got = receiver.received
     for index in (HOOKED, OTHER):
         before, after = statistics.median(quiet[index]), statistics.median(loud[index])
         print(f"{index}: median ingest {before:.3f} s without the webhook, {after:.3f} s with")
@@ -114,6 +122,15 @@ def corpus_slices(tmp: Path, sizes: list[int]) -> list[Path]:
         out.append(target)
         start += size
     return out
+
+
+def events_through_ready(client: Hopindex, cursor: str | None) -> list[str] | None:
+    """The hooked index's event ids after ``cursor`` once its job's index.ready is
+    among them, else None."""
+    read = client.backends.events.read_events(after_id=cursor, index=HOOKED, limit=1000)
+    if not any(e.event_type is EventType.INDEX_READY for e in read):
+        return None
+    return [e.event_id for e in read]
 
 
 def timed_job(client: Hopindex, index: str, path: Path) -> float:
@@ -148,13 +165,21 @@ def test_with_workers_a_silent_receiver_stalls_no_job(
                 OTHER: timed_job(client, OTHER, slices[4])}
         receiver.wait_held(2, timeout_s=30)
         receiver.hold = False
-        expected = [e.event_id for e in events.read_events(after_id=cursor, index=HOOKED,
-                                                           limit=1000)]
+        # The job record reads succeeded a moment before the worker appends index.ready.
+        expected = wait_until(lambda: events_through_ready(client, cursor),
+                              what="index.ready of the hooked job in the event log")
         receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
-        time.sleep(1.0)
+        # A delivery task holds its message unacknowledged until it returns, a retry is
+        # sent before that, and one waiting for its countdown is held too: with the
+        # webhooks queue idle no delivery is left to come, twice or otherwise.
+        wait_until(lambda: queues_idle(c.settings.broker_url, [Queue.WEBHOOKS.value]),
+                   what="the webhooks queue to have no delivery left")
         got = receiver.received
     for index in (HOOKED, OTHER):
         print(f"{index}: job {quiet[index]:.2f} s without the webhook, {loud[index]:.2f} s with")
+        # Deliveries in front of job planning would add at least one read timeout (2 s)
+        # per event, and a job publishes three or more: 6 s. The bound lets a job on a
+        # loaded machine take half again as long plus a second, and stays below that.
         assert loud[index] <= quiet[index] * 1.5 + 1.0, (index, quiet, loud)
     delivered = [standardwebhooks.Webhook(hook.secret).verify(body, headers)["id"]
                  for body, headers in got]

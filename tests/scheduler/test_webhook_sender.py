@@ -5,7 +5,7 @@ breaker defers and then retries, the queue is bounded, closing drains what is du
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,9 @@ from hopindex.scheduler.webhook_breaker import MemoryBreaker
 from hopindex.scheduler.webhook_delivery import DeliveryPolicy
 from hopindex.scheduler.webhook_sender import WebhookSender
 from hopindex.scheduler.webhooks import DeliveryOptions
+from tests.clocks import ManualClock
 from tests.scheduler.webhook_receiver import WebhookReceiver
+from tests.waiting import wait_until
 
 INDEX = "curie"
 
@@ -32,12 +34,36 @@ def log(tmp_path: Path) -> Iterator[SqliteEventLog]:
 
 
 def sender(*, read_timeout_s: float = 1.0, failures: int = 3, cooldown_s: float = 1.0,
-           threads: int = 4, max_pending: int = 100, max_attempts: int = 8) -> WebhookSender:
+           threads: int = 4, max_pending: int = 100, max_attempts: int = 8,
+           clock: Callable[[], float] = time.monotonic) -> WebhookSender:
+    """A sender whose breaker and timers both read ``clock``."""
     options = DeliveryOptions(connect_timeout_s=1.0, read_timeout_s=read_timeout_s,
                               allow_private=True)
     return WebhookSender(DeliveryPolicy(options, max_attempts=max_attempts),
-                         MemoryBreaker(failures, cooldown_s), threads=threads,
-                         max_pending=max_pending)
+                         MemoryBreaker(failures, cooldown_s, clock=clock), threads=threads,
+                         max_pending=max_pending, clock=clock)
+
+
+class RunningClock(ManualClock):
+    """A manual clock that can also be run on while a test waits."""
+
+    def running(self, condition: Callable[[], bool], step_s: float = 0.5
+                ) -> Callable[[], bool]:
+        """``condition``, for ``wait_until``, with the clock moved on ``step_s`` at each
+        look: whenever the sender reads the clock to set a timer (a retry, the end of a
+        cool-down), later looks bring that timer due."""
+
+        def check() -> bool:
+            self.advance(step_s)
+            return condition()
+
+        return check
+
+
+def settle(s: WebhookSender, what: str) -> None:
+    """Return once ``s`` has no delivery pending (none queued, waiting for a retry or in
+    flight): past every request it was going to make."""
+    wait_until(lambda: s.pending() == 0, what=what)
 
 
 def hook(log: SqliteEventLog, receiver: WebhookReceiver) -> Webhook:
@@ -76,7 +102,10 @@ def test_one_attempt_at_a_time_per_endpoint(log: SqliteEventLog) -> None:
 def test_a_silent_endpoint_delays_only_its_own_deliveries(log: SqliteEventLog) -> None:
     """While one receiver holds every request unanswered, another endpoint's deliveries
     arrive at once, not after the first one's timeouts; the held ones arrive later."""
-    s = sender(read_timeout_s=2.0)
+    # Queued behind the silent endpoint, the other's deliveries would wait at least one
+    # read timeout, 10 s; three local deliveries take milliseconds, and 5 s leaves a
+    # loaded 2-core machine room while staying half of that wait.
+    s = sender(read_timeout_s=10.0)
     with WebhookReceiver(hold=True) as dead, WebhookReceiver() as alive:
         dead_hook, alive_hook = hook(log, dead), hook(log, alive)
         sent = events(log, 3)
@@ -86,8 +115,8 @@ def test_a_silent_endpoint_delays_only_its_own_deliveries(log: SqliteEventLog) -
         started = time.monotonic()
         for event in sent:
             s.submit(alive_hook, event, log)
-        alive.wait_for(lambda r: len(r) == 3, timeout_s=5)
-        assert time.monotonic() - started < 1.0
+        alive.wait_for(lambda r: len(r) == 3, timeout_s=10)
+        assert time.monotonic() - started < 5.0
         dead.hold = False
         got = dead.wait_for(lambda r: len(r) == 3, timeout_s=20)
         s.close(timeout_s=2)
@@ -98,21 +127,46 @@ def test_the_breaker_defers_then_retries_after_the_cool_down(log: SqliteEventLog
     """Two failed attempts open the endpoint's breaker: during the cool-down no request
     reaches it and its deliveries are deferred, not spent; after the receiver recovers,
     every delivery arrives exactly once."""
-    s = sender(failures=2, cooldown_s=2.0)
+    # The clock stands still until the test moves it: the breaker's cool-down and the
+    # retries' backoffs last until then, so "inside the cool-down" is a fact.
+    clock = RunningClock()
+    # One thread: deliveries are taken strictly in the order they became ready, which
+    # is what makes the probes below a proof rather than a race.
+    s = sender(failures=2, cooldown_s=2.0, clock=clock, threads=1)
     deferred_before = counted("deferred")
-    with WebhookReceiver(status=503) as receiver:
+    with WebhookReceiver(status=503) as receiver, WebhookReceiver() as bystander:
         target = hook(log, receiver)
         sent = events(log, 4)
         for event in sent:
             s.submit(target, event, log)
         receiver.wait_for(lambda r: len(r) == 2, timeout_s=5)
-        time.sleep(1.0)  # inside the cool-down
+        # The lane sends one at a time: the third delivery comes after the second
+        # failure opened the breaker, and is deferred instead of sent. With the clock
+        # stopped, nothing else is due: the lane is paused, the retries wait.
+        wait_until(lambda: counted("deferred") > deferred_before,
+                   what="the third delivery to be deferred by the open breaker")
         assert len(receiver.received) == 2
-        assert counted("deferred") > deferred_before
+        assert s.pending() == 4  # deferred and waiting, none spent
+        # Past the two retries' backoff (1 s), still inside the cool-down (2 s): the
+        # retries fall due and must wait for the breaker too. Every time the thread
+        # takes a delivery it first moves the due retries into their lane; the first
+        # probe to another endpoint is taken after that, and a retry that wrongly went
+        # ready then would be taken before the second probe (one thread, in order).
+        clock.advance(1.5)
+        bystander_hook = hook(log, bystander)
+        for n, probe in enumerate(events(log, 2), start=1):
+            s.submit(bystander_hook, probe, log)
+            bystander.wait_for(lambda r, n=n: len(r) == n, timeout_s=10)
+        assert len(receiver.received) == 2, "a retry reached the endpoint in its cool-down"
+        wait_until(lambda: s.pending() == 4, what="the probes to finish, the four waiting")
         receiver.status = 200
-        got = receiver.wait_for(lambda r: len(set(ids(r[2:]))) == 4, timeout_s=30)
-        time.sleep(0.5)
-        assert len(receiver.received) == len(got)
+        # Time runs on: the cool-down (2 s) and the retries' backoffs (1 s) end.
+        wait_until(clock.running(lambda: len(set(ids(receiver.received[2:]))) == 4),
+                   what="every delivery to arrive after the cool-down")
+        wait_until(clock.running(lambda: s.pending() == 0),
+                   what="the sender to finish every delivery")
+        got = receiver.received
+        assert len(got) == 6  # two failures, the four deliveries, and nothing after
         s.close(timeout_s=2)
     delivered = ids(got[2:])
     assert sorted(delivered) == sorted(e.event_id for e in sent)
@@ -127,10 +181,8 @@ def test_a_delivery_gives_up_after_its_attempts(log: SqliteEventLog) -> None:
     with WebhookReceiver(status=500) as receiver:
         s.submit(hook(log, receiver), events(log, 1)[0], log)
         receiver.wait_for(lambda r: len(r) == 2, timeout_s=10)
-        deadline = time.monotonic() + 5
-        while s.pending() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert s.pending() == 0 and len(receiver.received) == 2
+        settle(s, "the sender to give up")
+        assert len(receiver.received) == 2
         s.close(timeout_s=1)
     assert counted("gave_up") == gave_up_before + 1
 
@@ -171,17 +223,18 @@ def test_close_delivers_what_is_due_and_drops_what_waits(log: SqliteEventLog) ->
 
 def test_a_webhook_removed_while_waiting_is_skipped(log: SqliteEventLog) -> None:
     """A delivery waiting for its retry finds its webhook removed and is not sent."""
-    s = sender()
-    with WebhookReceiver(status=500) as receiver:
+    # The retry is due only once the test moves the clock, after the webhook is
+    # removed; a retry sent anyway would be answered 200 and counted here.
+    clock = RunningClock()
+    s = sender(clock=clock)
+    with WebhookReceiver(answers=[500]) as receiver:
         target = hook(log, receiver)
         s.submit(target, events(log, 1)[0], log)
         receiver.wait_for(lambda r: len(r) == 1, timeout_s=5)
         log.delete_webhook(target.webhook_id)
-        receiver.status = 200
-        deadline = time.monotonic() + 5
-        while s.pending() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert s.pending() == 0 and len(receiver.received) == 1
+        wait_until(clock.running(lambda: s.pending() == 0),
+                   what="the sender to skip the retry")
+        assert len(receiver.received) == 1
         s.close(timeout_s=1)
 
 
@@ -201,9 +254,7 @@ def test_delivery_logs_never_show_url_credentials(log: SqliteEventLog) -> None:
         s.submit(target, first, log)
         assert not s.submit(target, second, log)  # dropped: the lane holds one
         receiver.wait_for(lambda r: len(r) == 2, timeout_s=10)
-        deadline = time.monotonic() + 5
-        while s.pending() and time.monotonic() < deadline:
-            time.sleep(0.05)  # the second failure is handled: given up
+        settle(s, "the second failure to be handled: given up")
         receiver.status = 200
         assert s.submit(target, second, log)
         receiver.wait_for(lambda r: len(r) == 3, timeout_s=10)

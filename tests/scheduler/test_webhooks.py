@@ -21,7 +21,7 @@ from hopindex.backends.registry import Backends
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.settings import Settings
 from hopindex.scheduler.events import emit_event
-from hopindex.scheduler.webhook_sender import close_embedded_senders
+from hopindex.scheduler.webhook_sender import close_embedded_senders, embedded_sender
 from hopindex.scheduler.webhook_targets import IPAddress, WebhookTargetRefusedError
 from hopindex.scheduler.webhooks import (
     DeliveryOptions,
@@ -39,6 +39,7 @@ from hopindex.testing.redis_server import free_port
 from hopindex.workers.app import configure_app
 from hopindex.workers.runtime import Runtime, bind_runtime, current_runtime
 from tests.scheduler.webhook_receiver import WebhookReceiver
+from tests.waiting import wait_until
 
 SECRET = new_secret()
 EVENT = Event(event_id="42", event_type=EventType.INDEX_READY, index="curie", job_id="job-1",
@@ -196,7 +197,8 @@ def test_redirects_are_not_followed() -> None:
             WebhookReceiver(status=307, location=elsewhere.url) as receiver:
         with pytest.raises(WebhookDeliveryError) as caught:
             deliver_once(webhook(receiver.url), EVENT, LOCAL)
-        time.sleep(0.2)
+        # deliver_once returns once its requests are answered, and a receiver records
+        # each request before answering it: a followed redirect would be on record.
         assert elsewhere.received == []
     assert caught.value.status == 307 and len(receiver.received) == 1
 
@@ -208,12 +210,15 @@ def test_unreachable_slow_and_silent_receivers_raise_within_the_timeouts() -> No
     with pytest.raises(WebhookDeliveryError, match="request failed") as refused:
         deliver_once(webhook(f"http://127.0.0.1:{free_port()}/x"), EVENT, short)
     assert refused.value.status is None
-    for receiver in (WebhookReceiver(delay_s=2.0), WebhookReceiver(hold=True)):
+    # Without the read timeout the slow receiver would take its 10 s and the silent one
+    # forever; with it an attempt takes 0.3 s plus a local connection, and 5 s leaves
+    # a loaded 2-core machine room to be slow while staying below the 10 s.
+    for receiver in (WebhookReceiver(delay_s=10.0), WebhookReceiver(hold=True)):
         with receiver:
             started = time.monotonic()
             with pytest.raises(WebhookDeliveryError, match="no answer within") as slow:
                 deliver_once(webhook(receiver.url), EVENT, short)
-            assert time.monotonic() - started < 1.5
+            assert time.monotonic() - started < 5.0
             receiver.hold = False
         assert slow.value.status is None
 
@@ -257,17 +262,33 @@ def test_delivery_refuses_a_name_that_resolves_to_loopback() -> None:
             with pytest.raises(WebhookTargetRefusedError, match="loopback") as caught:
                 deliver_once(webhook(url), EVENT, options)
             assert not caught.value.retryable
-        time.sleep(0.2)
+        # deliver_once returns once any request it sent is answered, and the receiver
+        # records a request before answering it: one sent would be on record.
         assert receiver.received == []
 
 
 # -- emitting without a broker -----------------------------------------------------------
+# An emitter that waited for a silent receiver would wait this long (one attempt's read
+# timeout). Emitting itself is an SQLite append and a hand-off to the sender thread,
+# milliseconds; EMIT_BOUND_S leaves a loaded 2-core machine ample room and stays half
+# of the wait it would show.
+READ_TIMEOUT_S = 10.0
+EMIT_BOUND_S = READ_TIMEOUT_S / 2
+
+
+def settle(what: str) -> None:
+    """Return once this process's sender has no delivery pending (none queued, waiting
+    for a retry or in flight): past every request it was going to make."""
+    sender = embedded_sender(current_runtime().settings)
+    wait_until(lambda: sender.pending() == 0, what=what)
+
+
 @pytest.fixture
 def eager_log(tmp_path: Path) -> Iterator[SqliteEventLog]:
     """An SQLite event log bound as this process's runtime, tasks running eagerly and
     webhooks delivered by the background sender (closed at the end)."""
     settings = Settings(data_dir=tmp_path, webhook_allow_private=True,
-                        webhook_read_timeout_s=1.0, webhook_breaker_failures=3,
+                        webhook_read_timeout_s=READ_TIMEOUT_S, webhook_breaker_failures=3,
                         webhook_breaker_cooldown_s=1.0).resolved()
     configure_app(settings)
     log = SqliteEventLog(tmp_path / "events.sqlite3")
@@ -287,8 +308,9 @@ def test_emit_event_delivers_to_each_webhook_of_the_index(eager_log: SqliteEvent
         event = emit_event(current_runtime(), EventType.INDEX_READY, "curie", "job-1",
                            {"units": {}})
         [(body, headers)] = mine.wait_for(lambda r: len(r) == 1, timeout_s=5)
-        time.sleep(0.2)
-        assert other.received == []
+        # emit_event hands every delivery to the sender before it returns.
+        settle("the sender to finish the event's deliveries")
+        assert other.received == [] and len(mine.received) == 1
     assert eager_log.get_event(event.event_id) == event
     assert verify(hook.secret, body, headers)["id"] == event.event_id  # type: ignore[index]
 
@@ -301,26 +323,30 @@ def test_emitting_does_not_wait_for_a_silent_receiver(eager_log: SqliteEventLog)
         hook = register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         started = time.monotonic()
         event = emit_event(current_runtime(), EventType.JOB_STARTED, "curie", "job-1", {})
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < EMIT_BOUND_S
         receiver.wait_held(1, timeout_s=5)
         receiver.hold = False
         [(body, headers)] = receiver.wait_for(lambda r: len(r) == 1, timeout_s=15)
+        settle("the sender to finish the delivery")
+        assert len(receiver.received) == 1
     assert verify(hook.secret, body, headers)["id"] == event.event_id  # type: ignore[index]
 
 
 def test_a_failing_receiver_is_retried_until_it_answers(eager_log: SqliteEventLog) -> None:
     """A receiver answering 503 gets the delivery again after a backoff, without the
     emitter waiting, and the event arrives once it answers 200."""
-    with WebhookReceiver(status=503) as receiver:
+    with WebhookReceiver(answers=[503, 503]) as receiver:
         register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         started = time.monotonic()
         emit_event(current_runtime(), EventType.JOB_FAILED, "curie", "job-1", {"reason": "boom"})
-        assert time.monotonic() - started < 0.5
-        receiver.wait_for(lambda r: len(r) >= 2, timeout_s=10)
-        receiver.status = 200
+        assert time.monotonic() - started < EMIT_BOUND_S
+        # An emitter that waited for the delivery would return after its success, the
+        # third request, which comes two backoffs (1 s, then 2 s) after the first.
+        assert len(receiver.received) < 3
         deliveries = receiver.wait_for(lambda r: len(r) >= 3, timeout_s=15)
-        time.sleep(0.5)
-        assert len(receiver.received) == len(deliveries)  # nothing after the success
+        settle("the sender to finish the delivery")
+        # Two 503s, then the success, and nothing after it.
+        assert len(receiver.received) == len(deliveries) == 3
     assert len({h["webhook-id"] for _, h in deliveries}) == 1
 
 
@@ -330,5 +356,6 @@ def test_a_removed_webhook_gets_nothing(eager_log: SqliteEventLog) -> None:
         hook = register_webhook(eager_log, "curie", receiver.url, None, allow_private=True)
         assert eager_log.delete_webhook(hook.webhook_id)
         emit_event(current_runtime(), EventType.JOB_STARTED, "curie", "job-1", {})
-        time.sleep(0.2)
+        # emit_event hands any delivery to the sender before it returns.
+        settle("the sender to finish any delivery of the event")
         assert receiver.received == []

@@ -6,13 +6,17 @@ kept as ``(body, headers)`` with header names lower-cased; ``status`` and
 ``hold`` to play a black hole: each request is accepted and read but never answered
 (and not kept) until ``hold`` is turned off; ``held`` counts them. ``location`` is
 sent with a 3xx ``status``; ``most_at_once`` is the most requests it had in flight.
+``answers`` are the statuses of the first requests, in the order they arrive, before
+``status`` answers the rest: a receiver that fails a set number of times, with no race
+between a test changing ``status`` and a request being answered.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -22,10 +26,11 @@ Delivery = tuple[bytes, dict[str, str]]
 
 class WebhookReceiver:
     def __init__(self, *, status: int = 200, delay_s: float = 0.0, hold: bool = False,
-                 location: str = "") -> None:
+                 location: str = "", answers: Sequence[int] = ()) -> None:
         self.status = status
+        self._answers = deque(answers)
         self.delay_s = delay_s
-        self.hold = hold
+        self._hold = hold
         self.location = location
         self.held = 0
         self.most_at_once = 0
@@ -55,19 +60,23 @@ class WebhookReceiver:
                 with receiver._changed:
                     receiver.held += 1
                     receiver._changed.notify_all()
-                while receiver.hold and not receiver._stopping.is_set():
-                    time.sleep(0.02)
+                    # Turning hold off and stopping both notify.
+                    receiver._changed.wait_for(
+                        lambda: not receiver._hold or receiver._stopping.is_set())
                 self.close_connection = True
 
             def _answer(self, body: bytes, headers: dict[str, str]) -> None:
                 with receiver._changed:
                     receiver._received.append((body, headers))
+                    scripted = receiver._answers.popleft() if receiver._answers else None
                     receiver._changed.notify_all()
                 if receiver.delay_s:
+                    # Not a wait of the test's: this plays a receiver slow to answer.
                     time.sleep(receiver.delay_s)
-                reply = b"ok" if receiver.status < 400 else b"receiver says no"
+                status = receiver.status if scripted is None else scripted
+                reply = b"ok" if status < 400 else b"receiver says no"
                 try:
-                    self.send_response(receiver.status)
+                    self.send_response(status)
                     if receiver.location:
                         self.send_header("Location", receiver.location)
                     self.send_header("Content-Length", str(len(reply)))
@@ -81,7 +90,20 @@ class WebhookReceiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # serve_forever looks for shutdown() between polls: at its default 0.5 s every
+        # receiver would add up to half a second to its test's end.
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def hold(self) -> bool:
+        return self._hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        with self._changed:
+            self._hold = value
+            self._changed.notify_all()  # releases the requests held so far
 
     @property
     def url(self) -> str:
@@ -128,7 +150,9 @@ class WebhookReceiver:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._stopping.set()
+        with self._changed:
+            self._stopping.set()
+            self._changed.notify_all()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -136,7 +136,9 @@ def test_latency_overlaps_across_concurrent_requests() -> None:
             assert own.stats.count(Endpoint.CHAT, Outcome.OK) == 20
             return elapsed
 
-    assert 0.3 <= asyncio.run(burst()) < 2.0
+    # Queued, the 20 calls would take at least 20 * 0.3 = 6 s; half of that leaves a
+    # loaded 2-core machine 2.7 s for 20 local round trips and still tells them apart.
+    assert 0.3 <= asyncio.run(burst()) < 3.0
 
 
 def test_stage1_prompt_yields_qa_pairs_and_entities(server: LlmTestServer) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
 import pytest
+import redis
 
 from hopindex.api.service import Hopindex
 from hopindex.backends.registry import open_keyword_index, open_vector_store
@@ -20,6 +20,7 @@ from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.redis_server import RedisServer, running_redis
 from hopindex.testing.workers import BeatProcess, HopindexProcess, WorkerProcess
+from tests import waiting
 
 # start_server is a fixture: imported so these tests start LLM test servers the same way.
 from tests.methods.indexrag.conftest import llm_settings, start_server  # noqa: F401
@@ -108,8 +109,6 @@ class Cluster:
 @pytest.fixture
 def cluster(tmp_path: Path, private_redis: str) -> Iterator[Callable[..., Cluster]]:
     """Clusters on one flushed Redis database; every worker is stopped at the end."""
-    import redis
-
     made: list[Cluster] = []
 
     def make(server: LlmTestServer, **overrides: object) -> Cluster:
@@ -169,6 +168,73 @@ def assert_built_as_eager(cluster: Cluster, job: Job, got: dict[str, str],
     assert engine_counts(cluster) == (len(expected), len(expected))
 
 
+# Where kombu's Redis transport keeps a message a worker has taken and not yet
+# acknowledged (a hash of [message, exchange, routing key]); with late acknowledgement
+# that lasts until its task returns. A queue's waiting messages are a list per
+# priority step.
+_UNACKED = "unacked"
+_PRIORITY_STEPS = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+
+def taken_messages(broker_url: str, queues: Collection[str]) -> int:
+    """Messages of ``queues`` some worker has taken and not acknowledged: its tasks
+    running (or held for their countdown). Recorded before the worker runs the task,
+    so a task that has started is always counted."""
+    broker = redis.Redis.from_url(broker_url)
+    try:
+        return sum(1 for raw in broker.hvals(_UNACKED) if json.loads(raw)[2] in queues)
+    finally:
+        broker.close()
+
+
+def waiting_messages(broker_url: str, queues: Collection[str]) -> int:
+    """Messages of ``queues`` waiting in the broker for a worker to take them."""
+    broker = redis.Redis.from_url(broker_url)
+    try:
+        return sum(broker.llen(f"{q}{step}") for q in queues for step in _PRIORITY_STEPS)
+    finally:
+        broker.close()
+
+
+def queues_idle(broker_url: str, queues: Collection[str]) -> bool:
+    """No message of ``queues`` waits in the broker or is held by a worker: every task
+    sent to them has returned."""
+    return (waiting_messages(broker_url, queues) == 0
+            and taken_messages(broker_url, queues) == 0)
+
+
+def kill_mid_task(victim: WorkerProcess, broker_url: str, queues: Collection[str],
+                  slots: int) -> None:
+    """SIGKILL ``victim`` (which alone takes ``queues``, ``slots`` tasks at a time) while
+    tasks of them are in progress: once each of its slots holds a taken message, or at
+    least one does and none is left to take.
+
+    Not the moment the awaited count moves: that is when a task finishes and its slot
+    pops the next message, and kombu records a popped message as taken a few
+    milliseconds later, so a SIGKILL inside that gap would lose it. A slot holding a
+    taken message is not in that gap, nor is one with nothing left to pop."""
+
+    def in_progress() -> bool:
+        taken = taken_messages(broker_url, queues)
+        return taken >= slots or (taken > 0 and waiting_messages(broker_url, queues) == 0)
+
+    waiting.wait_until(in_progress, what=f"tasks of {', '.join(queues)} in progress on "
+                       f"{victim.name}", interval_s=0.005)
+    victim.kill()
+
+
+def chat_requests(server: LlmTestServer) -> int:
+    """Chat requests the server has received, counted by kind on arrival (before its
+    latency)."""
+    return sum(server.stats.by_kind.values())
+
+
+def chats_in_flight(server: LlmTestServer) -> int:
+    """Chat requests the server has received and not yet answered: each is counted by
+    kind on arrival, before the server's latency, and by outcome when answered."""
+    return chat_requests(server) - server.stats.count("chat.completions")
+
+
 # Three quick attempts per call: an outage of a few seconds outlasts them all.
 FAST_GIVE_UP = {"llm_max_attempts": 3}
 
@@ -192,10 +258,12 @@ def eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
 def wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool],
                timeout_s: float = JOB_TIMEOUT_S) -> Job:
     """The job once ``ready`` holds for it or it ended, polled every 50 ms."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def reached() -> Job | None:
         job = client.get_job(job_id)
-        if ready(job) or job.state.is_final:
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached the awaited point")
+        return job if ready(job) or job.state.is_final else None
+
+    job = waiting.wait_until(reached, what=f"job {job_id} to reach the awaited point",
+                             timeout_s=timeout_s, interval_s=0.05)
+    assert job is not None  # wait_until returns a truthy value
+    return job

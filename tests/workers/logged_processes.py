@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -15,6 +14,7 @@ from typing import Self
 
 from hopindex.core.settings import Settings
 from hopindex.testing.workers import stop_session
+from tests import waiting
 
 APP = "hopindex.workers.app"
 START_TIMEOUT_S = 90.0
@@ -49,13 +49,20 @@ class LoggedProcess:
                                             start_new_session=True)
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Self:
-        deadline = time.monotonic() + timeout_s
-        while self._ready_mark not in self.stderr():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"{self.name} did not start:\n{self.stderr()[-3000:]}"
-                                     f"\n{self.stdout()[-1000:]}")
-            time.sleep(0.1)
+        def started() -> bool:
+            if self._ready_mark in self.stderr():
+                return True
+            assert self.process.poll() is None, f"{self.name} exited ({self.process.returncode})"
+            return False
+
+        try:
+            waiting.wait_until(started, what=f"{self.name} to start", timeout_s=timeout_s,
+                               interval_s=0.1)
+        except AssertionError as failed:
+            self.stop()
+            failed.add_note(f"{self.name} did not start:\n{self.stderr()[-3000:]}"
+                            f"\n{self.stdout()[-1000:]}")
+            raise
         return self
 
     def stop(self, timeout_s: float = 30.0) -> None:

@@ -3,7 +3,6 @@ and survives workers killed mid-stage without losing or duplicating anything."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pytest
 from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
-from hopindex.testing.workers import WorkerProcess
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -21,25 +19,16 @@ from tests.workers.conftest import (
     eager_units,
     embedder_settings,
     hotpot_corpus,
+    kill_mid_task,
     unit_texts,
     wait_until,
 )
 
 pytestmark = pytest.mark.integration
 
-
-# The awaited count moves the moment a task finishes, which is also the moment its
-# worker pops the next message; kombu's Redis transport records that message as
-# unacknowledged only a few milliseconds after the pop, and a SIGKILL inside that gap
-# loses it (the job then stalls until the reaper re-drives it). Killing a little later
-# lands inside the next task's LLM calls (about 0.5 s per batch here), which is the
-# crash this test is about.
-MID_TASK_S = 0.2
-
-
-def _kill_mid_task(victim: WorkerProcess) -> None:
-    time.sleep(MID_TASK_S)
-    victim.kill()
+# The LLM workers' queues and tasks at a time: a kill lands once each slot holds a
+# taken message (kill_mid_task), so while batches run (about 0.5 s of LLM calls each).
+LLM_QUEUES, LLM_SLOTS = ("stage1", "stage2"), 2
 
 
 def test_two_workers_build_the_same_units_as_the_eager_run(
@@ -82,19 +71,19 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
                 reaper_interval_s=2, **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
     c.start_beat()
-    victim = c.start("llm-1", "stage1,stage2", concurrency=2, pool="threads")
+    victim = c.start("llm-1", ",".join(LLM_QUEUES), concurrency=LLM_SLOTS, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage1").done
                           < j.count("indexrag.stage1").total // 2)
         assert job.state is JobState.RUNNING, "stage 1 ended before the kill"
-        _kill_mid_task(victim)
-        victim = c.start("llm-2", "stage1,stage2", concurrency=2, pool="threads")
+        kill_mid_task(victim, c.settings.broker_url, LLM_QUEUES, LLM_SLOTS)
+        victim = c.start("llm-2", ",".join(LLM_QUEUES), concurrency=LLM_SLOTS, pool="threads")
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage2").done
                           < j.count("indexrag.stage2").total // 2)
         assert job.state is JobState.RUNNING, "stage 2 ended before the kill"
-        _kill_mid_task(victim)
-        c.start("llm-3", "stage1,stage2", concurrency=2, pool="threads")
+        kill_mid_task(victim, c.settings.broker_url, LLM_QUEUES, LLM_SLOTS)
+        c.start("llm-3", ",".join(LLM_QUEUES), concurrency=LLM_SLOTS, pool="threads")
         job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)

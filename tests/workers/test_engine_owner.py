@@ -30,6 +30,7 @@ from hopindex.core.models import Job, JobState, Stage
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.workers import HopindexProcess
+from tests import waiting
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import (
     INDEX,
@@ -141,15 +142,18 @@ def eager_after_changes(tmp: Path, server: LlmTestServer, corpus: Path,
 def wait_while_recording(reader: Hopindex, job_id: str) -> tuple[Job, float]:
     """Wait for the job; returns it and when its first units reached the engines."""
     first_embed = float("inf")
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def ended() -> Job | None:
+        nonlocal first_embed
         job = reader.get_job(job_id)
         if job.count(Stage.EMBED).done and first_embed == float("inf"):
             first_embed = time.monotonic()
-        if job.state.is_final:
-            return job, first_embed
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not finish in {JOB_TIMEOUT_S}s")
+        return job if job.state.is_final else None
+
+    job = waiting.wait_until(ended, what=f"job {job_id} to finish", timeout_s=JOB_TIMEOUT_S,
+                             interval_s=0.05)
+    assert job is not None  # wait_until returns a truthy value
+    return job, first_embed
 
 
 def outcome(job: Job) -> str:

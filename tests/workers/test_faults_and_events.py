@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,8 @@ from hopindex.core.events import Event, EventType
 from hopindex.core.models import JobState
 from hopindex.testing.llm_server import LlmTestServer
 from tests.scheduler.webhook_receiver import WebhookReceiver
-from tests.workers.conftest import INDEX, Cluster, hotpot_corpus
+from tests.waiting import wait_until as wait_for
+from tests.workers.conftest import INDEX, Cluster, hotpot_corpus, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -99,13 +99,22 @@ def test_cancel_stops_scheduling_and_publishes(
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        while client.get_job(job.job_id).count("indexrag.stage1").done == 0:
-            time.sleep(0.05)
+        wait_until(client, job.job_id, lambda j: j.count("indexrag.stage1").done > 0,
+                   timeout_s=120)
         cancelled = client.cancel_job(job.job_id)
         assert cancelled.state is JobState.CANCELLING
         after = client.wait_for_job(job.job_id, timeout_s=120)
-        types = [e.event_type for e in client.backends.events.read_events(index=INDEX)]
+        # The event log is another store than the job record: the worker appends the
+        # event just after the state changes, so the client waits for it to land.
+        types = wait_for(lambda: _types_once(client, EventType.JOB_CANCELLED),
+                         what="job.cancelled in the event log")
     assert after.state is JobState.CANCELLED
     assert after.count("indexrag.stage1").done < after.count("indexrag.stage1").total
     assert after.count("indexrag.stage2").total == 0  # stage 2 was never planned
     assert EventType.JOB_CANCELLED in types and EventType.INDEX_READY not in types
+
+
+def _types_once(client: Hopindex, expected: EventType) -> list[EventType] | None:
+    """The index's event types once ``expected`` is among them, else None."""
+    types = [e.event_type for e in client.backends.events.read_events(index=INDEX)]
+    return types if expected in types else None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from hopindex.core.settings import Settings
 from hopindex.testing.redis_server import free_port
+from tests import waiting
 from tests.workers.logged_processes import LoggedProcess, celery_argv, hopindex_argv, settings_env
 
 pytestmark = pytest.mark.integration
@@ -40,12 +40,16 @@ def json_records(text: str) -> list[dict[str, Any]]:
 
 
 def wait_for(process: LoggedProcess, text: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while text not in process.stderr():
+    def written() -> bool:
         assert process.process.poll() is None, f"{process.name} ended:\n{process.stderr()}"
-        assert time.monotonic() < deadline, f"no {text!r} from {process.name}:\n" \
-                                            f"{process.stderr()[-3000:]}"
-        time.sleep(0.2)
+        return text in process.stderr()
+
+    try:
+        waiting.wait_until(written, what=f"{text!r} from {process.name}", timeout_s=WAIT_S,
+                           interval_s=0.2)
+    except AssertionError as failed:
+        failed.add_note(f"{process.name}'s stderr ends:\n{process.stderr()[-3000:]}")
+        raise
 
 
 def process_settings(tmp_path: Path, redis_url: str | None, **overrides: object) -> Settings:

@@ -86,7 +86,7 @@ def test_judge_runs_on_a_judge_worker(judge_env: JudgeEnv) -> None:
         result = judge_env.service.query(INDEX, question, "bridgerag")
         assert judge_env.server.stats.by_kind == {"queries": 1, "entity_pair": 1, "scores": 1}
         assert result.trace["judge"]["site"] == "worker"
-        assert result.trace["judge"]["status"] == "scored" and result.trace["fallback"] is None
+        assert result.trace["judge"]["status"] == "scored" and result.degraded == []
         assert result.usage.llm_calls == 3
         assert result.usage.prompt_tokens == judge_env.server.stats.prompt_tokens
         local = judge_env.query(question, tasks=None)
@@ -98,12 +98,12 @@ def test_judge_runs_on_a_judge_worker(judge_env: JudgeEnv) -> None:
 
 def test_no_judge_worker_degrades_to_condition_a(judge_env: JudgeEnv) -> None:
     """With a broker but no judge worker, the query waits out its timeout, then ranks as
-    condition A and flags it: fallback "A", judge unavailable, the queue named."""
+    condition A and flags it: the judge step degraded, judge unavailable, the queue named."""
     question = judge_env.questions[1]["question"]
     reference = judge_env.query(question, tasks=None, condition="A")
     result = judge_env.query(question, tasks=CeleryQueryTasks(), timeout_s=1.0)
     trace = result.trace
-    assert trace["fallback"] == "A" and trace["ranked_by"] == "A"
+    assert [d.step for d in result.degraded] == ["judge"] and trace["ranked_by"] == "A"
     assert trace["judge"]["status"] == "unavailable" and trace["judge"]["site"] == "worker"
     assert "judge queue" in trace["judge"]["error"]
     assert 1.0 <= result.usage.phases_s["judge"] < 5.0

@@ -5,7 +5,6 @@ never a document. Each run ends with the eager run's exact unit set and no item 
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,15 +18,19 @@ from hopindex.core.models import Job
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.redis_server import RedisServer, free_port
 from hopindex.workers.base import HopindexTask
+from tests import waiting
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
     Cluster,
     assert_built_as_eager,
+    chat_requests,
+    chats_in_flight,
     eager_units,
     embedder_settings,
     hotpot_corpus,
     unit_texts,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -64,26 +67,15 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "--lazy", str(mount_point)], check=False)
 
 
-def _chat_requests(server: LlmTestServer) -> int:
-    """Chat requests the server has received, counted on arrival (before its latency)."""
-    return sum(server.stats.by_kind.values())
-
-
 def _wait_for_stage1_calls(client: Hopindex, job_id: str, server: LlmTestServer) -> None:
-    """Return the moment a stage-1 call arrives at the server once stage 1 is under way:
-    that call is then in flight for ``CALL_LATENCY_S``."""
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
-        job = client.get_job(job_id)
-        assert not job.state.is_final, "the job ended before the fault"
-        counts = job.count("indexrag.stage1")
-        if 0 < counts.done < counts.total:
-            seen = _chat_requests(server)
-            while _chat_requests(server) == seen:
-                time.sleep(0.005)
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"job {job_id} never got under way")
+    """Return once stage 1 is under way and a stage-1 call that arrived since is in
+    flight at the server: it stays there for up to ``CALL_LATENCY_S``."""
+    job = wait_until(client, job_id, lambda j: 0 < j.count("indexrag.stage1").done
+                     < j.count("indexrag.stage1").total)
+    assert not job.state.is_final, "the job ended before the fault"
+    seen = chat_requests(server)
+    waiting.wait_until(lambda: chat_requests(server) > seen and chats_in_flight(server),
+                       what="a stage-1 call in flight", interval_s=0.005)
 
 
 def _llm_log(cluster: Cluster) -> str:

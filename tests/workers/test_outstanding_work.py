@@ -7,16 +7,17 @@ A cancelled job stops for real: ``cancelling`` until its running tasks return, t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.models import Job, JobKind, JobState
+from hopindex.core.models import JobKind, JobState
 from hopindex.scheduler.outstanding import IndexStatus
 from hopindex.testing.llm_server import LlmTestServer
+from hopindex.workers.queues import Queue
+from tests import waiting
 from tests.workers.conftest import (
     FAST_GIVE_UP,
     INDEX,
@@ -26,6 +27,8 @@ from tests.workers.conftest import (
     engine_counts,
     hotpot_corpus,
     kinds_and_texts,
+    queues_idle,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -69,16 +72,6 @@ def test_stage2_outage_is_remembered_and_repaired_with_workers(
     assert engine_counts(c) == (len(expected), len(expected))
 
 
-def _wait(service: Hopindex, job_id: str, done: Callable[[Job], bool],
-          timeout_s: float = 120.0) -> Job:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = service.get_job(job_id)
-        if done(job) or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
-
-
 def test_cancel_means_it_and_the_index_says_partial(
         tmp_path: Path, start_server: Callable[..., LlmTestServer],
         cluster: Callable[..., Cluster]) -> None:
@@ -93,13 +86,20 @@ def test_cancel_means_it_and_the_index_says_partial(
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        _wait(client, job.job_id, lambda j: j.count("indexrag.stage1").done > 0)
+        started = wait_until(client, job.job_id,
+                             lambda j: j.count("indexrag.stage1").done > 0, timeout_s=120)
+        assert started.state is JobState.RUNNING, "the job ended before the cancel"
         asked = client.cancel_job(job.job_id)
         assert asked.state is JobState.CANCELLING
-        cancelled = _wait(client, job.job_id, lambda j: j.state is JobState.CANCELLED)
+        cancelled = wait_until(client, job.job_id, lambda j: j.state is JobState.CANCELLED,
+                               timeout_s=120)
         assert cancelled.state is JobState.CANCELLED, cancelled.state
         assert cancelled.count("indexrag.stage1").done < 40
-        time.sleep(3.0)  # anything still running would move the counts by now
+        # Every task sent for the job has returned, the batches still queued at the
+        # cancel (which start no work) and the phase callback included: none is left to
+        # move the counts.
+        waiting.wait_until(lambda: queues_idle(c.settings.broker_url, list(Queue)),
+                           what="every queued and running task to return", timeout_s=120)
         assert client.get_job(job.job_id).as_dict() == cancelled.as_dict()
         outstanding = client.outstanding(INDEX)
         assert outstanding.status is IndexStatus.PARTIAL

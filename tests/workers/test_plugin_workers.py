@@ -4,7 +4,6 @@ nothing when killed in the middle of its groups and levels phases."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobKind, JobState, Stage
 from hopindex.scheduler.level_builds import BuildState
 from hopindex.testing.llm_server import LlmTestServer
-from hopindex.testing.workers import WorkerProcess
 from tests.methods.indexrag.conftest import llm_settings
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 from tests.plugin_method.method import LAZY_METHOD, SLOW_PHASE_VARIABLE
@@ -25,6 +23,7 @@ from tests.workers.conftest import (
     embedder_settings,
     engine_counts,
     hotpot_corpus,
+    kill_mid_task,
     kinds_and_texts,
     wait_until,
 )
@@ -35,10 +34,11 @@ DOCS = 24
 PHASES = ("sentences.sentences", "sentences.words", "sentences.tree")
 # Read by the workers' registry, which must know the plugin's variables to start at all.
 METHOD_ENV = {"method_env": {"HOPINDEX_SENTENCES_MAX_GROUP_SIZE": "3"}}
-# Each batch of the method's phases sleeps this long in the killed tests, so a kill
-# 0.2 s after a batch finished lands inside the next one (see test_distributed.py).
-SLOW_S, MID_TASK_S = 0.5, 0.2
-PHASE_QUEUES = "stage1,stage2"
+# Each batch of the method's phases sleeps this long in the killed tests, so the kill,
+# once each of the victim's PHASE_SLOTS holds a taken batch (kill_mid_task), lands
+# inside batches in progress.
+SLOW_S = 0.5
+PHASE_QUEUES, PHASE_SLOTS = "stage1,stage2", 2
 
 
 @pytest.fixture
@@ -55,11 +55,6 @@ def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path,
         job = service.ingest_paths(INDEX, [corpus], method=method)
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return kinds_and_texts(service)
-
-
-def _kill_mid_task(victim: WorkerProcess) -> None:
-    time.sleep(MID_TASK_S)
-    victim.kill()
 
 
 def _assert_built_as_eager(c: Cluster, job: Job, got: dict[str, tuple[str, str]],
@@ -123,19 +118,19 @@ def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothi
     # The reaper re-drives the job should a kill land in the instant a message is
     # popped and lose it (see test_redrive.py).
     c.start_beat()
-    victim = c.start("phases-1", PHASE_QUEUES, concurrency=2, pool="threads")
+    victim = c.start("phases-1", PHASE_QUEUES, concurrency=PHASE_SLOTS, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus], method="sentences")
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.words").done
                           < j.count("sentences.words").total // 2)
         assert job.state is JobState.RUNNING, "the words phase ended before the kill"
-        _kill_mid_task(victim)
-        victim = c.start("phases-2", PHASE_QUEUES, concurrency=2, pool="threads")
+        kill_mid_task(victim, c.settings.broker_url, PHASE_QUEUES.split(","), PHASE_SLOTS)
+        victim = c.start("phases-2", PHASE_QUEUES, concurrency=PHASE_SLOTS, pool="threads")
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.tree").done
                           < j.count("sentences.tree").total)
         assert job.state is JobState.RUNNING, "the tree phase ended before the kill"
-        _kill_mid_task(victim)
-        c.start("phases-3", PHASE_QUEUES, concurrency=2, pool="threads")
+        kill_mid_task(victim, c.settings.broker_url, PHASE_QUEUES.split(","), PHASE_SLOTS)
+        c.start("phases-3", PHASE_QUEUES, concurrency=PHASE_SLOTS, pool="threads")
         job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got, stored = kinds_and_texts(client), _stored_units(client)
     _assert_built_as_eager(c, job, got, stored, expected)

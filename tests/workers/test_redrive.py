@@ -3,7 +3,6 @@ from its recorded fan-out and still builds exactly what the eager run builds."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import redis
 from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, Stage
 from hopindex.testing.llm_server import LlmTestServer
+from tests import waiting
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -42,14 +42,6 @@ def _cluster(cluster: Callable[..., Cluster], server: LlmTestServer) -> Cluster:
 def _queue(c: Cluster) -> redis.Redis:
     """The broker's Redis: kombu keeps each queue's waiting messages in a list."""
     return redis.Redis.from_url(c.settings.broker_url)
-
-
-def _wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _finish(c: Cluster, client: Hopindex, job: Job, expected: dict[str, str]) -> Job:
@@ -99,7 +91,8 @@ def test_a_lost_chord_callback_is_sent_again_with_the_results(
     c.start("llm", "stage1,stage2")  # nobody takes the control queue yet
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus])
-        _wait_for(lambda: broker.llen("control") == 1, "the stage-1 chord's callback")
+        waiting.wait_until(lambda: broker.llen("control") == 1,
+                           what="the stage-1 chord's callback", timeout_s=120)
         stage1 = client.get_job(job.job_id).count("indexrag.stage1")
         assert stage1.done == stage1.total == DOCS
         assert broker.rpop("control") is not None  # the broker loses it

@@ -4,7 +4,6 @@ undisturbed in-process build makes."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tests.workers.conftest import (
     embedder_settings,
     engine_counts,
     hotpot_corpus,
+    kill_mid_task,
     kinds_and_texts,
     wait_until,
 )
@@ -29,9 +29,10 @@ pytestmark = pytest.mark.integration
 
 DOCS = 24
 PHASE = "sirerag.similarity"
-# Each summary call takes this long, so a kill this long after a batch finished lands
-# inside the next one.
-LATENCY_S, MID_TASK_S = 0.5, 0.2
+# Each summary call takes this long, so the kill, once each of the victim's slots holds
+# a taken batch (kill_mid_task), lands while summary batches run.
+LATENCY_S = 0.5
+STAGE2_SLOTS = 2
 
 
 def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
@@ -51,23 +52,25 @@ def test_a_stage2_worker_killed_during_a_summary_level_loses_and_duplicates_noth
     server = start_server(latency_s=LATENCY_S)
     corpus = hotpot_corpus(tmp_path, limit=DOCS)
     expected = _eager_reference(tmp_path, server, corpus)
-    # The control worker's first plan of a tree compiles UMAP (numba, ~10 s): the
-    # visibility timeout must outlast it, or Redis hands the message out twice.
-    c = cluster(server, stage2_batch_entities=2, visibility_timeout_s=30,
-                task_time_limit_s=25, job_stall_timeout_s=90, reaper_interval_s=2,
+    # The control worker's first plan of a tree compiles UMAP (numba): 14 s of CPU on
+    # an idle machine, 40 s measured at a load average of 10 on 2 cores. The time
+    # limit must outlast it (or the plan is killed) and the visibility timeout the time
+    # limit (or Redis hands the message out twice). The kill's batches come back only
+    # after the visibility timeout, which every second here lengthens the test by.
+    c = cluster(server, stage2_batch_entities=2, visibility_timeout_s=50,
+                task_time_limit_s=45, job_stall_timeout_s=120, reaper_interval_s=2,
                 **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
     c.start_beat()
     c.start("stage1", "stage1")
-    victim = c.start("stage2-1", "stage2", concurrency=2, pool="threads")
+    victim = c.start("stage2-1", "stage2", concurrency=STAGE2_SLOTS, pool="threads")
     with Hopindex(c.settings) as client:
         job = client.ingest_paths(INDEX, [corpus], method="sirerag")
         job = wait_until(client, job.job_id, lambda j: 0 < j.count(PHASE).done
                           < j.count(PHASE).total)
         assert job.state is JobState.RUNNING, "the summary level ended before the kill"
-        time.sleep(MID_TASK_S)
-        victim.kill()
-        c.start("stage2-2", "stage2", concurrency=2, pool="threads")
+        kill_mid_task(victim, c.settings.broker_url, ["stage2"], STAGE2_SLOTS)
+        c.start("stage2-2", "stage2", concurrency=STAGE2_SLOTS, pool="threads")
         job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = kinds_and_texts(client)
         stored = sum(client.backends.state.count_units(INDEX).values())

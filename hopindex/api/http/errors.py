@@ -19,6 +19,7 @@ from hopindex.core.errors import (
     IndexBusyError,
     InvalidInputError,
     JobCancelledError,
+    JobFinishedError,
     LlmAuthenticationError,
     NotFoundError,
     PermanentStageError,
@@ -74,6 +75,8 @@ def error_response(error: ApiError, request_id: str | None = None) -> web.Respon
 
 # Most specific first: the first type that matches decides the answer.
 _ANSWERS: tuple[tuple[type[HopindexError], int, str], ...] = (
+    # A job that ended before the request reached it: the request was well formed.
+    (JobFinishedError, 409, "job_finished"),
     (InvalidInputError, 400, "invalid_input"),
     (NotFoundError, 404, "not_found"),
     (JobCancelledError, 409, "job_cancelled"),

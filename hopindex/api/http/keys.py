@@ -64,7 +64,7 @@ _REFUSED_CACHE_SIZE = 1024
 
 
 class Access(enum.StrEnum):
-    READ = "read"  # queries, jobs, events, index descriptions
+    READ = "read"  # queries, jobs, events, index descriptions, ingest dry runs
     WRITE = "write"  # everything READ allows, plus ingest, delete, cancel, webhooks
 
     def allows(self, needed: Access) -> bool:

@@ -218,7 +218,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     route = route_of(request)
     if route is None:
         return await handler(request)  # aiohttp answers 404 or 405
-    needed = route.guard.access
+    needed = route.access_for(request)
     if needed is None:
         _check_query(request, route)
         return await handler(request)

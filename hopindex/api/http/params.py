@@ -35,6 +35,8 @@ from hopindex.core.json_input import (
     JsonSyntaxError,
     decode_json_bytes,
     parse_json,
+    shown_literal,
+    shown_number,
 )
 
 E = TypeVar("E", bound=enum.Enum)
@@ -46,18 +48,25 @@ JSON_MEDIA_TYPES = ("application/json",)
 # HOPINDEX_API_MAX_QUERY_CHARS): no other field takes more (a webhook URL 2,048, a
 # document id 1,000), and a string no field reads must not be kept or echoed at any length.
 MAX_BODY_STRING_CHARS = 2_048
+MAX_QUERY_CHARS_VARIABLE = "HOPINDEX_API_MAX_QUERY_CHARS"
+MAX_BODY_BYTES_VARIABLE = "HOPINDEX_API_MAX_BODY_BYTES"
 
 
-def too_large(limit_bytes: int, what: str = "request body") -> ApiError:
+def too_large(limit_bytes: int, what: str = "request body", *,
+              setting: str | None = None) -> ApiError:
+    """413 naming the limit, and the variable that sets it when one does (``setting``);
+    the limit of a small JSON body is fixed, and says so."""
+    source = setting or "fixed"
     return ApiError(413, "body_too_large", f"{what} is over the limit of {limit_bytes:,} bytes "
-                                           "(HOPINDEX_API_MAX_BODY_BYTES)",
+                                           f"({source})",
                     details={"limit_bytes": limit_bytes})
 
 
-def check_declared_length(request: web.Request, limit_bytes: int) -> None:
+def check_declared_length(request: web.Request, limit_bytes: int, *,
+                          setting: str | None = None) -> None:
     """413 at once when Content-Length already says the body is too large."""
     if request.content_length is not None and request.content_length > limit_bytes:
-        raise too_large(limit_bytes)
+        raise too_large(limit_bytes, setting=setting)
 
 
 async def read_json_object(request: web.Request,
@@ -92,9 +101,12 @@ async def read_json_object(request: web.Request,
 
 
 def body_json_limits(max_query_chars: int) -> JsonLimits:
-    """The parser's limits for a JSON request body: room for the longest question."""
+    """The parser's limits for a JSON request body: room for the longest question, whose
+    setting a string past the limit is told of when it sets the limit."""
+    from_setting = max_query_chars > MAX_BODY_STRING_CHARS
     return JsonLimits(max_depth=MAX_JSON_DEPTH, max_number_chars=MAX_JSON_NUMBER_CHARS,
-                      max_string_chars=max(MAX_BODY_STRING_CHARS, max_query_chars))
+                      max_string_chars=max(MAX_BODY_STRING_CHARS, max_query_chars),
+                      string_limit_name=MAX_QUERY_CHARS_VARIABLE if from_setting else "")
 
 
 def check_fields(body: dict[str, Any], allowed: Iterable[str], required: Iterable[str] = ()
@@ -110,7 +122,10 @@ def check_fields(body: dict[str, Any], allowed: Iterable[str], required: Iterabl
 
 
 def body_string(body: dict[str, Any], name: str, *, max_chars: int | None = None,
-                required: bool = False, min_chars: int = 1) -> str | None:
+                required: bool = False, min_chars: int = 1,
+                limit_name: str = "") -> str | None:
+    """A string field of at most ``max_chars``; ``limit_name``: the variable that sets
+    that limit, which a refusal names."""
     value = body.get(name)
     if value is None and not required:
         return None
@@ -119,8 +134,9 @@ def body_string(body: dict[str, Any], name: str, *, max_chars: int | None = None
     if len(value.strip()) < min_chars:
         raise bad_request(f"field {name!r} must not be empty", field=name)
     if max_chars is not None and len(value) > max_chars:
-        raise bad_request(f"field {name!r} is {len(value):,} characters, over the limit of "
-                          f"{max_chars:,}", field=name, code="too_long")
+        limit = f"{limit_name}={max_chars:,}" if limit_name else f"the limit of {max_chars:,}"
+        raise bad_request(f"field {name!r} is {len(value):,} characters, over {limit}",
+                          field=name, code="too_long")
     return value
 
 
@@ -129,14 +145,18 @@ def body_int(body: dict[str, Any], name: str, low: int, high: int) -> int | None
     if value is None:
         return None
     # bool is an int subclass: ``true`` is not a count. JSON has one number type, so
-    # 5.0 is the integer 5 (as JSON Schema says), and 5.5 is not an integer.
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    # 5.0 is the integer 5 (as JSON Schema says), and 5.5 is not an integer. The range
+    # is checked on the number as sent, so 1e308 is shown as that, not as 309 digits.
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad_request(f"field {name!r} must be an integer", field=name)
     if not low <= value <= high:
-        raise bad_request(f"field {name!r} must be between {low} and {high}, got {value}",
-                          field=name)
+        raise bad_request(f"field {name!r} must be between {low} and {high}, got "
+                          f"{shown_number(value)}", field=name)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise bad_request(f"field {name!r} must be an integer, got {shown_number(value)}",
+                              field=name)
+        value = int(value)
     return value
 
 
@@ -147,8 +167,8 @@ def body_number(body: dict[str, Any], name: str, *, minimum: float) -> float | N
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise bad_request(f"field {name!r} must be a finite number", field=name)
     if value < minimum:
-        raise bad_request(f"field {name!r} must be at least {minimum:g}, got {value}",
-                          field=name)
+        raise bad_request(f"field {name!r} must be at least {minimum:g}, got "
+                          f"{shown_number(value)}", field=name)
     return float(value)
 
 
@@ -195,12 +215,12 @@ def query_int(request: web.Request, name: str, default: int, low: int, high: int
         return default
     try:
         value = int(raw)
-    except ValueError:
-        raise bad_request(f"query parameter {name!r} must be an integer, got {raw!r}",
-                          field=name) from None
+    except ValueError:  # not a number, or more digits than Python converts
+        raise bad_request(f"query parameter {name!r} must be an integer between {low} and "
+                          f"{high}, got {shown_literal(raw)!r}", field=name) from None
     if not low <= value <= high:
         raise bad_request(f"query parameter {name!r} must be between {low} and {high}, "
-                          f"got {value}", field=name)
+                          f"got {shown_number(value)}", field=name)
     return value
 
 
@@ -233,10 +253,10 @@ def query_limits(request: web.Request) -> BudgetLimits:
     tokens, cost = (request.query.get(name) for name in BUDGET_FIELDS)
     if tokens is not None and not _TOKENS_TEXT.fullmatch(tokens):
         raise bad_request(f"query parameter {MAX_LLM_TOKENS!r} must be a whole number of 0 "
-                          f"or more, got {tokens!r}", field=MAX_LLM_TOKENS)
+                          f"or more, got {shown_literal(tokens)!r}", field=MAX_LLM_TOKENS)
     if cost is not None and not _COST_TEXT.fullmatch(cost):
         raise bad_request(f"query parameter {MAX_COST!r} must be a number of 0 or more, got "
-                          f"{cost!r}", field=MAX_COST)
+                          f"{shown_literal(cost)!r}", field=MAX_COST)
     try:
         return BudgetLimits(max_llm_tokens=parse_max_tokens(_whole(tokens), MAX_LLM_TOKENS),
                             max_cost=parse_max_cost(cost, MAX_COST))

@@ -43,7 +43,9 @@ class Credential(enum.StrEnum):
 
 class RouteKind(enum.StrEnum):
     JSON = "json"  # answers within HOPINDEX_API_REQUEST_TIMEOUT_S
-    STREAM = "stream"  # server-sent events: open until the client leaves
+    # A body streamed for as long as it takes (server-sent events until the client
+    # leaves, an index's export): no request timeout.
+    STREAM = "stream"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,20 @@ class Route:
     # The query parameters it reads; any other is refused, as unknown body fields are.
     query: tuple[str, ...] = ()
     credential: Credential = Credential.API_KEY
+    # A query parameter and value with which the request writes nothing (a dry run), so
+    # read access is enough for it whatever ``guard`` says.
+    reads_only_with: tuple[str, str] | None = None
+
+    def access_for(self, request: web.Request) -> Access | None:
+        """The access this request needs: the guard's, or read access for a request that
+        asks to write nothing, with the parameter given once and nothing else: a request
+        that could be read two ways needs the guard's access."""
+        needed = self.guard.access
+        if needed is Access.WRITE and self.reads_only_with is not None:
+            name, value = self.reads_only_with
+            if request.query.getall(name, []) == [value]:
+                return Access.READ
+        return needed
 
 
 @dataclass(slots=True)

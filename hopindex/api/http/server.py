@@ -17,6 +17,7 @@ from hopindex.api.http.keys import KeyRing, load_key_ring
 from hopindex.api.http.metrics import may_name_indexes
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES, JsonErrorRunner
 from hopindex.api.http.routing import CONTEXT
+from hopindex.api.server_record import recording_server
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import ConfigError
 from hopindex.core.logging import get_logger
@@ -70,7 +71,8 @@ def serve(settings: Settings, host: str, port: int,
     """Serve until SIGINT or SIGTERM; the service is opened here and closed on the way out."""
     keys = load_key_ring(settings.api_keys, settings.api_keys_file)
     check_bind(host, keys)
-    with Hopindex(settings) as service:
+    # Outside the service: the record goes once the engines are released.
+    with recording_server(settings) as publish, Hopindex(settings) as service:
         app = create_app(service, keys)
         if not keys.configured:
             log.warning("api_auth_disabled", host=host, port=port,
@@ -91,6 +93,7 @@ def serve(settings: Settings, host: str, port: int,
             def ready(url: str) -> None:
                 log.info("api_serving", url=url, keys=keys.configured,
                          workers=service.runs_on_workers)
+                publish(url, keys.configured)
                 on_ready(url)
 
             await _run(app, host, port, stop, ready)

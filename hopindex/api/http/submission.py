@@ -29,6 +29,7 @@ from hopindex.core.errors import HopindexError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job
+from hopindex.scheduler.recovery import shutdown_reason
 
 log = get_logger(__name__)
 
@@ -103,15 +104,22 @@ class JobLauncher:
         _log_outcome(future)
 
     def close(self) -> None:
-        """Cancel a running embedded job and wait for its thread to stop."""
+        """Cancel a running embedded job, its record saying the server shut down (not a
+        request), and wait for its thread to stop."""
         running, job_id = self._running, self._running_job
-        if running is not None and not running.done() and job_id is not None:
-            try:
-                self._service.cancel_job(job_id)
-            except HopindexError as exc:
-                log.warning("job_not_cancelled_at_shutdown", job_id=job_id, error=str(exc))
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        try:
+            if running is not None and not running.done() and job_id is not None:
+                try:
+                    kind = self._service.get_job(job_id).kind
+                    self._service.cancel_job(job_id, reason=shutdown_reason(kind))
+                except HopindexError as exc:
+                    log.warning("job_not_cancelled_at_shutdown", job_id=job_id,
+                                error=str(exc))
+        finally:
+            # Whatever the cancel did, the job's thread is waited for: a server must not
+            # exit under a job that is still writing.
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
 
 def _log_outcome(future: Future[Job]) -> None:

@@ -27,7 +27,11 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError, bad_request
-from hopindex.api.http.params import check_declared_length, too_large
+from hopindex.api.http.params import (
+    MAX_BODY_BYTES_VARIABLE,
+    check_declared_length,
+    too_large,
+)
 from hopindex.readers import ReadError, ReadResult, accepted_suffixes, read_paths
 
 CHUNK_BYTES = 64 * 1024
@@ -105,7 +109,7 @@ class _Budget:
     def take(self, size: int) -> None:
         self.used += size
         if self.used > self.limit_bytes:
-            raise too_large(self.limit_bytes)
+            raise too_large(self.limit_bytes, setting=MAX_BODY_BYTES_VARIABLE)
 
 
 async def _save_stream(request: web.Request, target: Path, budget: _Budget) -> None:
@@ -179,7 +183,7 @@ async def receive_documents(request: web.Request, blocking: BlockingRunner, *,
         raise ApiError(415, "unsupported_media_type",
                        f"send documents as {JSON_TYPE}, application/x-ndjson or "
                        f"{MULTIPART_TYPE}, not {media!r}")
-    check_declared_length(request, max_body_bytes)
+    check_declared_length(request, max_body_bytes, setting=MAX_BODY_BYTES_VARIABLE)
     budget = _Budget(max_body_bytes)
     with tempfile.TemporaryDirectory(prefix="hopindex-upload-") as tmp:
         folder = Path(tmp) / "upload"

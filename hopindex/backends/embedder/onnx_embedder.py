@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from hopindex.backends.embedder.loading import loading
 from hopindex.backends.embedder.onnx_export import (
     OnnxPrecision,
     export_folder,
@@ -27,6 +28,7 @@ from hopindex.backends.embedder.sentence_transformer import (
     _KNOWN_DIMENSIONS,
     BATCH_TEXTS,
     DEFAULT_MODEL,
+    WARM_UP_TEXT,
     _model_location,
 )
 from hopindex.backends.protocols import Vector
@@ -107,6 +109,14 @@ def _open_runtime(folder: Path, threads: int) -> _Runtime:
         tokenizer.enable_truncation(max_length=manifest.max_seq_length)
         runtime = _Runtime(session=session, tokenizer=tokenizer, inputs=manifest.inputs,
                            pad_id=manifest.pad_id, dimension=manifest.dimension)
+        # The first run sets up what later ones reuse (as for the torch model): part
+        # of the load, not of the first question.
+        warm_up = tokenizer.encode_batch([WARM_UP_TEXT])
+        try:
+            session.run(None, _feed(runtime, warm_up, len(warm_up[0].ids)))
+        except Exception as exc:  # ORT raises its own untyped errors
+            raise BackendError(f"the ONNX model in {folder} opened but cannot run: "
+                               f"{exc}") from exc
         _RUNTIMES[key] = runtime
         log.info("embedder_loaded", model=manifest.model_name, location=str(folder),
                  precision=manifest.precision.value)
@@ -169,9 +179,15 @@ class OnnxEmbedder:
                                   self._cache_dir)
         return folder
 
+    @property
+    def is_loaded(self) -> bool:
+        return self._runtime is not None
+
     def _loaded(self) -> _Runtime:
         if self._runtime is None:
-            self._runtime = _open_runtime(self.model_folder(), self._threads)
+            # An export made here (the first use of a new cache) is part of the load.
+            with loading():
+                self._runtime = _open_runtime(self.model_folder(), self._threads)
         return self._runtime
 
     def embed_texts(self, texts: Sequence[str]) -> Vector:

@@ -99,11 +99,19 @@ def read_manifest(folder: Path) -> Manifest:
                            "delete the folder to export it again") from exc
 
 
+def cached_folder(location: Path, model_name: str, precision: OnnxPrecision,
+                  cache_dir: Path) -> Path | None:
+    """The folder of a finished export of ``model_name`` (its files in ``location``) at
+    ``precision`` in ``cache_dir``; None when there is none. Exports nothing."""
+    folder = _folder_of(location, model_name, precision, cache_dir)
+    return folder if (folder / _MANIFEST).is_file() else None
+
+
 def export_folder(location: Path, model_name: str, precision: OnnxPrecision,
                   cache_dir: Path) -> tuple[Path, ExportOutcome]:
     """The folder holding ``model_name`` (its files in ``location``) at ``precision``,
     exported into ``cache_dir`` first unless it is there already."""
-    folder = cache_dir / f"{_slug(model_name)}-{_fingerprint(location)}-{precision.value}"
+    folder = _folder_of(location, model_name, precision, cache_dir)
     if (folder / _MANIFEST).is_file():
         return folder, ExportOutcome.REUSED
     # int8 is quantised from the fp32 export; found (or made) before the lock is taken,
@@ -146,6 +154,11 @@ def export_folder(location: Path, model_name: str, precision: OnnxPrecision,
         return folder, ExportOutcome.EXPORTED
 
 
+def _folder_of(location: Path, model_name: str, precision: OnnxPrecision,
+               cache_dir: Path) -> Path:
+    return cache_dir / f"{_slug(model_name)}-{_fingerprint(location)}-{precision.value}"
+
+
 def _slug(model_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model_name.rstrip("/")).name) or "model"
 
@@ -168,7 +181,10 @@ def _export_fp32(location: Path, model_name: str, scratch: Path) -> Manifest:
     try:
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        # Its "Loading weights" bar would land in the output of the command exporting.
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # untyped API
         # Any: its stubs type sizes as optional, and the export checks them at run time.
         model: Any = SentenceTransformer(str(location), device="cpu").eval()
         features = model.preprocess(list(_CHECK_TEXTS))

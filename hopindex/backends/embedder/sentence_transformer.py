@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from hopindex.backends.embedder.loading import loading
 from hopindex.backends.embedder.onednn_linear import use_onednn_linears
 from hopindex.backends.protocols import Vector
 from hopindex.core.errors import BackendError, ConfigError
@@ -44,6 +45,11 @@ WIDTH_STEP_TOKENS = 16
 # stores in one worker then share the ~90 MB of weights and their warm caches.
 _MODELS: dict[str, Any] = {}
 _MODELS_LOCK = threading.Lock()
+
+# Run once through a model just loaded: the first forward pass sets up what every later
+# one reuses (thread pools, allocator arenas, kernels), and that belongs to the load,
+# not to the first question.
+WARM_UP_TEXT = "warm up"
 
 
 def _model_location(model_name: str) -> str:
@@ -89,6 +95,11 @@ def _load(model_name: str, location: str, threads: int) -> Any:
             raise BackendError(f"cannot load embedding model {model_name!r} from "
                                f"{location}: {exc}") from exc
         kernels = use_onednn_linears(model)
+        try:
+            _encode(model, [WARM_UP_TEXT], 1)
+        except Exception as exc:  # a tokenizer or torch failure, whatever its type
+            raise BackendError(f"embedding model {model_name!r} from {location} loaded "
+                               f"but cannot run: {exc}") from exc
         _MODELS[location] = model
         log.info("embedder_loaded", model=model_name, location=location,
                  linear_kernels=kernels.value)
@@ -124,6 +135,13 @@ def _encode_by_tokens(model: Any, texts: list[str], batch_size: int) -> Any:
         vectors = torch.empty((rows, parts[0].shape[1]), dtype=parts[0].dtype)
         vectors[order] = torch.cat(parts)
         return torch.nn.functional.normalize(vectors, p=2, dim=1).numpy()
+
+
+def _encode(model: Any, texts: list[str], batch_size: int) -> Any:
+    if getattr(model.tokenizer, "padding_side", "") == "right":
+        return _encode_by_tokens(model, texts, batch_size)
+    return model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False)
 
 
 def batch_width(longest: int, padded_to: int) -> int:
@@ -177,9 +195,21 @@ class SentenceTransformerEmbedder:
             self._dimension = int(getter())
         return self._dimension
 
+    @property
+    def location(self) -> str:
+        """The folder the model's files are read from."""
+        return self._location
+
+    @property
+    def is_loaded(self) -> bool:
+        """The model is in this process already (loaded by this embedder or another of
+        the same location): using it costs no load."""
+        return self._model is not None or self._location in _MODELS
+
     def _loaded(self) -> Any:
         if self._model is None:
-            self._model = _load(self._model_name, self._location, self._threads)
+            with loading():
+                self._model = _load(self._model_name, self._location, self._threads)
         return self._model
 
     def embed_texts(self, texts: Sequence[str]) -> Vector:
@@ -188,12 +218,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._loaded()
         try:
-            if getattr(model.tokenizer, "padding_side", "") == "right":
-                vectors = _encode_by_tokens(model, list(texts), self._batch_size)
-            else:
-                vectors = model.encode(list(texts), batch_size=self._batch_size,
-                                       normalize_embeddings=True, convert_to_numpy=True,
-                                       show_progress_bar=False)
+            vectors = _encode(model, list(texts), self._batch_size)
         except Exception as exc:  # a tokenizer or torch failure, whatever its type
             raise BackendError(f"embedding {len(texts)} texts with {self._model_name!r} "
                                f"failed: {exc}") from exc

@@ -32,9 +32,12 @@ def decode_data(text: str | bytes) -> dict[str, Any]:
 
 
 def encode_webhook(webhook: Webhook) -> str:
-    return _ENCODER.encode({"id": webhook.webhook_id, "index": webhook.index,
-                            "url": webhook.url, "secret": webhook.secret,
-                            "created_at": webhook.created_at})
+    record: dict[str, Any] = {"id": webhook.webhook_id, "index": webhook.index,
+                              "url": webhook.url, "secret": webhook.secret,
+                              "created_at": webhook.created_at}
+    if webhook.allow_private is not None:
+        record["allow_private"] = webhook.allow_private
+    return _ENCODER.encode(record)
 
 
 def decode_webhook(text: str | bytes) -> Webhook:
@@ -42,9 +45,23 @@ def decode_webhook(text: str | bytes) -> Webhook:
         record = json.loads(text)
         return Webhook(webhook_id=str(record["id"]), index=str(record["index"]),
                        url=str(record["url"]), secret=str(record["secret"]),
-                       created_at=float(record["created_at"]))
+                       created_at=float(record["created_at"]),
+                       allow_private=decode_allow_private(record.get("allow_private")))
     except (KeyError, TypeError, ValueError) as exc:
         raise BackendError(f"event log holds a malformed webhook record: {exc!r}") from exc
+
+
+def decode_allow_private(value: object) -> bool | None:
+    """A webhook's recorded decision on private targets: absent (a record from before it
+    was recorded) is None; anything but a boolean or 0/1 is a malformed record, never
+    read as a permission."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"allow_private is {value!r}, not a boolean")
 
 
 def check_limit(limit: int) -> int:

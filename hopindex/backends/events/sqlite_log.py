@@ -21,12 +21,13 @@ from typing import Any
 
 from hopindex.backends.events.codec import (
     check_limit,
+    decode_allow_private,
     decode_data,
     encode_data,
     sorted_webhooks,
 )
 from hopindex.backends.sqlite import SqliteFile
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import BackendError, InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.logging import get_logger
 
@@ -52,6 +53,9 @@ _SCHEMA = (
         created_at REAL NOT NULL)""",
 )
 _COLUMNS = "id, type, idx, job_id, data, created_at"
+# Added after the table: the registering process's decision on private targets
+# (core.events.Webhook); NULL on webhooks stored before it was recorded.
+_ALLOW_PRIVATE = "ALTER TABLE webhooks ADD COLUMN allow_private INTEGER"
 
 
 _WHAT = "sqlite event log"
@@ -77,6 +81,11 @@ class SqliteEventLog:
             with self._db.transaction("create schema", write=True) as conn:
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                # In the same write transaction: two processes opening an older file at
+                # once add the column once.
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(webhooks)")}
+                if "allow_private" not in columns:
+                    conn.execute(_ALLOW_PRIVATE)
         except BaseException:
             self._db.close()
             raise
@@ -169,19 +178,23 @@ class SqliteEventLog:
     def put_webhook(self, webhook: Webhook) -> Webhook:
         with self._transaction("put_webhook", write=True) as conn:
             conn.execute("INSERT OR REPLACE INTO webhooks (webhook_id, idx, url, secret, "
-                         "created_at) VALUES (?, ?, ?, ?, ?)",
+                         "created_at, allow_private) VALUES (?, ?, ?, ?, ?, ?)",
                          (webhook.webhook_id, webhook.index, webhook.url, webhook.secret,
-                          webhook.created_at))
+                          webhook.created_at, webhook.allow_private))
         return webhook
 
     def list_webhooks(self, index: str | None = None) -> list[Webhook]:
-        query = "SELECT webhook_id, idx, url, secret, created_at FROM webhooks"
+        query = "SELECT webhook_id, idx, url, secret, created_at, allow_private FROM webhooks"
         with self._transaction("list_webhooks", write=False) as conn:
             rows = (conn.execute(query).fetchall() if index is None
                     else conn.execute(f"{query} WHERE idx = ?", (index,)).fetchall())
-        return sorted_webhooks([
-            Webhook(webhook_id=w, index=i, url=u, secret=s, created_at=float(c))
-            for w, i, u, s, c in rows])
+        try:
+            return sorted_webhooks([
+                Webhook(webhook_id=w, index=i, url=u, secret=s, created_at=float(c),
+                        allow_private=decode_allow_private(a))
+                for w, i, u, s, c, a in rows])
+        except ValueError as exc:
+            raise BackendError(f"event log holds a malformed webhook record: {exc}") from exc
 
     def delete_webhook(self, webhook_id: str) -> bool:
         with self._transaction("delete_webhook", write=True) as conn:

@@ -4,10 +4,15 @@ Around each call, in this order (docs/architecture.md): response cache → the j
 LLM budget, when it has one (reserve an estimate; a refusal pauses the job:
 ``BudgetExhaustedError``) → rate limiter (reserve an estimate) → the call with a
 timeout → retries with jittered exponential backoff on 429/5xx/timeouts/connection
-errors (a 429 holds back every process sharing the limiter for its Retry-After) →
-reconcile the reservation with the reported usage → usage accounting. JSON replies are
-validated by the caller's parser, with one repair attempt. Each step is reported
-to an :class:`LlmObserver` (metrics), when one is given.
+errors (a 429 holds back every process sharing the limiter for its Retry-After; no
+connection at all gets quick retries bounded in time: ``reachability.py``) →
+reconcile the reservation with the reported usage → usage accounting. Structured
+replies are asked for in the strongest output mode the provider honours
+(``output_modes.py``) and read leniently (``structured.py``: the JSON wherever the
+model put it, then the caller's parser with item-level tolerance), with one second
+request for a reply that cannot be used: a larger budget when it was cut, else a
+repair. A query's calls run under its deadline (``query_policy.py``). Each step is
+reported to an :class:`LlmObserver` (metrics), when one is given.
 
 What fails here is either the item's fault or the infrastructure's. An invalid
 reply after the repair (``LlmOutputError``), a request the provider refuses for
@@ -22,116 +27,91 @@ stored (logged and counted) or reconciled (logged) is returned all the same.
 from __future__ import annotations
 
 import asyncio
-import enum
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import openai
 
 from hopindex.backends.llm.budget import LlmBudget
+from hopindex.backends.llm.budget_gate import BudgetGate
 from hopindex.backends.llm.cache import ResponseCache, cache_key
+
+# The call's shapes live in chat.py; importers have always found them here.
+from hopindex.backends.llm.chat import (
+    CHARS_PER_TOKEN,
+    DEFAULT_COMPLETION_ESTIMATE,
+    ChatRequest,
+    ChatResult,
+    LlmSettings,
+    ResponseFormat,
+    message_text,
+)
 from hopindex.backends.llm.credentials import sdk_api_key
 from hopindex.backends.llm.observer import (
     CacheOperation,
     LlmObserver,
     LlmOutcome,
     NullLlmObserver,
+    ReplyFix,
 )
+from hopindex.backends.llm.output_modes import (
+    ModeNegotiator,
+    OutputMode,
+    OutputModeMemory,
+    ProcessOutputModes,
+    response_format,
+)
+from hopindex.backends.llm.query_policy import within_deadline
 from hopindex.backends.llm.ratelimit import RateLimiter, Reservation
+from hopindex.backends.llm.reachability import Reachability
+from hopindex.backends.llm.reply_json import answer_text
+from hopindex.backends.llm.reply_shapes import ReplyNotes
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
-from hopindex.backends.llm.usage import LlmPrices, UsageMeter
-from hopindex.core.budget import BudgetCharge, BudgetScope
+from hopindex.backends.llm.structured import (
+    larger_budget,
+    parse_cached,
+    read_result,
+    second_request,
+)
+from hopindex.backends.llm.usage import UsageMeter
+from hopindex.core.budget import BudgetLimits, BudgetStatus
 from hopindex.core.errors import (
     BackendError,
-    BudgetExhaustedError,
-    ConfigError,
     LlmAuthenticationError,
-    LlmOutputError,
     LlmUnavailableError,
     PermanentStageError,
+    ReplyShapeError,
 )
 from hopindex.core.logging import get_logger
 from hopindex.core.redact import redact_url
 
 log = get_logger(__name__)
 
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COMPLETION_ESTIMATE", "ChatRequest", "ChatResult",
+           "LlmClient", "LlmSettings", "ResponseFormat"]
+
 T = TypeVar("T")
-
-# Characters per token for estimates before a call; the provider's usage corrects it.
-CHARS_PER_TOKEN = 4
-DEFAULT_COMPLETION_ESTIMATE = 256
-
-
-class ResponseFormat(enum.StrEnum):
-    TEXT = "text"
-    JSON = "json"
-
-
-@dataclass(frozen=True, slots=True)
-class LlmSettings:
-    base_url: str
-    model: str
-    api_key: str
-    timeout_s: float = 60.0
-    max_attempts: int = 6
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    # Prices each answered call as it is recorded (job records, query usage, metrics).
-    prices: LlmPrices = field(default_factory=LlmPrices)
-
-    def __post_init__(self) -> None:
-        if not self.model:
-            raise ConfigError("HOPINDEX_LLM_MODEL must name a model")
-        if self.timeout_s <= 0 or self.max_attempts < 1:
-            raise ConfigError("LLM timeout must be positive and attempts at least 1")
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    stage: str
-    messages: tuple[tuple[str, str], ...]  # (role, content)
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    response_format: ResponseFormat = ResponseFormat.TEXT
-    seed: int | None = None
-
-    def as_messages(self) -> list[dict[str, str]]:
-        return [{"role": role, "content": content} for role, content in self.messages]
-
-    def estimated_tokens(self) -> int:
-        return self.estimated_prompt_tokens() + self.estimated_completion_tokens()
-
-    def estimated_prompt_tokens(self) -> int:
-        return sum(len(content) for _, content in self.messages) // CHARS_PER_TOKEN + 1
-
-    def estimated_completion_tokens(self) -> int:
-        return self.max_tokens or DEFAULT_COMPLETION_ESTIMATE
-
-
-@dataclass(frozen=True, slots=True)
-class ChatResult:
-    content: str
-    prompt_tokens: int
-    completion_tokens: int
-    cached: bool
-    waited_s: float = 0.0
-    attempts: int = 0
-
+R = TypeVar("R")
 
 class LlmClient:
     def __init__(self, settings: LlmSettings, limiter: RateLimiter,
                  cache: ResponseCache | None = None, *,
                  client: openai.AsyncOpenAI | None = None,
                  observer: LlmObserver | None = None,
-                 budget: LlmBudget | None = None) -> None:
+                 budget: LlmBudget | None = None,
+                 modes: OutputModeMemory | None = None) -> None:
         self.settings = settings
         self._limiter = limiter
+        self._modes = ModeNegotiator(modes or ProcessOutputModes(), settings.output_mode,
+                                     base_url=settings.base_url, model=settings.model)
         self._cache = cache
         self._budget = budget
+        self._gate = BudgetGate(budget, settings.prices) if budget is not None else None
         self._observer: LlmObserver = observer or NullLlmObserver()
+        self._reach = Reachability(settings.base_url, settings.connect_give_up_s,
+                                   backoff_base_s=settings.backoff_base_s)
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=sdk_api_key(settings.api_key), max_retries=0,
@@ -143,6 +123,7 @@ class LlmClient:
             await self._cache.close()
         if self._budget is not None:
             await self._budget.close()
+        await self._modes.close()
         await self._limiter.close()
 
     async def forget_budget(self, job_id: str) -> None:
@@ -150,48 +131,95 @@ class LlmClient:
         if self._budget is not None:
             await self._budget.forget(job_id)
 
-    async def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+    async def budget_status(self, job_id: str, limits: BudgetLimits) -> BudgetStatus | None:
+        """What the job's settled calls spent and its calls in flight hold, against
+        ``limits``; None without a budget store."""
+        if self._budget is None:
+            return None
+        return await self._budget.status(job_id, limits)
+
+    async def complete(self, request: ChatRequest, usage: UsageMeter, *,
+                       whole: bool = False) -> ChatResult:
+        """A text reply, without the reasoning block a reasoning model puts first.
+
+        A reply cut at its budget is returned with ``truncated`` set, for a caller
+        that keeps it and says so (a query's answer). ``whole``: the text becomes a
+        unit (an index-time summary), so a cut reply is asked once more with a larger
+        budget, counted as a repair; a reply still cut is returned marked."""
+        return await within_deadline(usage.deadline, request.stage,
+                                     self._complete_text(request, usage, whole=whole))
+
+    async def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
+                            usage: UsageMeter) -> T:
+        """The parsed reply (``structured.py``: the first JSON value in it that
+        ``parse`` accepts). A reply that cannot be used earns one more request, a retry
+        with a larger budget when it was cut at its budget and else a repair call that
+        says what was wrong; then ``ReplyShapeError`` (an ``LlmOutputError``: the
+        document's or entity's permanent failure). A query (``usage.deadline``) makes
+        no repair call: its method degrades instead."""
+        return await within_deadline(usage.deadline, request.stage,
+                                     self._complete_json(request, parse, usage))
+
+    async def _complete_text(self, request: ChatRequest, usage: UsageMeter, *,
+                             whole: bool) -> ChatResult:
         key = self._key(request)
         cached = await self._cached(request.stage, key)
         if cached is not None:
             usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
-            return ChatResult(content=cached, prompt_tokens=0, completion_tokens=0,
-                              cached=True)
+            return ChatResult(content=answer_text(cached), prompt_tokens=0,
+                              completion_tokens=0, cached=True)
         result = await self._call(request, usage)
+        if whole and result.truncated and usage.deadline is None:
+            self._observer.observe_reply_fix(request.stage, self.settings.model,
+                                             ReplyFix.BUDGET_RETRY)
+            result = await self._call(replace(request, max_tokens=larger_budget(
+                request.max_tokens, result.completion_tokens)), usage, repair=True)
+        answer = answer_text(result.content)
         # An empty reply is the model failing, not an answer: caching it would make
-        # every later run of the same prompt fail the same way for free.
-        if request.response_format is ResponseFormat.TEXT and result.content.strip():
+        # every later run of the same prompt fail the same way for free. Nor is a cut
+        # one cached: a later run with a larger budget should get the whole answer.
+        if answer and not result.truncated:
             await self._store(request.stage, key, result.content)
-        return result
+        return replace(result, content=answer)
 
-    async def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
-                            usage: UsageMeter) -> T:
-        """The parsed reply; a reply ``parse`` rejects gets one repair attempt, then
-        ``LlmOutputError`` (a permanent failure for that document or entity)."""
+    async def _complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
+                             usage: UsageMeter) -> T:
         request = replace(request, response_format=ResponseFormat.JSON)
         key = self._key(request)
-        found = _parsed(await self._cached(request.stage, key), parse)
+        found = parse_cached(request.stage, await self._cached(request.stage, key), parse)
         if found is not None:
             usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
-            return found[0]
+            self._record_reading(request.stage, usage, found.notes)
+            return found.value
         result = await self._call(request, usage)
         try:
-            value = parse(json.loads(result.content))
-            content = result.content
-        except (ValueError, KeyError, TypeError) as first_error:
-            repair = replace(request, messages=(
-                *request.messages, ("assistant", result.content),
-                ("user", f"That reply was not valid JSON of the requested shape "
-                         f"({first_error}). Reply with the corrected JSON only.")))
-            repaired = await self._call(repair, usage)
+            parsed = read_result(request.stage, result, parse)
+        except ReplyShapeError as first:
+            if usage.deadline is not None:
+                raise  # a query degrades instead of a second request
+            second_kind = "larger-budget retry" if result.truncated else "repair call"
+            self._observer.observe_reply_fix(
+                request.stage, self.settings.model,
+                ReplyFix.BUDGET_RETRY if result.truncated else ReplyFix.REPAIR_CALL)
+            result = await self._call(second_request(request, result, first), usage,
+                                      repair=True)
             try:
-                value = parse(json.loads(repaired.content))
-                content = repaired.content
-            except (ValueError, KeyError, TypeError) as exc:
-                raise LlmOutputError(f"{request.stage}: model reply is not the expected "
-                                     f"JSON after one repair attempt: {exc}") from exc
-        await self._store(request.stage, key, content)
-        return value
+                parsed = read_result(request.stage, result, parse)
+            except ReplyShapeError as second:
+                raise ReplyShapeError(f"{second} (after one {second_kind})") from second
+        self._record_reading(request.stage, usage, parsed.notes)
+        await self._store(request.stage, key, result.content)
+        return parsed.value
+
+    def _record_reading(self, stage: str, usage: UsageMeter, notes: ReplyNotes) -> None:
+        usage.record_reading(stage, notes)
+        for fix, count in ((ReplyFix.COERCED, notes.coerced), (ReplyFix.DROPPED, notes.dropped),
+                           (ReplyFix.RESCALED, notes.rescaled)):
+            if count:
+                self._observer.observe_reply_fix(stage, self.settings.model, fix, count)
+        if notes.dropped:
+            log.info("llm_reply_items_dropped", stage=stage, dropped=notes.dropped,
+                     reasons=dict(notes.reasons))
 
     async def _cached(self, stage: str, key: str) -> str | None:
         """The cached reply, or None on a miss.
@@ -248,76 +276,37 @@ class LlmClient:
                          temperature=request.temperature,
                          response_format=request.response_format.value, seed=request.seed)
 
-    async def _call(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
-        """One paid request: reserved against the job's budget first, when it has one."""
+    async def _call(self, request: ChatRequest, usage: UsageMeter, *,
+                    repair: bool = False) -> ChatResult:
+        """One paid request: held against the job's budget first, when it has one.
+        ``repair``: the second request for one reply (counted as such)."""
         scope = usage.budget
-        if scope is None or self._budget is None or not scope.limits.is_limited:
-            return await self._attempts(request, usage)
-        charge = self._estimate_charge(request)
-        await self._reserve_budget(request, usage, scope, charge)
-        spent = BudgetCharge(0)
+        if scope is None or self._gate is None or not scope.limits.is_limited:
+            return await self._attempts(request, usage, repair=repair)
+        held = await self._gate.hold(request, usage, scope)
+        result: ChatResult | None = None
         try:
-            result = await self._attempts(request, usage)
-            spent = BudgetCharge(result.prompt_tokens + result.completion_tokens,
-                                 self.settings.prices.cost_of(
-                                     result.prompt_tokens, result.completion_tokens) or 0.0)
+            result = await self._attempts(request, usage, repair=repair)
             return result
         finally:
-            await self._settle_budget(request.stage, scope, charge, spent)
+            await self._gate.settle(request.stage, scope, held, result)
 
-    def _estimate_charge(self, request: ChatRequest) -> BudgetCharge:
-        prompt, completion = (request.estimated_prompt_tokens(),
-                              request.estimated_completion_tokens())
-        return BudgetCharge(prompt + completion,
-                            self.settings.prices.cost_of(prompt, completion) or 0.0)
-
-    async def _reserve_budget(self, request: ChatRequest, usage: UsageMeter,
-                              scope: BudgetScope, charge: BudgetCharge) -> None:
-        """Hold ``charge`` on the job's budget, or raise ``BudgetExhaustedError`` with the
-        figures. A budget store that cannot answer raises its own retryable error: the
-        call is not made unchecked."""
-        assert self._budget is not None
-        first = usage.refusal
-        if first is not None:
-            raise BudgetExhaustedError(str(first), job_id=first.job_id, figures=first.figures)
-        if await self._budget.reserve(scope.job_id, scope.limits, charge):
-            return
-        status = await self._budget.status(scope.job_id, scope.limits)
-        reason = status.refusal(charge)
-        log.warning("llm_budget_refused", stage=request.stage, job_id=scope.job_id,
-                    reason=reason)
-        refused = BudgetExhaustedError(
-            reason, job_id=scope.job_id,
-            figures={**status.as_dict(), "stage": request.stage,
-                     "next_call": {"tokens": charge.tokens, "cost": charge.cost}})
-        usage.refusal = refused
-        raise refused
-
-    async def _settle_budget(self, stage: str, scope: BudgetScope, reserved: BudgetCharge,
-                             spent: BudgetCharge) -> None:
-        """Swap the hold for what the call used. Bookkeeping, like the limiter's: a store
-        that cannot take it leaves the hold counted (the budget errs on the safe side)
-        and never costs the reply."""
-        assert self._budget is not None
-        try:
-            await self._budget.settle(scope.job_id, reserved, spent)
-        except BackendError as exc:
-            log.warning("llm_budget_settle_failed", stage=stage, job_id=scope.job_id,
-                        error=str(exc))
-
-    async def _attempts(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
+    async def _attempts(self, request: ChatRequest, usage: UsageMeter, *,
+                        repair: bool = False) -> ChatResult:
         model = self.settings.model
         estimate = request.estimated_tokens()
+        mode = await self._first_mode(request)
         waited_s = 0.0
         last_error = ""
-        for attempt in range(1, self.settings.max_attempts + 1):
-            reservation = await self._limiter.acquire(model, estimate)
+        attempt = connect_tries = 0
+        while attempt < self.settings.max_attempts:
+            attempt += 1
+            reservation = await self._admitted(request.stage, estimate)
             waited_s += reservation.waited_s
-            self._observer.observe_wait(request.stage, model, reservation.waited_s)
             started = time.perf_counter()
             try:
                 response = await self._client.chat.completions.create(
-                    **self._arguments(request))
+                    **self._arguments(request, mode), timeout=self._timeout_s(usage))
             except openai.AuthenticationError as exc:
                 self._observe_failure(request, LlmOutcome.UNAUTHORIZED, started)
                 await self._settle(request.stage, reservation, 0)
@@ -338,46 +327,107 @@ class LlmClient:
                 self._observe_failure(request, LlmOutcome.TIMEOUT if isinstance(
                     exc, openai.APITimeoutError) else LlmOutcome.SERVER_ERROR, started)
                 await self._settle(request.stage, reservation, 0)
-                last_error = f"{type(exc).__name__}: {exc}"
-                delay_s = self._backoff_s(attempt)
+                # Some servers crash on a structured-output mode they cannot compile (a
+                # 500 naming the grammar or the schema): that is the mode refused too.
+                if isinstance(exc, openai.InternalServerError) and (
+                        weaker := await self._step_down(request, mode, exc)) is not None:
+                    mode, attempt = weaker, attempt - 1
+                    continue
+                last_error, delay_s = f"{type(exc).__name__}: {exc}", self._backoff_s(attempt)
+                # No connection at all (a timeout is a slow provider, not that): quick
+                # retries bounded in time, not the attempts (reachability.py).
+                if not isinstance(exc, openai.APITimeoutError) and (
+                        retry := self._reach.retry(request.stage, exc, connect_tries + 1)):
+                    connect_tries, attempt, last_error, delay_s = (connect_tries + 1,
+                                                                   attempt - 1, *retry)
             except openai.APIStatusError as exc:
                 self._observe_failure(request, LlmOutcome.REJECTED, started)
                 await self._settle(request.stage, reservation, 0)
-                raise PermanentStageError(f"{request.stage}: the LLM provider rejected the "
-                                          f"request ({exc.status_code}): {exc}") from exc
+                weaker = await self._step_down(request, mode, exc)
+                if weaker is None:
+                    raise PermanentStageError(f"{request.stage}: the LLM provider rejected "
+                                              f"the request ({exc.status_code}): {exc}") from exc
+                # The mode was refused, not the request: at once, and not an attempt.
+                mode, attempt = weaker, attempt - 1
+                continue
             else:
-                duration_s = time.perf_counter() - started
-                prompt_tokens = response.usage.prompt_tokens if response.usage else 0
-                completion_tokens = response.usage.completion_tokens if response.usage else 0
-                cost = self.settings.prices.cost_of(prompt_tokens, completion_tokens)
-                self._observer.observe_request(request.stage, model, LlmOutcome.OK, duration_s,
-                                               prompt_tokens=prompt_tokens,
-                                               completion_tokens=completion_tokens, cost=cost)
-                await self._settle(request.stage, reservation, prompt_tokens + completion_tokens)
-                usage.record_call(request.stage, prompt_tokens=prompt_tokens,
-                                  completion_tokens=completion_tokens, waited_s=waited_s,
-                                  retries=attempt - 1, cost=cost)
-                log.debug("llm_call_finished", stage=request.stage, model=model,
-                          attempt=attempt, duration_s=round(duration_s, 3),
-                          prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-                content = response.choices[0].message.content or ""
-                return ChatResult(content=content, prompt_tokens=prompt_tokens,
-                                  completion_tokens=completion_tokens, cached=False,
-                                  waited_s=waited_s, attempts=attempt)
-            log.warning("llm_call_retry", stage=request.stage, model=model, attempt=attempt,
-                        error=last_error, delay_s=round(delay_s, 3))
+                result = self._answered(request, usage, response, started=started,
+                                        waited_s=waited_s, attempt=attempt, repair=repair)
+                await self._settle(request.stage, reservation,
+                                   result.prompt_tokens + result.completion_tokens)
+                return result
+            log.warning("llm_call_retry", stage=request.stage, model=model,
+                        attempt=attempt + connect_tries, error=last_error,
+                        delay_s=round(delay_s, 3))
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(delay_s)
-        raise LlmUnavailableError(f"{request.stage}: the LLM provider failed "
+        raise LlmUnavailableError(f"{request.stage}: the LLM provider at "
+                                  f"{redact_url(self.settings.base_url)} failed "
                                   f"{self.settings.max_attempts} times; last: {last_error}",
                                   retry_after_s=self.settings.backoff_max_s)
+
+    async def _admitted(self, stage: str, estimate: int) -> Reservation:
+        """The rate limiter's admission of one attempt; none, and no reservation, while
+        the provider is held unreachable (``LlmUnavailableError``: no call is sent)."""
+        self._reach.check(stage)
+        reservation = await self._limiter.acquire(self.settings.model, estimate)
+        self._observer.observe_wait(stage, self.settings.model, reservation.waited_s)
+        return reservation
+
+    async def _first_mode(self, request: ChatRequest) -> OutputMode:
+        if request.response_format is not ResponseFormat.JSON:
+            return OutputMode.PROMPT
+        mode = await self._modes.mode_for_json()
+        # No declared shape: json_object is what is sent, so a refusal is of that.
+        return (OutputMode.JSON_OBJECT if mode is OutputMode.JSON_SCHEMA
+                and request.shape is None else mode)
+
+    async def _step_down(self, request: ChatRequest, mode: OutputMode,
+                         exc: openai.APIStatusError) -> OutputMode | None:
+        """The next output mode when ``exc`` refuses this one (remembered, counted)."""
+        weaker = await self._modes.step_down(request.stage, mode, exc.status_code, str(exc))
+        if weaker is not None:
+            self._observer.observe_reply_fix(request.stage, self.settings.model,
+                                             ReplyFix.MODE_REFUSED)
+        return weaker
+
+    def _answered(self, request: ChatRequest, usage: UsageMeter, response: Any, *,
+                  started: float, waited_s: float, attempt: int, repair: bool) -> ChatResult:
+        self._reach.connected()  # an answer: whatever stretch without one is over
+        model = self.settings.model
+        duration_s = time.perf_counter() - started
+        prompt_tokens = response.usage.prompt_tokens if response.usage else 0
+        completion_tokens = response.usage.completion_tokens if response.usage else 0
+        cost = self.settings.prices.cost_of(prompt_tokens, completion_tokens)
+        self._observer.observe_request(request.stage, model, LlmOutcome.OK, duration_s,
+                                       prompt_tokens=prompt_tokens,
+                                       completion_tokens=completion_tokens, cost=cost)
+        choice = response.choices[0] if response.choices else None
+        finish_reason = getattr(choice, "finish_reason", None)
+        usage.record_call(request.stage, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, waited_s=waited_s,
+                          retries=attempt - 1, cost=cost, repair=repair,
+                          truncated=finish_reason == "length")
+        log.debug("llm_call_finished", stage=request.stage, model=model, attempt=attempt,
+                  duration_s=round(duration_s, 3), prompt_tokens=prompt_tokens,
+                  completion_tokens=completion_tokens, finish_reason=finish_reason)
+        # ``reasoning_content`` (a reasoning model's separate field) is never the answer.
+        content = message_text(choice.message.content if choice is not None else None)
+        return ChatResult(content=content, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, cached=False,
+                          waited_s=waited_s, attempts=attempt, finish_reason=finish_reason)
+
+    def _timeout_s(self, usage: UsageMeter) -> float:
+        deadline = usage.deadline
+        return (self.settings.timeout_s if deadline is None
+                else deadline.call_timeout(self.settings.timeout_s))
 
     def _observe_failure(self, request: ChatRequest, outcome: LlmOutcome,
                          started: float) -> None:
         self._observer.observe_request(request.stage, self.settings.model, outcome,
                                        time.perf_counter() - started)
 
-    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+    def _arguments(self, request: ChatRequest, mode: OutputMode) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": self.settings.model,
                                      "messages": request.as_messages(),
                                      "temperature": request.temperature}
@@ -386,22 +436,13 @@ class LlmClient:
         if request.seed is not None:
             arguments["seed"] = request.seed
         if request.response_format is ResponseFormat.JSON:
-            arguments["response_format"] = {"type": "json_object"}
+            asked = response_format(mode, request.stage, request.shape)
+            if asked is not None:
+                arguments["response_format"] = asked
         return arguments
 
     def _backoff_s(self, attempt: int) -> float:
         return full_jitter_s(attempt, self.settings.backoff_base_s, self.settings.backoff_max_s)
-
-
-def _parsed(cached: str | None, parse: Callable[[Any], T]) -> tuple[T] | None:
-    """The cached reply parsed (in a tuple: a parser may return None), or None when
-    there is none or it no longer parses (a cache written by older code: ask again)."""
-    if cached is None:
-        return None
-    try:
-        return (parse(json.loads(cached)),)
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def _retry_after_s(exc: openai.APIStatusError, default_s: float = 1.0) -> float:

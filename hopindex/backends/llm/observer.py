@@ -33,6 +33,17 @@ class CacheOperation(enum.StrEnum):
     PUT = "put"
 
 
+class ReplyFix(enum.StrEnum):
+    """What a reply needed before it could be used (a bounded label set)."""
+
+    REPAIR_CALL = "repair_call"  # a second request saying what was wrong
+    BUDGET_RETRY = "budget_retry"  # a second request with a larger completion budget
+    MODE_REFUSED = "mode_refused"  # the provider refused the output mode: stepped down
+    COERCED = "coerced"  # values taken in lax mode (numbers as strings)
+    DROPPED = "dropped"  # elements that did not fit, dropped from a reply
+    RESCALED = "rescaled"  # a reply's 0-1 scores read on the 0-10 scale asked
+
+
 class LlmObserver(Protocol):
     def observe_cache(self, stage: str, *, hit: bool) -> None:
         """One response-cache lookup."""
@@ -48,6 +59,9 @@ class LlmObserver(Protocol):
                         cost: float | None = None) -> None:
         """One request sent to the provider; tokens as the provider reported them, and
         their cost at the configured prices (None: unpriced)."""
+
+    def observe_reply_fix(self, stage: str, model: str, fix: ReplyFix, count: int = 1) -> None:
+        """What reading a reply needed (``count`` coerced values, dropped elements...)."""
 
 
 class NullLlmObserver:
@@ -65,6 +79,9 @@ class NullLlmObserver:
     def observe_request(self, stage: str, model: str, outcome: LlmOutcome, duration_s: float,
                         *, prompt_tokens: int = 0, completion_tokens: int = 0,
                         cost: float | None = None) -> None:
+        return None
+
+    def observe_reply_fix(self, stage: str, model: str, fix: ReplyFix, count: int = 1) -> None:
         return None
 
 

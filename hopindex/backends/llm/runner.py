@@ -16,12 +16,8 @@ from typing import Any, TypeVar
 
 from hopindex.backends.llm.client import ChatRequest, ChatResult, LlmClient
 from hopindex.backends.llm.usage import UsageMeter
-from hopindex.core.errors import (
-    ConfigError,
-    HopindexError,
-    LlmUnavailableError,
-    PermanentStageError,
-)
+from hopindex.core.budget import BudgetLimits, BudgetStatus
+from hopindex.core.errors import LLM_CALL_FAILURES, ConfigError, HopindexError
 
 T = TypeVar("T")
 
@@ -56,6 +52,10 @@ class LlmRunner:
     def forget_budget(self, job_id: str) -> None:
         """Drop a finished job's budget account (backends/llm/budget.py)."""
         self._run(self._client.forget_budget(job_id))
+
+    def budget_status(self, job_id: str, limits: BudgetLimits) -> BudgetStatus | None:
+        """The job's budget account as it is now (None without a budget store)."""
+        return self._run(self._client.budget_status(job_id, limits))
 
     def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
         return self._run(self._bounded(self._client.complete(request, usage)))
@@ -94,9 +94,11 @@ class LlmRunner:
                            usage: UsageMeter) -> list[T | HopindexError]:
         """Text replies, concurrently and in order, each checked by ``parse`` (which
         raises ``LlmOutputError`` for a reply the item cannot use: no repair attempt,
-        since a text reply has no shape to correct). Failures as ``complete_json_many``."""
+        since a text reply has no shape to correct). Each text becomes a unit, so a
+        reply cut at its budget is asked once more with a larger one. Failures as
+        ``complete_json_many``."""
         async def one(request: ChatRequest) -> T:
-            result = await self._bounded(self._client.complete(request, usage))
+            result = await self._bounded(self._client.complete(request, usage, whole=True))
             return parse(result.content)
 
         async def run_all() -> list[T | BaseException]:
@@ -135,13 +137,13 @@ def item_failure(error: BaseException) -> HopindexError | None:
 
     The item's fault: a reply still invalid after the repair (``LlmOutputError``), a
     request the provider refuses for good (``PermanentStageError``, a 4xx), and the
-    provider failing it past the client's attempts (``LlmUnavailableError``: recorded
-    on the item, which a later ingest plans again). Never the item's fault: the cache,
-    the rate limiter, the state or the broker failing around the call.
+    provider failing it past the client's attempts or found unreachable
+    (``LlmUnavailableError``: recorded on the item, which a later ingest plans again;
+    the client shares an unreachable verdict, so a batch's other calls fail at once).
+    Never the item's fault: the cache, the rate limiter, the state or the broker
+    failing around the call.
     """
-    if isinstance(error, PermanentStageError | LlmUnavailableError):
-        return error
-    return None
+    return error if isinstance(error, LLM_CALL_FAILURES) else None
 
 
 def _item_outcomes(outcomes: Sequence[T | BaseException]) -> list[T | HopindexError]:

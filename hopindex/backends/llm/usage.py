@@ -6,6 +6,8 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 
+from hopindex.backends.llm.query_policy import QueryDeadline
+from hopindex.backends.llm.reply_shapes import ReplyNotes
 from hopindex.core.budget import BudgetScope
 from hopindex.core.errors import BudgetExhaustedError, ConfigError
 from hopindex.core.models import LlmUsage, total_usage
@@ -56,15 +58,29 @@ class UsageMeter:
     # The first refusal of that budget: later calls of the batch are refused with it
     # too, even one small enough to fit, so a paused job stops calling at once.
     refusal: BudgetExhaustedError | None = None
+    # A query's one deadline for all its LLM calls, and the first LLM step of the query
+    # that failed (after which no further call is made). None outside a query.
+    deadline: QueryDeadline | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record_call(self, stage: str, *, prompt_tokens: int, completion_tokens: int,
-                    waited_s: float, retries: int, cost: float | None = None) -> None:
+                    waited_s: float, retries: int, cost: float | None = None,
+                    repair: bool = False, truncated: bool = False) -> None:
         with self._lock:
             usage = self.stages.setdefault(stage, LlmUsage())
             usage.add(LlmUsage(calls=1, prompt_tokens=prompt_tokens,
                                completion_tokens=completion_tokens, retries=retries,
-                               limiter_wait_s=waited_s, cost=cost))
+                               limiter_wait_s=waited_s, cost=cost, repairs=int(repair),
+                               truncated=int(truncated)))
+
+    def record_reading(self, stage: str, notes: ReplyNotes) -> None:
+        """What reading one reply forgave (values coerced, elements dropped, scores
+        rescaled), counted on the stage (a query's ``usage.replies`` and trace)."""
+        if notes.is_clean:
+            return
+        with self._lock:
+            self.stages.setdefault(stage, LlmUsage()).add(LlmUsage(
+                coerced=notes.coerced, dropped=notes.dropped, rescaled=notes.rescaled))
 
     def record_cache_hit(self, stage: str, *, cost: float | None = None) -> None:
         """One reply from the cache; ``cost`` is 0 when priced (nothing was paid) and

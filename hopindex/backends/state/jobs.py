@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 from hopindex.backends.state.connection import SqliteConnection, dumps
 from hopindex.core.errors import BackendError, NotFoundError
-from hopindex.core.models import Dispatch, Job
+from hopindex.core.models import Dispatch, Job, JobState
+
+_FINAL = tuple(state.value for state in JobState if state.is_final)
 
 
 class JobsMixin(SqliteConnection):
@@ -57,6 +59,16 @@ class JobsMixin(SqliteConnection):
             rows = conn.execute(f"SELECT data FROM jobs {where}"
                                 " ORDER BY created_at DESC, rowid DESC LIMIT ?",
                                 [*params, limit]).fetchall()
+        return [Job.from_dict(json.loads(data)) for (data,) in rows]
+
+    def open_jobs(self, index: str) -> list[Job]:
+        """The index's unfinished jobs, in the order they were created (rowid: the
+        order of the inserts, whatever the clocks of the processes that made them)."""
+        marks = ", ".join("?" for _ in _FINAL)
+        with self._transaction("open_jobs", write=False) as conn:
+            rows = conn.execute(f"SELECT data FROM jobs WHERE idx = ? AND json_extract(data, "
+                                f"'$.state') NOT IN ({marks}) ORDER BY rowid",
+                                [index, *_FINAL]).fetchall()
         return [Job.from_dict(json.loads(data)) for (data,) in rows]
 
     def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None:

@@ -6,6 +6,10 @@ entry in the sorted sets ``P:jobs`` and the index's ``jobs``. A member is
 created at the same instant, the later insertion sorts higher, which is SQLite's
 ``created_at DESC, rowid DESC``.
 
+The index's ``openjobs`` sorted set holds the members of its unfinished jobs scored
+by insertion number: the order jobs wait in for their turn on the index
+(scheduler/writers.py), kept by ``create_job`` and ``update_job``.
+
 ``P:dispatch:<id>`` is a list of the job's fan-outs as JSON, newest last.
 
 ``update_job`` runs Python (the change callable), so it cannot be a script. It is
@@ -45,15 +49,20 @@ LEASE_WAIT_S = 3 * LEASE_TTL_MS / 1000
 MAX_CONFLICTS = 50
 _BACKOFF_MIN_S, _BACKOFF_MAX_S = 0.0005, 0.02
 
-# KEYS: job, all jobs, the index's jobs, the insertion counter. ARGV: data, created_at, id.
+# KEYS: job, all jobs, the index's jobs, the insertion counter, the index's open jobs.
+# ARGV: data, created_at, id, "1" when the job is unfinished.
 _CREATE_JOB = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-local member = string.format('%016d', redis.call('INCR', KEYS[4])) .. ':' .. ARGV[3]
+local seq = redis.call('INCR', KEYS[4])
+local member = string.format('%016d', seq) .. ':' .. ARGV[3]
 redis.call('HSET', KEYS[1], 'data', ARGV[1], 'member', member)
 redis.call('ZADD', KEYS[2], ARGV[2], member)
 redis.call('ZADD', KEYS[3], ARGV[2], member)
+if ARGV[4] == '1' then
+  redis.call('ZADD', KEYS[5], seq, member)
+end
 return 1
 """
 
@@ -82,13 +91,17 @@ class RedisJobsMixin(RedisConnection):
     def _jobs_key(self, index: str | None) -> str:
         return self._key("jobs") if index is None else self._base(index) + "jobs"
 
+    def _open_key(self, index: str) -> str:
+        return self._base(index) + "openjobs"
+
     def create_job(self, job: Job) -> None:
         """Store a new job; an id already in use is refused rather than overwritten."""
         keys = [self._job_key(job.job_id), self._jobs_key(None), self._jobs_key(job.index),
-                self._key("jobseq")]
+                self._key("jobseq"), self._open_key(job.index)]
         with self._errors("create_job"):
             created = self._script(_CREATE_JOB)(
-                keys=keys, args=[dumps(job.as_dict()), repr(float(job.created_at)), job.job_id])
+                keys=keys, args=[dumps(job.as_dict()), repr(float(job.created_at)), job.job_id,
+                                 "0" if job.state.is_final else "1"])
         if not created:
             raise BackendError(f"job {job.job_id} already exists")
 
@@ -167,8 +180,13 @@ class RedisJobsMixin(RedisConnection):
                 pipe.hset(key, "data", dumps(job.as_dict()))
                 if job.index != old_index:
                     pipe.zrem(self._jobs_key(old_index), member)
+                    pipe.zrem(self._open_key(old_index), member)
                 pipe.zadd(self._jobs_key(None), {member: job.created_at})
                 pipe.zadd(self._jobs_key(job.index), {member: job.created_at})
+                if job.state.is_final:
+                    pipe.zrem(self._open_key(job.index), member)
+                else:
+                    pipe.zadd(self._open_key(job.index), {member: int(member.partition(":")[0])})
                 pipe.delete(lease)
                 pipe.execute()
             except redis.WatchError:
@@ -192,6 +210,20 @@ class RedisJobsMixin(RedisConnection):
         replies = self._batched("list_jobs", [_job_id_of(m) for m in members], add)
         # A job deleted between the two reads is skipped.
         return [Job.from_dict(json.loads(data)) for data in replies if data is not None]
+
+    def open_jobs(self, index: str) -> list[Job]:
+        """The index's unfinished jobs, in the order they were created."""
+        with self._errors("open_jobs"):
+            reply = self._redis().zrange(self._open_key(index), 0, -1)
+        members = [m for m in reply if isinstance(m, str)]
+
+        def add(pipe: Pipeline, chunk: Sequence[str]) -> None:
+            for job_id in chunk:
+                pipe.hget(self._job_key(job_id), "data")
+
+        replies = self._batched("open_jobs", [_job_id_of(m) for m in members], add)
+        jobs = [Job.from_dict(json.loads(data)) for data in replies if data is not None]
+        return [job for job in jobs if not job.state.is_final]
 
     def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None:
         with self._errors("add_dispatch"):

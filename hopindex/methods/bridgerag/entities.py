@@ -7,11 +7,17 @@ entity twice is searched once: the second search could only return the same hits
 
 from __future__ import annotations
 
-from hopindex.backends.llm.runner import LlmRunner
+from typing import TYPE_CHECKING
+
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.methods.bridgerag.parsing import parse_entity_pair
 from hopindex.methods.bridgerag.pool import Source
 from hopindex.methods.bridgerag.prompts import entities_request
+
+if TYPE_CHECKING:
+    # Annotations only: the runner imports the openai SDK, which loading the method
+    # (every CLI command loads the registry) must not pay for.
+    from hopindex.backends.llm.runner import LlmRunner
 
 
 def ask_entities(llm: LlmRunner, question: str, bridge: str,

@@ -18,10 +18,10 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hopindex.backends.llm.client import ChatRequest
-from hopindex.backends.llm.runner import LlmRunner
+from hopindex.backends.llm.chat import ChatRequest
+from hopindex.backends.llm.query_policy import QueryDeadline
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import (
     BackendError,
@@ -35,6 +35,11 @@ from hopindex.core.models import LlmUsage
 from hopindex.methods.base import SearchContext
 from hopindex.methods.bridgerag.parsing import judge_parser
 from hopindex.methods.bridgerag.prompts import judge_request
+
+if TYPE_CHECKING:
+    # Annotations only: the runner imports the openai SDK, which loading the method
+    # (every CLI command loads the registry) must not pay for.
+    from hopindex.backends.llm.runner import LlmRunner
 
 # The query-time task that scores a pool on a worker of the judge queue.
 JUDGE_TASK = "bridgerag.judge"
@@ -111,9 +116,12 @@ class JudgeOutcome:
         return cls(status=status, scores=scores, usage=usage, error=str(payload.get("error", "")))
 
 
-def judge_in_process(llm: LlmRunner, request: JudgeRequest) -> JudgeOutcome:
-    """One call for the whole pool; a failure becomes an outcome, except a refused key."""
-    usage = UsageMeter()
+def judge_in_process(llm: LlmRunner, request: JudgeRequest,
+                     deadline: QueryDeadline | None = None) -> JudgeOutcome:
+    """One call for the whole pool; a failure becomes an outcome, except a refused key.
+    ``deadline``: the asking query's, when the judge runs in its process (its usage
+    stays the judge's own, its time the query's)."""
+    usage = UsageMeter(deadline=deadline)
     try:
         scores = llm.complete_json(request.to_chat(), judge_parser(len(request.candidates)),
                                    usage)

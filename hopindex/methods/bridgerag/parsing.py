@@ -1,20 +1,35 @@
-"""Validators of BridgeRAG's replies.
+"""Readers of BridgeRAG's replies.
 
-The JSON ones are ``parse`` callbacks of ``complete_json``: they raise
-``ValueError``/``KeyError``/``TypeError`` on a wrong shape so the client makes its
-one repair attempt. They are lenient where the meaning survives (extra or blank
-queries, a score given as a numeric string, a score a little outside 0-10).
+The JSON ones are ``parse`` callbacks of ``complete_json``, read item by item against
+the declared shapes (``shapes``): a null or misfit query, entity or score is dropped
+and noted, a score given as a numeric string (or ``"7/10"``) is read and counted, and
+the reply fails (``ReplyShapeError``, on which the client makes its one repair
+attempt) only when nothing usable remains. Judge scores asked on 0-10 and given on
+0-1 are rescaled per reply; scores a little outside 0-10 are clamped.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hopindex.backends.llm.reply_shapes import (
+    json_type_name,
+    note_dropped,
+    read_items,
+    read_shape,
+    scores_on_scale,
+)
+from hopindex.core.errors import ReplyShapeError
 from hopindex.methods.bridgerag.prompts import QUERY_COUNT
+from hopindex.methods.bridgerag.shapes import (
+    ENTITIES_WHAT,
+    QUERIES_WHAT,
+    SCORES_WHAT,
+    QueryText,
+    ScoreValue,
+)
 
 MAX_QUERY_CHARS = 500
 MAX_ENTITY_CHARS = 200
@@ -32,15 +47,13 @@ class Extracted:
 
 
 def parse_queries(value: Any) -> tuple[str, ...]:
-    """``{"queries": [...]}`` → up to three distinct non-blank queries, in order."""
-    if not isinstance(value, dict):
-        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-    raw = value["queries"]
-    if not isinstance(raw, list) or not all(isinstance(q, str) for q in raw):
-        raise TypeError("queries must be a list of strings")
-    queries = _distinct(" ".join(q.split())[:MAX_QUERY_CHARS] for q in raw)
+    """``{"queries": [...]}`` (or the bare list) → up to three distinct non-blank
+    queries, in order."""
+    raw = value if isinstance(value, list) else _field(value, "queries")
+    queries = _distinct(" ".join(q.root.split())[:MAX_QUERY_CHARS]
+                        for q in read_items(raw, QueryText, what=QUERIES_WHAT))
     if not queries:
-        raise ValueError("queries is empty")
+        raise ReplyShapeError(f"{QUERIES_WHAT}: no query that is not blank")
     return queries[:QUERY_COUNT]
 
 
@@ -57,15 +70,20 @@ def parse_entity_pair(reply: str) -> tuple[str, str]:
 
 def parse_extracted(value: Any) -> Extracted:
     """``{"queries": [...], "entities": [e1, e2]}`` (entities may also be ``"e1 | e2"``)."""
-    queries = parse_queries(value)
-    raw = value["entities"]
+    queries = parse_queries(_field(value, "queries"))
+    raw = _field(value, "entities")
     if isinstance(raw, str):
         return Extracted(queries, parse_entity_pair(raw))
-    if not isinstance(raw, list) or not all(isinstance(e, str) for e in raw):
-        raise TypeError("entities must be a list of strings")
-    named = [e for e in (_clean_entity(x) for x in raw) if e]
+    if not isinstance(raw, list):
+        raise ReplyShapeError(f"{ENTITIES_WHAT}: expected a list, got {json_type_name(raw)}")
+    named: list[str] = []
+    for entity in raw:
+        if not isinstance(entity, str):
+            note_dropped(f"{ENTITIES_WHAT}: {json_type_name(entity)} element")
+        elif cleaned := _clean_entity(entity):
+            named.append(cleaned)
     if not named:
-        raise ValueError("entities is empty")
+        raise ReplyShapeError(f"{ENTITIES_WHAT}: no entity among {len(raw)}")
     return Extracted(queries, (named[0], named[1] if len(named) > 1 else named[0]))
 
 
@@ -74,30 +92,37 @@ def judge_parser(count: int) -> Callable[[Any], tuple[float | None, ...]]:
 
     Accepts ``{"scores": {"1": 7, ...}}``, ``{"scores": [7, ...]}`` (in candidate
     order) or ``{"scores": [{"id": 1, "score": 7}, ...]}``. A candidate the reply
-    leaves out scores None (it ranks below every scored one); a reply that scores no
-    candidate at all is invalid. Scores are clamped to 0-10; unknown ids are ignored.
+    leaves out, or scores with what is not a number, scores None (it ranks below every
+    scored one; noted); a reply that scores no candidate at all is invalid. A reply
+    whose scores all lie in 0-1 is read on that scale (``scores_on_scale``); scores
+    are then clamped to 0-10; unknown ids are dropped and noted.
     """
 
     def parse(value: Any) -> tuple[float | None, ...]:
-        if not isinstance(value, dict):
-            raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-        raw = value["scores"]
-        scores: list[float | None] = [None] * count
+        raw = _field(value, "scores")
         if isinstance(raw, dict):
             pairs = list(raw.items())
-        elif isinstance(raw, list) and all(isinstance(x, dict) for x in raw):
+        elif isinstance(raw, list) and raw and all(isinstance(x, dict) for x in raw):
             pairs = [(x.get("id", x.get("candidate")), x.get("score")) for x in raw]
         elif isinstance(raw, list):
             pairs = [(i, s) for i, s in enumerate(raw, start=1)]
         else:
-            raise TypeError("scores must be an object or a list")
+            raise ReplyShapeError(f"{SCORES_WHAT}: expected an object or a list, "
+                                  f"got {json_type_name(raw)}")
+        read: dict[int, float] = {}
         for key, score in pairs:
             position = _position(key, count)
-            if position is not None:
-                scores[position] = _score(score)
-        if all(s is None for s in scores):
-            raise ValueError(f"no score for any of the {count} candidates")
-        return tuple(scores)
+            if position is None:
+                note_dropped(f"{SCORES_WHAT}: not a candidate number")
+            elif (number := _score(score)) is not None:
+                read[position] = number
+        if not read:
+            raise ReplyShapeError(f"{SCORES_WHAT}: no score for any of the {count} candidates")
+        # Per reply: a 0-1 answer to a 0-10 question is rescaled as a whole.
+        scaled = dict(zip(read, scores_on_scale(list(read.values()), top=SCORE_MAX),
+                          strict=True))
+        return tuple(None if n not in scaled else min(SCORE_MAX, max(SCORE_MIN, scaled[n]))
+                     for n in range(count))
 
     return parse
 
@@ -110,17 +135,23 @@ def _position(key: object, count: int) -> int | None:
     return number - 1 if 1 <= number <= count else None
 
 
-def _score(value: object) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"a score must be a number, got {value!r}")
-    if isinstance(value, str):
-        match = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*10)?\s*", value)
-        if match is None:
-            raise ValueError(f"a score must be a number, got {value!r}")
-        value = float(match.group(1))
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        raise TypeError(f"a score must be a number, got {value!r}")
-    return min(SCORE_MAX, max(SCORE_MIN, float(value)))
+def _score(value: object) -> float | None:
+    """The score as a number, or None (dropped and noted) when it is none; "7/10" is
+    read as 7, counted as coerced like a numeric string (``reply_shapes.Score``)."""
+    try:
+        return read_shape(value, ScoreValue, what=SCORES_WHAT).root
+    except ReplyShapeError as exc:
+        note_dropped(f"{SCORES_WHAT}: {str(exc).partition(': ')[2] or 'not a number'}")
+        return None
+
+
+def _field(value: Any, key: str) -> Any:
+    if not isinstance(value, dict):
+        raise ReplyShapeError(f'bridgerag: expected a JSON object with "{key}", '
+                              f"got {json_type_name(value)}")
+    if key not in value:
+        raise ReplyShapeError(f'bridgerag: the reply has no "{key}" key (keys: {sorted(value)})')
+    return value[key]
 
 
 def _clean_entity(text: str) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
+from hopindex.methods.bridgerag.shapes import ExtractReply, SvoReply, judge_shape
 
 SVO_STAGE = "svo"
 ENTITIES_STAGE = "entities"
@@ -65,7 +66,7 @@ def svo_request(question: str, bridge: str) -> ChatRequest:
     """Appendix B: three SVO queries from the question and the bridge passage."""
     user = f"Question: {cut(question, 2000)}\nBridge: {_one_line(bridge)}\n\n{SVO_INSTRUCTIONS}"
     return ChatRequest(stage=SVO_STAGE, messages=(("system", SVO_SYSTEM), ("user", user)),
-                       temperature=0.0, response_format=ResponseFormat.JSON)
+                       temperature=0.0, response_format=ResponseFormat.JSON, shape=SvoReply)
 
 
 def entities_request(question: str, bridge: str) -> ChatRequest:
@@ -81,7 +82,8 @@ def extract_request(question: str, bridge: str) -> ChatRequest:
     user = (f"Question: {cut(question, 2000)}\nBridge: {_one_line(bridge)}\n\n"
             f"{EXTRACT_INSTRUCTIONS}")
     return ChatRequest(stage=EXTRACT_STAGE, messages=(("system", SVO_SYSTEM), ("user", user)),
-                       temperature=0.0, response_format=ResponseFormat.JSON)
+                       temperature=0.0, response_format=ResponseFormat.JSON,
+                       shape=ExtractReply)
 
 
 def judge_request(question: str, bridges: Sequence[str], entities: Sequence[str],
@@ -104,4 +106,5 @@ def judge_request(question: str, bridges: Sequence[str], entities: Sequence[str]
     user = "\n".join(lines) + f"\n\n{JUDGE_INSTRUCTIONS}"
     system = JUDGE_SYSTEM if bridges else JUDGE_SYSTEM_NO_BRIDGE
     return ChatRequest(stage=JUDGE_STAGE, messages=(("system", system), ("user", user)),
-                       temperature=0.0, response_format=ResponseFormat.JSON)
+                       temperature=0.0, response_format=ResponseFormat.JSON,
+                       shape=judge_shape(len(candidates)))

@@ -15,11 +15,12 @@ Choices the paper leaves open:
 - A candidate found only by entity search gets its SVO score as its max cosine to
   the SVO queries, from its stored vector (``VectorStore.get_vectors``).
 - Ties: see ``pit``. An entity repeated (``e1 | e1``) is searched once.
-- Fallbacks never fail the query; each is named in the trace's ``fallbacks``: an
-  SVO reply still invalid after the repair attempt → the question itself is the one
-  SVO query; no entity in the reply → no entity search; a judge reply that stays
-  unparseable, a provider that keeps failing, or no judge worker within the
-  timeout → the pool ranked by SVO similarity (condition A) and ``fallback: "A"``.
+- Fallbacks never fail the query; each is named in the result's ``degraded`` (and
+  the decision record's): an SVO reply that cannot be used, or none within the
+  query's LLM deadline → the question itself is the one SVO query; no entity in the
+  reply → no entity search; a judge reply that cannot be used, a provider that fails
+  or is past the deadline, or no judge worker within the timeout → the pool ranked by
+  SVO similarity (condition A, ``ranked_by: "A"``).
 - Over an IndexRAG index the units are AKUs and bridging facts, over an extractive
   one its passages; results always come back as passages, through provenance.
 """
@@ -29,18 +30,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter, Vector
-from hopindex.core.errors import ConfigError, HopindexError
+from hopindex.core.errors import ConfigError, HopindexError, LlmUnavailableError
 from hopindex.core.models import Hit, LlmUsage, Unit, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.methods.base import (
     DEFAULT_CANDIDATES,
+    Degradation,
     QueryOptions,
     QueryResult,
     Retrieval,
@@ -52,6 +53,7 @@ from hopindex.methods.bridgerag.judge import (
     JudgeRequest,
     JudgeSite,
     JudgeStatus,
+    judge_in_process,
     run_judge,
 )
 from hopindex.methods.bridgerag.params import (
@@ -78,6 +80,11 @@ from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, PASSAGES, preferred_filter
 from hopindex.methods.retrieval.search import retrieve_candidates
 
+if TYPE_CHECKING:
+    # Annotations only: the runner imports the openai SDK, which loading the method
+    # (every CLI command loads the registry) must not pay for.
+    from hopindex.backends.llm.runner import LlmRunner
+
 METHOD = "bridgerag"
 LABEL_CHARS = 80
 _NO_ENTITIES = ("", "")
@@ -100,7 +107,9 @@ class _Run:
     params: BridgeRagParams
     unit_filter: UnitFilter | None
     record: DecisionRecord
-    usage: UsageMeter = field(default_factory=UsageMeter)
+    # The query's meter: its one LLM deadline covers the judge too.
+    usage: UsageMeter
+    degraded: list[Degradation] = field(default_factory=list)
     judge_usage: LlmUsage = field(default_factory=LlmUsage)
     # The shared phase vocabulary: hop-1 and hop-2 searches both count as embed /
     # dense_search, the SVO and entity calls as rewrite, pool building and PIT as fusion.
@@ -125,7 +134,8 @@ class BridgeRagMethod:
         run = _Run(index=index, question=question, options=options, params=params,
                    unit_filter=unit_filter_for(context.kinds_of(index)),
                    record=DecisionRecord(index=index, question=question,
-                                         params=params.as_dict(), retrieval=retrieval.value))
+                                         params=params.as_dict(), retrieval=retrieval.value),
+                   usage=context.query_usage())
         result = QueryResult(question=question, method=self.name, index=index, passages=[])
         bridges = self._hop1(run, retrieval)
         if not bridges:  # an empty index: nothing to bridge from
@@ -181,25 +191,25 @@ class BridgeRagMethod:
     def _extract(run: _Run, llm: LlmRunner,
                  bridge: str) -> tuple[tuple[str, ...], tuple[str, str]]:
         """The SVO queries and the two entities, with their fallbacks."""
-        question, usage, fallbacks = run.question, run.usage, run.record.fallbacks
+        question, usage, degraded = run.question, run.usage, run.degraded
         if run.params.extraction is Extraction.MERGED:
             with run.timer.phase(QueryPhase.REWRITE):
                 both = _attempt(lambda: ask_svo_and_entities(llm, question, bridge, usage),
                                 "svo_entities",
-                                "the question as the only SVO query, no entities", fallbacks)
+                                "the question as the only SVO query, no entities", degraded)
             queries, entities = ((both.queries, both.entities) if both
                                  else ((question,), _NO_ENTITIES))
         else:
             with run.timer.phase(QueryPhase.REWRITE):
                 queries = _attempt(lambda: ask_svo_queries(llm, question, bridge, usage),
                                    "svo_queries", "the question as the only SVO query",
-                                   fallbacks) or (question,)
+                                   degraded) or (question,)
                 entities = _attempt(lambda: ask_entities(llm, question, bridge, usage),
-                                    "entities", "no entity search", fallbacks) or _NO_ENTITIES
-        if not any(entities) and not any(f["step"] in ("entities", "svo_entities")
-                                         for f in fallbacks):
-            fallbacks.append({"step": "entities", "to": "no entity search",
-                              "reason": "the reply named no entity"})
+                                    "entities", "no entity search", degraded) or _NO_ENTITIES
+        if not any(entities) and not any(d.step in ("entities", "svo_entities")
+                                         for d in degraded):
+            degraded.append(_fallback("entities", "the reply named no entity",
+                                      "no entity search"))
         run.record.svo_queries, run.record.entities = list(queries), list(entities)
         return queries, entities
 
@@ -233,20 +243,37 @@ class BridgeRagMethod:
                 entities=tuple(e for e in entities if e) if conditioned else (),
                 candidates=tuple(cut(run.units[c.unit_id].text, chars) for c in pool))
             with run.timer.phase(QueryPhase.JUDGE):
-                outcome, site = run_judge(self._context, request,
-                                          self._own.judge_timeout_s)
+                outcome, site = self._run_judge(run, request)
             run.judge_usage = outcome.usage  # counted where it ran, a worker included
             if not outcome.usable:
-                record.fallback = Condition.A.value
-                record.fallbacks.append({"step": "judge", "to": "condition A",
-                                         "reason": f"{outcome.status.value}: {outcome.error}"})
+                run.degraded.append(_fallback("judge", f"{outcome.status.value}: "
+                                                       f"{outcome.error}", "condition A"))
         record.judge = {"status": outcome.status.value, "site": site.value,
                         "error": outcome.error,
                         "unscored": sum(1 for s in outcome.scores if s is None)}
         return outcome
 
+    def _run_judge(self, run: _Run, request: JudgeRequest) -> tuple[JudgeOutcome, JudgeSite]:
+        """The judge within the query's LLM deadline: in this process on the query's
+        meter, or on a worker for at most what is left of the deadline; not asked at all
+        once an earlier LLM step of the query failed or no time is left."""
+        deadline = run.usage.deadline
+        if self._context.tasks is None:
+            llm = self._context.require_llm(METHOD)
+            return judge_in_process(llm, request, deadline), JudgeSite.IN_PROCESS
+        timeout_s = self._own.judge_timeout_s
+        if deadline is not None:
+            try:
+                deadline.check("judge")
+            except LlmUnavailableError as exc:
+                return JudgeOutcome(JudgeStatus.FAILED, error=str(exc)), JudgeSite.NONE
+            timeout_s = min(timeout_s, deadline.remaining_s())
+        return run_judge(self._context, request, timeout_s)
+
     def _finish(self, run: _Run, result: QueryResult) -> QueryResult:
         record = run.record
+        result.degraded = run.degraded
+        record.degraded = [d.as_dict() for d in run.degraded]
         result.usage.add_llm(run.usage.total())
         result.usage.add_llm(run.judge_usage)
         record.llm_calls = result.usage.llm_calls
@@ -286,16 +313,19 @@ def _rank(run: _Run, pool: Sequence[Candidate], svo_scores: list[float],
 
 
 def _attempt(call: Callable[[], T], step: str, degraded_to: str,
-             fallbacks: list[dict[str, str]]) -> T | None:
+             degraded: list[Degradation]) -> T | None:
     """The call's value, or None with the failure noted; a refused key still raises."""
     try:
         return call()
     except ConfigError:
         raise
     except HopindexError as exc:
-        fallbacks.append({"step": step, "to": degraded_to,
-                          "reason": f"{type(exc).__name__}: {exc}"})
+        degraded.append(_fallback(step, f"{type(exc).__name__}: {exc}", degraded_to))
         return None
+
+
+def _fallback(step: str, reason: str, to: str) -> Degradation:
+    return Degradation(step=step, reason=f"{reason} (fell back to {to})")
 
 
 def _label(unit: Unit) -> str:

@@ -56,8 +56,8 @@ class DecisionRecord:
     pool: list[PoolEntry] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=dict)
     ranked_by: str = ""  # the condition that ordered the pool: A, B or C
-    fallback: str | None = None  # "A" when the judge was asked for and not usable
-    fallbacks: list[dict[str, str]] = field(default_factory=list)  # every step that degraded
+    # Every step that degraded ({"step", "reason"}), as the query result's ``degraded``.
+    degraded: list[dict[str, str]] = field(default_factory=list)
     top: list[dict[str, Any]] = field(default_factory=list)
     llm_calls: int = 0
     vector_searches: int = 0
@@ -71,8 +71,7 @@ class DecisionRecord:
                 "retrieval": self.retrieval, "bridges": self.bridges,
                 "svo_queries": self.svo_queries, "entities": self.entities,
                 "pool": [p.as_dict() for p in self.pool], "judge": self.judge,
-                "ranked_by": self.ranked_by, "fallback": self.fallback,
-                "fallbacks": self.fallbacks, "top": self.top,
+                "ranked_by": self.ranked_by, "degraded": self.degraded, "top": self.top,
                 "llm_calls": self.llm_calls, "vector_searches": self.vector_searches,
                 "persisted_to": self.persisted_to}
 

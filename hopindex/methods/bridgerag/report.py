@@ -1,5 +1,6 @@
 """A bridgerag decision record as lines for a person (``hopindex query --trace``): the
-bridge, entities, SVO queries, the pool with its scores in ranked order, fallbacks,
+bridge, entities, SVO queries, the pool with its scores in ranked order, the steps
+that degraded (their fallbacks),
 and where the record was persisted. Registered as the spec's ``describe_trace``."""
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def describe_trace(record: dict[str, Any]) -> list[str]:
     lines.append(f"  entities: {' | '.join(record.get('entities', [])) or '-'}")
     lines.extend(f"  SVO query {i}: {query}"
                  for i, query in enumerate(record.get("svo_queries", []), start=1))
+    lines.extend(f"  fallback at {d['step']}: {d['reason']}"
+                 for d in record.get("degraded", []))
+    # A record persisted before ``degraded`` replaced ``fallbacks``.
     lines.extend(f"  fallback at {f['step']} -> {f['to']}: {f['reason']}"
                  for f in record.get("fallbacks", []))
     pool = sorted(record.get("pool", []), key=lambda p: p["rank"])

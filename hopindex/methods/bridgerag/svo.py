@@ -6,10 +6,16 @@ call (``extraction=merged``), since both read the same inputs.
 
 from __future__ import annotations
 
-from hopindex.backends.llm.runner import LlmRunner
+from typing import TYPE_CHECKING
+
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.methods.bridgerag.parsing import Extracted, parse_extracted, parse_queries
 from hopindex.methods.bridgerag.prompts import extract_request, svo_request
+
+if TYPE_CHECKING:
+    # Annotations only: the runner imports the openai SDK, which loading the method
+    # (every CLI command loads the registry) must not pay for.
+    from hopindex.backends.llm.runner import LlmRunner
 
 
 def ask_svo_queries(llm: LlmRunner, question: str, bridge: str,

@@ -8,9 +8,10 @@ in dependency order; each is rewritten with the answer it refers to, retrieves Q
 pairs and gets its answer extracted without the LLM; one last call synthesises the
 answer from all of it.
 
-``prompts`` builds the three requests, ``parsing`` validates the QA pairs and reads
-the decomposition, ``text_replies`` reads JSON from text replies and the synthesis'
-answer. All three are pure. ``modules`` holds the local steps between the two calls
+``prompts`` builds the three requests, ``shapes`` declares the replies' shapes,
+``parsing`` validates the QA pairs and reads the decomposition, ``text_replies`` reads
+the synthesis' answer (JSON found by the shared reader, ``backends/llm/reply_json``).
+All are pure. ``modules`` holds the local steps between the two calls
 (span extraction, rewriting: local models or model-free defaults), ``method`` the
 index method and ``query`` the query method.
 """
@@ -18,6 +19,7 @@ index method and ``query`` the query method.
 from typing import Any
 
 from hopindex.core.models import UnitKind
+from hopindex.methods.base import degraded_lines
 from hopindex.methods.compactrag.method import CompactRagIndexMethod
 from hopindex.methods.compactrag.query import CompactRagMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
@@ -27,7 +29,7 @@ __all__ = ["CompactRagIndexMethod", "CompactRagMethod", "register"]
 
 def describe_trace(trace: dict[str, Any]) -> list[str]:
     """``hopindex query --trace``: each sub-question, how it was rewritten and answered."""
-    lines = [f"degraded: {note}" for note in trace.get("degraded", [])]
+    lines = degraded_lines(trace)
     for step in trace.get("sub_questions", []):
         ref = f" (uses #{step['ref']})" if step.get("ref") is not None else ""
         lines.append(f"#{step['index']}{ref} {step['q']}")

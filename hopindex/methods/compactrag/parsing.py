@@ -1,14 +1,15 @@
-"""Validators of CompactRAG's replies: a passage's QA pairs and a question's
+"""Readers of CompactRAG's replies: a passage's QA pairs and a question's
 decomposition (the synthesis' answer is read in ``text_replies``).
 
 ``parse_qa_pairs`` is the ``parse`` callback of ``complete_json`` for the offline
-extraction. It raises on a wrong shape, so that the client's one repair attempt can
-tell the model, but only drops (and counts) a pair that breaks one of the prompt's
-rules: a reply mostly right keeps its good pairs without a second call.
+extraction. Pairs are read one by one against ``shapes.QaItem``: a null or misfit pair
+is dropped and noted, and the reply fails (``ReplyShapeError``, for the client's one
+repair call) only when it is not the array or its wrapper, or none of its pairs fits.
+A pair that fits but breaks one of the prompt's rules is dropped and counted.
 
 ``parse_decomposition`` reads the query's first call from its text and never raises:
-a query makes exactly two LLM calls, so there is no repair call to fall back on. What
-it had to repair, or why it fell back, is listed in ``degraded`` for the query trace.
+there is no repair call to fall back on. What it had to repair, or why it fell back,
+is listed in ``degraded`` for the query trace.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.core.errors import LlmOutputError
-from hopindex.methods.compactrag.text_replies import json_in_text
+from hopindex.backends.llm.reply_json import answer_text, json_candidates
+from hopindex.backends.llm.reply_shapes import json_type_name, note_dropped, read_items
+from hopindex.core.errors import ReplyShapeError
+from hopindex.methods.compactrag.shapes import QA_WHAT, QaItem
 
 # JSON mode (``response_format=json_object``) forbids a top-level array, so the prompts
 # ask for the array wrapped under these keys there; the others are what models use.
@@ -41,15 +44,6 @@ REFERRING_PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them",
 _NO_REF = frozenset({"", "none", "null", "nil", "n/a", "na", "-"})
 _WORD = re.compile(r"[\w'’]+")  # noqa: RUF001
 _EDGE_PUNCTUATION = " \t\n.,;:!?\"'“”‘’"  # noqa: RUF001
-
-
-class ReplyShapeError(LlmOutputError, ValueError):
-    """A reply of the wrong shape.
-
-    An ``LlmOutputError`` (the document's permanent failure) that is also a
-    ``ValueError``: the client makes its repair attempt, and treats a cached reply as
-    a miss, on ``ValueError``/``KeyError``/``TypeError`` only.
-    """
 
 
 class DropReason(enum.StrEnum):
@@ -101,7 +95,8 @@ class SubQuestion:
 @dataclass(frozen=True, slots=True)
 class Decomposition:
     """Sub-questions in dependency order (every ``ref`` names an earlier one) and notes
-    on what was repaired or why the question itself became its one sub-question."""
+    on what was dropped or why the question itself became its one sub-question (where
+    the JSON was found is the reply's form, not noted)."""
 
     sub_questions: tuple[SubQuestion, ...]
     degraded: list[str]
@@ -122,19 +117,14 @@ def parse_qa_pairs(value: Any, passage: str) -> QaExtraction:
     kept: list[QaPair] = []
     seen: set[str] = set()
     folded = _Folded(passage)
-    for position, item in enumerate(_qa_items(value)):
-        where = f"qa[{position}]"
-        if not isinstance(item, dict):
-            raise ReplyShapeError(f'{where} must be an object with "{QUESTION_KEY}" and '
-                                  f'"{ANSWER_KEY}", got {_kind(item)}')
-        for key in (QUESTION_KEY, ANSWER_KEY):
-            if key not in item:
-                raise ReplyShapeError(f'{where} has no "{key}" key (keys: {sorted(item)})')
-        question = _one_line(_text(item[QUESTION_KEY], f"{where}.{QUESTION_KEY}", numbers=False))
-        answer = _one_line(_text(item[ANSWER_KEY], f"{where}.{ANSWER_KEY}", numbers=True))
+    for item in read_items(_qa_items(value), QaItem, what=QA_WHAT):
+        # A null question or answer is a blank: a rule's drop, counted as one.
+        question = _one_line(item.question or "")
+        answer = _one_line(item.answer or "")
         reason, span = _judge(question, answer, folded, seen)
         if reason is not None:
             dropped[reason] += 1
+            note_dropped(f"{QA_WHAT}: {reason.value}")
             continue
         seen.add(normalise_question(question))
         kept.append(QaPair(question=question, answer=span))
@@ -151,23 +141,14 @@ def _qa_items(value: Any) -> list[Any]:
     if isinstance(value, dict):
         key = next((k for k in QA_KEYS if k in value), None)
         if key is None:
-            raise ReplyShapeError(f'expected a JSON array, or an object with the array under '
-                                  f'"{QA_KEYS[0]}"; got an object with keys {sorted(value)}')
+            raise ReplyShapeError(f'compactrag.qa: expected a JSON array, or an object with '
+                                  f'the array under "{QA_KEYS[0]}"; got an object with keys '
+                                  f"{sorted(value)}")
         value = value[key]
     if not isinstance(value, list):
-        raise ReplyShapeError(f"expected a JSON array of question-answer pairs, got "
-                              f"{_kind(value)}")
+        raise ReplyShapeError(f"compactrag.qa: expected a JSON array of question-answer "
+                              f"pairs, got {json_type_name(value)}")
     return value
-
-
-def _text(value: Any, where: str, *, numbers: bool) -> str:
-    # A blank is a rule violation (dropped), not a shape error; models answer "how
-    # many" with a bare number, which is still a fact.
-    if value is None or isinstance(value, str):
-        return value or ""
-    if numbers and isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise ReplyShapeError(f"{where} must be a string, got {_kind(value)}")
 
 
 def _judge(question: str, answer: str, passage: _Folded,
@@ -257,15 +238,18 @@ def parse_decomposition(content: str, question: str, *,
     sub-questions are kept once. Nothing usable → ``question`` as its one sub-question.
     """
     notes: list[str] = []
-    found = json_in_text(content, _decomposition_like)
+    found = next((c for c in json_candidates(content) if _decomposition_like(c.value)), None)
     if found is None:
         return _fallback(question, notes, "reply holds no JSON list of sub-questions")
-    value, where = found
-    notes += where
+    value = found.value
+    # Where the JSON was found is the reply's form, not a degradation of the query.
     items = _decomposition_items(value)
     if items is None:
-        return _fallback(question, notes, f"reply is a JSON {_kind(value)} without a list "
+        return _fallback(question, notes, f"reply is a JSON {json_type_name(value)} without a list "
                                           f"of sub-questions")
+    if items and _cut_off(found.notes, content):
+        notes.append("reply cut off: its last sub-question dropped")
+        items = items[:-1]
     drafts = _ordered(_valid_refs(_drafts(items, notes), notes))
     drafts = _unique(drafts, notes)
     if not drafts:
@@ -279,6 +263,14 @@ def parse_decomposition(content: str, question: str, *,
                                         ref=None if d.ref is None else renumbered[d.ref])
                             for d in drafts),
         degraded=notes)
+
+
+def _cut_off(notes: tuple[str, ...], content: str) -> bool:
+    """A list repaired because its closing bracket never came: the reply was cut at its
+    token budget, and its last item most likely in the middle of its text."""
+    text = answer_text(content)
+    start = text.find("[")
+    return any(n.startswith("repaired") for n in notes) and start >= 0 and "]" not in text[start:]
 
 
 def _fallback(question: str, notes: list[str], why: str) -> Decomposition:
@@ -315,6 +307,11 @@ def _drafts(items: list[Any], notes: list[str]) -> list[_Draft]:
     skipped = renumbered = 0
     strings = False
     for item in items:
+        if item is None:
+            # A null beside the real items is the reply's form, not a lost sub-question:
+            # counted as dropped, not a degradation of the query.
+            note_dropped("sub_questions: null element")
+            continue
         fields = item if isinstance(item, dict) else {}
         raw = item if isinstance(item, str) else next(
             (fields[k] for k in SUB_QUESTION_TEXT_KEYS if k in fields), None)
@@ -411,7 +408,3 @@ def _unique(drafts: list[_Draft], notes: list[str]) -> list[_Draft]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__

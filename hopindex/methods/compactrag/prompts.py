@@ -21,9 +21,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
 from hopindex.core.models import EntitySpan
 from hopindex.methods.compactrag.parsing import QaPair
+from hopindex.methods.compactrag.shapes import DecompositionReply, QaReply, SynthesisReply
 
 QA = "compactrag.qa"  # the phase and step names: LLM usage is recorded per stage
 DECOMPOSE = "compactrag.decompose"
@@ -179,7 +180,7 @@ def qa_request(title: str, passage: str, entities: Sequence[EntitySpan],
     user = (f"{QA_INSTRUCTIONS}\n\n{example}\n\nNow process the following passage:\n\n"
             f"{_qa_block(shown_passage(title, passage), listed)}\n\n{QA_CLOSING}")
     return ChatRequest(stage=QA, messages=(("system", QA_SYSTEM), ("user", user)),
-                       temperature=0.0, response_format=ResponseFormat.JSON)
+                       temperature=0.0, response_format=ResponseFormat.JSON, shape=QaReply)
 
 
 def decompose_request(question: str, *,
@@ -192,7 +193,7 @@ def decompose_request(question: str, *,
     user = f"{DECOMPOSE_INSTRUCTIONS}\n\n{DECOMPOSE_LABEL}\n{_one_line(question)}"
     return ChatRequest(stage=DECOMPOSE, messages=(("system", DECOMPOSE_SYSTEM), ("user", user)),
                        temperature=0.0, max_tokens=DECOMPOSE_MAX_TOKENS,
-                       response_format=response_format)
+                       response_format=response_format, shape=DecompositionReply)
 
 
 def synthesize_request(question: str, steps: Sequence[SynthesisStep], *,
@@ -224,7 +225,7 @@ def synthesize_request(question: str, steps: Sequence[SynthesisStep], *,
     return ChatRequest(stage=SYNTHESIZE,
                        messages=(("system", SYNTHESIZE_SYSTEM), ("user", user)),
                        temperature=0.0, max_tokens=SYNTHESIZE_MAX_TOKENS,
-                       response_format=response_format)
+                       response_format=response_format, shape=SynthesisReply)
 
 
 def _qa_block(passage: str, entity_lines: str) -> str:

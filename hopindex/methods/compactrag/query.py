@@ -1,13 +1,14 @@
 """Query side of ``compactrag``: exactly two LLM calls, whatever the number of hops.
 
 1. Call 1 decomposes the question into sub-questions, each referring to at most one
-   earlier one (``parse_decomposition`` never fails: a reply it cannot read leaves
-   the question as its one sub-question, noted in the trace).
+   earlier one (``parse_decomposition`` never fails: a reply it cannot read, or no
+   reply at all, leaves the question as its one sub-question, noted in ``degraded``).
 2. Per sub-question, in dependency order, with no LLM: rewrite it with the answer of
    the one it refers to, retrieve the top QA units (``fetch_factor`` times as many
    fetched, duplicate questions dropped, as the authors' code does), extract the
    answer span from them (``modules.py``: local models or model-free defaults).
-3. Call 2 answers from the question and each sub-question's retrieved pairs.
+3. Call 2 answers from the question and each sub-question's retrieved pairs (a failed
+   call: the answer is None, the passages are returned all the same).
 
 Passages are the retrieved units' documents, taken in turn from each sub-question's
 ranked list (its best unit, then the next sub-question's best, …), so every hop is
@@ -20,21 +21,29 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter, Vector
 from hopindex.core.models import Hit, Unit, UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
+from hopindex.methods.base import Degradation, QueryOptions, QueryResult, SearchContext
 from hopindex.methods.compactrag.method import METHOD
 from hopindex.methods.compactrag.modules import QaContext, open_modules
-from hopindex.methods.compactrag.parsing import QaPair, normalise_question, parse_decomposition
+from hopindex.methods.compactrag.parsing import (
+    Decomposition,
+    QaPair,
+    SubQuestion,
+    normalise_question,
+    parse_decomposition,
+)
 from hopindex.methods.compactrag.prompts import (
     SynthesisStep,
     decompose_request,
     synthesize_request,
 )
 from hopindex.methods.compactrag.text_replies import parse_synthesis
+from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
+
+DECOMPOSE_STEP = "decompose"
 
 _QA = UnitFilter(kinds=(UnitKind.QA_PAIR,))
 
@@ -51,11 +60,21 @@ class CompactRagMethod:
         llm = context.require_llm(self.name)
         settings = context.method_settings(METHOD)
         extractor, rewriter = open_modules(settings.extractor, settings.rewriter)
-        usage = UsageMeter()
+        usage = context.query_usage()
+        degraded: list[Degradation] = []
         timer = PhaseTimer()
         with timer.phase(QueryPhase.REWRITE):
-            reply = llm.complete(decompose_request(question), usage)
-        decomposition = parse_decomposition(reply.content, question)
+            reply = llm_step(degraded, DECOMPOSE_STEP,
+                             lambda: llm.complete(decompose_request(question), usage))
+        if reply is None:
+            # No decomposition: the question itself is the one sub-question, retrieved
+            # and extracted without the LLM as any other.
+            decomposition = Decomposition(
+                sub_questions=(SubQuestion(index=1, text=" ".join(question.split())),),
+                degraded=[])
+        else:
+            decomposition = parse_decomposition(reply.content, question)
+        degraded.extend(Degradation(DECOMPOSE_STEP, note) for note in decomposition.degraded)
         answers: dict[int, tuple[str, str]] = {}  # sub-question index → (text, answer)
         steps: list[SynthesisStep] = []
         ranked: list[list[tuple[Unit, float]]] = []
@@ -89,19 +108,22 @@ class CompactRagMethod:
                                 "rewritten": rewritten, "answer": extracted.text,
                                 "units": [u.unit_id for u, _ in found]})
         with timer.phase(QueryPhase.ANSWER):
-            final = llm.complete(synthesize_request(question, steps), usage)
-        synthesis = parse_synthesis(final.content)
+            final = llm_step(degraded, ANSWER_STEP,
+                             lambda: llm.complete(synthesize_request(question, steps), usage))
+        synthesis = parse_synthesis(final.content) if final is not None else None
+        if synthesis is not None:
+            degraded.extend(Degradation(ANSWER_STEP, note) for note in synthesis.degraded)
         with timer.phase(QueryPhase.EXPAND):
             hits, units = _interleave(ranked)
             passages = expand_to_passages(index, hits, units, context.units, options.k,
                                           documents=context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=synthesis.answer,
+            answer=synthesis.answer if synthesis is not None else None,
             trace={"sub_questions": trace_steps,
-                   "degraded": decomposition.degraded + synthesis.degraded,
                    "modules": {"extractor": settings.extractor or "top-answer",
-                               "rewriter": settings.rewriter or "substitution"}})
+                               "rewriter": settings.rewriter or "substitution"}},
+            degraded=degraded, answer_truncated=final is not None and final.truncated)
         result.usage.add_llm(usage.total())
         result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started

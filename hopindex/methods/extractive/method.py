@@ -24,7 +24,11 @@ from hopindex.methods.bridges import (
 from hopindex.methods.extractive.analyses import ANALYSES, get_analyses, put_analyses
 from hopindex.methods.extractive.linking import TitleLexicon, documents_to_relink
 from hopindex.methods.extractive.stage1 import METHOD, extract_document
-from hopindex.methods.extractive.stage2 import BridgePolicy, build_bridge_unit
+from hopindex.methods.extractive.stage2 import (
+    BridgePolicy,
+    SentenceCache,
+    build_bridge_unit,
+)
 from hopindex.methods.plugin import (
     DocumentsPhase,
     DocumentsResult,
@@ -131,10 +135,11 @@ def build_bridges(context: PhaseContext, entities: list[str]) -> GroupsResult:
     documents = {d.doc_id: d for d in context.state.get_documents(context.index, needed)}
     analyses = get_analyses(context, list(documents.values()))
     result = GroupsResult()
+    sentences = SentenceCache()
     for entity in bridged:
         unit = build_bridge_unit(context.index, entity,
                                  [documents[d] for d in doc_ids_of[entity] if d in documents],
-                                 analyses, policy)
+                                 analyses, policy, sentences=sentences)
         if unit is not None:
             result.built[entity] = [unit]
     return result

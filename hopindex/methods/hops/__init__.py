@@ -11,6 +11,7 @@ query besides the embedder of hop 1.
 from typing import Any
 
 from hopindex.core.models import UnitKind
+from hopindex.methods.base import degraded_lines
 from hopindex.methods.hops.params import HopsParams
 from hopindex.methods.hops.query import HopsMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
@@ -20,7 +21,7 @@ __all__ = ["HopsMethod", "describe_trace", "register"]
 
 def describe_trace(trace: dict[str, Any]) -> list[str]:
     """``hopindex query --trace``: seeds, the bridges walked, and why each passage ranks."""
-    lines = [f"degraded: {note}" for note in trace.get("degraded", [])]
+    lines = degraded_lines(trace)
     lines.append(f"seeds: {', '.join(trace.get('seeds', [])) or '(none)'}")
     if trace.get("named"):
         lines.append(f"named in the question: {', '.join(trace['named'])}")

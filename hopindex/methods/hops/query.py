@@ -18,6 +18,7 @@ import numpy as np
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import UnitKind
 from hopindex.methods.base import (
+    Degradation,
     QueryOptions,
     QueryResult,
     Retrieval,
@@ -38,6 +39,7 @@ from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
 
 _PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
 NAMED_WITHIN = 30
+WALK_STEP = "walk"
 
 
 class HopsMethod:
@@ -55,7 +57,7 @@ class HopsMethod:
         found = retrieve_candidates(context, index, question, replace(options, params={}),
                                     retrieval=retrieval)
         timer.add_all(found.phases_s)
-        degraded: list[str] = []
+        degraded: list[Degradation] = []
         with timer.phase(QueryPhase.EXPAND):
             hop1 = hop1_documents(found.hits, found.units)
             named: list[RankedDoc] = []
@@ -72,8 +74,8 @@ class HopsMethod:
         if params.walk is Walk.BRIDGES:
             with timer.phase(QueryPhase.WALK):
                 if found.vector is None:
-                    degraded.append("keyword-only retrieval has no question vector: "
-                                    "no bridge walk")
+                    degraded.append(Degradation(WALK_STEP, "keyword-only retrieval has no "
+                                                           "question vector: no bridge walk"))
                 else:
                     walk = walk_bridges(index, found.vector, seeds, units=context.units,
                                         vectors=context.vectors,
@@ -81,8 +83,9 @@ class HopsMethod:
                                         sibling_factor=params.sibling_factor)
                     walked, walked_steps = walk.docs[: params.walk_docs], walk.steps
                     if not walk.steps:
-                        degraded.append("no bridge units next to the seed documents (an "
-                                        "index without shared entities): hop 1 alone")
+                        degraded.append(Degradation(
+                            WALK_STEP, "no bridge units next to the seed documents (an index "
+                                       "without shared entities): hop 1 alone"))
         feedback: list[RankedDoc] = []
         if params.feedback is Feedback.DENSE:
             with timer.phase(QueryPhase.WALK):
@@ -105,10 +108,11 @@ class HopsMethod:
             trace={"retrieval": retrieval.value, "fusion": options.fusion.value,
                    "engines": found.engines, "params": params.as_dict(),
                    "seeds": seeds, "named": [d.doc_id for d in named],
-                   "walk": walked_steps[:20], "degraded": degraded,
+                   "walk": walked_steps[:20],
                    "ranks": [{"doc_id": d.doc_id, "title": titles.get(d.doc_id, ""),
                               "score": round(score, 6), "lists": ranks}
                              for d, score, ranks in fused]},
+            degraded=degraded,
         )
         result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit
@@ -23,6 +23,11 @@ from hopindex.methods.indexrag.units import (
     document_entities,
     select_facts,
 )
+
+if TYPE_CHECKING:
+    # Annotations only: the runner imports the openai SDK, which loading the method
+    # (every CLI command loads the registry) must not pay for.
+    from hopindex.backends.llm.runner import LlmRunner
 
 
 @dataclass(frozen=True, slots=True)

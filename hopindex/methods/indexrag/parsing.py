@@ -1,14 +1,27 @@
-"""Validators of IndexRAG's JSON replies, used as ``parse`` callbacks of ``complete_json``.
+"""Readers of IndexRAG's JSON replies, used as ``parse`` callbacks of ``complete_json``.
 
-They raise ``ValueError``/``KeyError``/``TypeError`` on a wrong shape so that the
-client makes its one repair attempt; they are lenient about what does not change
-the meaning (missing entity list, scalar answers, blank items).
+Each reply is read item by item against its declared shape (``shapes``): an element
+that does not fit, or is null, is dropped and noted, and a number given as text is
+read and counted; a reply fails (``ReplyShapeError``, on which the client makes its
+one repair call) only when it is not the expected object or array, or a list that had
+elements kept none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from hopindex.backends.llm.reply_shapes import json_type_name, note_dropped, read_items
+from hopindex.core.errors import ReplyShapeError
+from hopindex.methods.indexrag.shapes import (
+    ENTITIES_WHAT,
+    FACTS_WHAT,
+    QA_PAIRS_WHAT,
+    BridgingFact,
+    EntityName,
+    Stage1Pair,
+)
 
 # JSON mode (``response_format=json_object``) forbids a top-level array, so a model
 # asked for Fig. 6's array may wrap it in an object under one of these keys.
@@ -48,21 +61,24 @@ def parse_stage1(value: Any) -> ExtractedFacts:
     or empty entity list is accepted, since a chunk may name no entity.
     """
     if not isinstance(value, dict):
-        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-    raw_pairs = value["qa_pairs"]
-    if not isinstance(raw_pairs, list):
-        raise TypeError("qa_pairs must be a list")
+        raise ReplyShapeError(f"indexrag.stage1: expected a JSON object with "
+                              f'"qa_pairs", got {json_type_name(value)}')
+    if "qa_pairs" not in value:
+        raise ReplyShapeError(f'indexrag.stage1: the reply has no "qa_pairs" key '
+                              f"(keys: {sorted(value)})")
     pairs: list[QaPair] = []
-    for item in raw_pairs:
-        if not isinstance(item, dict):
-            raise TypeError("each qa pair must be an object with question and answer")
-        question = _scalar_text(item["question"], "question")
-        answer = _scalar_text(item["answer"], "answer")
-        if answer:
-            pairs.append(QaPair(question=question, answer=answer,
-                                entities=_string_list(item.get("entities"), "pair entities")))
-    return ExtractedFacts(qa_pairs=tuple(pairs),
-                          entities=_string_list(value.get("entities"), "entities"))
+    for pair in read_items(value["qa_pairs"], Stage1Pair, what=QA_PAIRS_WHAT):
+        answer = pair.answer.strip()
+        if not answer:
+            note_dropped(f"{QA_PAIRS_WHAT}: empty answer")
+            continue
+        pairs.append(QaPair(question=pair.question.strip(), answer=answer,
+                            entities=_unique(pair.entities, f"{QA_PAIRS_WHAT} entities")))
+    raw_entities = value.get("entities")
+    entities = () if raw_entities is None else _unique(
+        [name.root for name in read_items(raw_entities, EntityName, what=ENTITIES_WHAT)],
+        ENTITIES_WHAT)
+    return ExtractedFacts(qa_pairs=tuple(pairs), entities=entities)
 
 
 def parse_stage2(value: Any) -> tuple[str, ...]:
@@ -70,27 +86,22 @@ def parse_stage2(value: Any) -> tuple[str, ...]:
     if isinstance(value, dict):
         key = next((k for k in STAGE2_LIST_KEYS if k in value), None)
         if key is None:
-            raise KeyError(f"expected a JSON array or an object with one of {STAGE2_LIST_KEYS}")
+            raise ReplyShapeError(f"indexrag.stage2: expected a JSON array or an object with "
+                                  f"one of {STAGE2_LIST_KEYS}, got keys {sorted(value)}")
         value = value[key]
-    if not isinstance(value, list):
-        raise TypeError(f"expected a JSON array of strings, got {type(value).__name__}")
-    if not all(isinstance(item, str) for item in value):
-        raise TypeError("every bridging fact must be a string")
-    return tuple(dict.fromkeys(item.strip() for item in value if item.strip()))
+    facts = [fact.root.strip() for fact in read_items(value, BridgingFact, what=FACTS_WHAT)]
+    for _ in range(facts.count("")):
+        note_dropped(f"{FACTS_WHAT}: blank fact")
+    return tuple(dict.fromkeys(fact for fact in facts if fact))
 
 
-def _scalar_text(value: Any, name: str) -> str:
-    # Models answer "how many" questions with bare numbers; those are still facts.
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise TypeError(f"{name} must be a string")
-    return str(value).strip()
-
-
-def _string_list(value: Any, name: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise TypeError(f"{name} must be a list of strings")
-    if not all(isinstance(item, str) for item in value):
-        raise TypeError(f"{name} must be a list of strings")
-    return tuple(dict.fromkeys(item.strip() for item in value if item.strip()))
+def _unique(names: list[Any] | None, what: str) -> tuple[str, ...]:
+    """Stripped, blank ones left out, first occurrence kept; anything but a string
+    (a null, a number) is dropped and noted."""
+    kept: list[str] = []
+    for name in names or ():
+        if not isinstance(name, str):
+            note_dropped(f"{what}: {json_type_name(name)} element")
+        elif name.strip():
+            kept.append(name.strip())
+    return tuple(dict.fromkeys(kept))

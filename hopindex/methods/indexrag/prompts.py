@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
 from hopindex.methods.indexrag.parsing import DocFacts
+from hopindex.methods.indexrag.shapes import Stage1Reply, Stage2Reply
 
 STAGE1 = "indexrag.stage1"  # the phase names: LLM usage is recorded per phase
 STAGE2 = "indexrag.stage2"
@@ -51,7 +52,8 @@ def stage1_request(title: str, text: str) -> ChatRequest:
     passage = f"{title}\n{text}" if title else text
     user = f"{STAGE1_INSTRUCTIONS}\n\nDocument: {passage}\n\n{STAGE1_CLOSING}"
     return ChatRequest(stage=STAGE1, messages=(("system", STAGE1_SYSTEM), ("user", user)),
-                       temperature=0.0, response_format=ResponseFormat.JSON)
+                       temperature=0.0, response_format=ResponseFormat.JSON,
+                       shape=Stage1Reply)
 
 
 def format_sections(docs: Sequence[DocFacts]) -> str:
@@ -69,7 +71,7 @@ def stage2_request(entity: str, docs: Sequence[DocFacts]) -> ChatRequest:
     user = (f"{STAGE2_OPENING.format(entity=_one_line(entity))}\n\n{format_sections(docs)}"
             f"\n\n{STAGE2_REQUIREMENTS}")
     return ChatRequest(stage=STAGE2, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=Stage2Reply)
 
 
 def _one_line(text: str) -> str:

@@ -11,16 +11,17 @@ import time
 from collections import Counter
 from dataclasses import replace
 
-from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.models import UnitKind
 from hopindex.methods.base import (
+    Degradation,
     QueryOptions,
     QueryResult,
     Retrieval,
     SearchContext,
 )
 from hopindex.methods.indexrag.units import METHOD
+from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import answer_request
 from hopindex.methods.retrieval.expansion import expand_to_passages
@@ -56,20 +57,23 @@ class IndexRagMethod:
         timer.add_all(found.phases_s)
         pool = [found.units[h.unit_id] for h in found.hits[:pool_size]]
         chosen = balanced_selection(pool, K, K_BRIDGE)
-        usage = UsageMeter()
+        usage = self._context.query_usage()
+        degraded: list[Degradation] = []
         with timer.phase(QueryPhase.ANSWER):
-            reply = llm.complete(answer_request(question, [u.text for u in chosen]), usage)
+            reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
+                answer_request(question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, found.hits[:pool_size], found.units,
                                           self._context.units, options.k,
                                           documents=self._context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=reply.content.strip(),
+            answer=reply.content.strip() if reply is not None else None,
             trace={"retrieval": retrieval.value, "engines": found.engines,
                    "pool": len(pool),
                    "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen],
                    "selected_kinds": dict(Counter(u.kind.value for u in chosen))},
+            degraded=degraded, answer_truncated=reply is not None and reply.truncated,
         )
         result.usage.add_llm(usage.total())
         result.usage.phases_s = timer.phases_s

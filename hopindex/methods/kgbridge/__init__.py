@@ -17,6 +17,7 @@ query method.
 from typing import Any
 
 from hopindex.core.models import UnitKind
+from hopindex.methods.base import degraded_lines
 from hopindex.methods.kgbridge.method import KgBridgeIndexMethod, KgBridgeSettings
 from hopindex.methods.kgbridge.query import KgBridgeMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
@@ -59,7 +60,7 @@ def describe_trace(trace: dict[str, Any]) -> list[str]:
             lines.append(f"  findings: {step['findings']}")
     lines.append(f"loop stopped: {trace.get('stopped', '-')}")
     lines.append(f"answer: {trace.get('answer') or '(none)'}")
-    lines.extend(f"degraded: {note}" for note in trace.get("degraded", []))
+    lines.extend(degraded_lines(trace))
     return lines
 
 

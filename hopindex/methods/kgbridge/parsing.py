@@ -1,28 +1,39 @@
-"""Validators of the partitioned-KG replies: a chunk's graph, entity summaries, a
+"""Readers of the partitioned-KG replies: a chunk's graph, entity summaries, a
 document's summary and a same-entity verdict.
 
-The JSON parsers are the ``parse`` callbacks of ``complete_json``: strict about the
-shape, naming what is wrong so that the client's one repair attempt can tell the
-model, and lenient only where the meaning does not change (a blank name dropped, a
-relation to an entity the chunk does not list dropped, a missing type).
+The JSON readers are the ``parse`` callbacks of ``complete_json``. Lists are read item
+by item against the declared shapes (``shapes``): a null or misfit element is dropped
+and noted, a number given as text is read and counted, and the reply fails
+(``ReplyShapeError``, which the client's one repair attempt shows the model) only when
+it is not the object asked for, or a list that had elements kept none. The graph's
+own rules drop and note what does not change the meaning (a blank name, a relation to
+an entity the chunk does not list); a missing type is the default one.
 """
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.core.errors import LlmOutputError
+from hopindex.backends.llm.reply_shapes import (
+    json_type_name,
+    note_dropped,
+    read_items,
+    read_shape,
+    scores_on_scale,
+)
+from hopindex.core.errors import ReplyShapeError
+from hopindex.methods.kgbridge.shapes import (
+    ENTITIES_WHAT,
+    RELATIONS_WHAT,
+    EntityItem,
+    RelationItem,
+    VerdictReply,
+)
 
 DEFAULT_TYPE = "entity"
-
-
-class ReplyShapeError(LlmOutputError, ValueError):
-    """A reply of the wrong shape: an ``LlmOutputError`` (the item's permanent failure)
-    that is also a ``ValueError``, on which the client makes its repair attempt and
-    treats a cached reply as a miss."""
+SCORE_TOP = 10.0  # the verdict's score is asked on 0-10
 
 
 def entity_key(name: str) -> str:
@@ -75,22 +86,24 @@ def parse_extraction(value: Any) -> ChunkGraph:
     blank, is dropped, as is a repeated triple. ``relations`` may be missing.
     """
     if not isinstance(value, dict):
-        raise ReplyShapeError(f'expected a JSON object with "entities" and "relations", '
-                              f"got {_kind(value)}")
+        raise ReplyShapeError(f'kgbridge.extract: expected a JSON object with "entities" and '
+                              f'"relations", got {json_type_name(value)}')
     if "entities" not in value:
-        raise ReplyShapeError(f'the reply has no "entities" key (keys: {sorted(value)})')
-    entities = _entities(_list(value["entities"], "entities"))
+        raise ReplyShapeError(f'kgbridge.extract: the reply has no "entities" key '
+                              f"(keys: {sorted(value)})")
+    entities = _entities(read_items(value["entities"], EntityItem, what=ENTITIES_WHAT))
+    # A null relation list says what an empty one says.
+    raw_relations = value.get("relations")
     triples: dict[tuple[str, str, str], ExtractedRelation] = {}
-    for position, item in enumerate(_list(value.get("relations", []), "relations")):
-        where = f"relations[{position}]"
-        if not isinstance(item, dict):
-            raise ReplyShapeError(f'{where} must be an object with "source", "relation" and '
-                                  f'"target", got {_kind(item)}')
-        parts = [_string(item, field, where, required=True)
-                 for field in ("source", "relation", "target")]
-        source, target = entity_key(parts[0]), entity_key(parts[2])
-        relation = one_line(parts[1])
-        if source in entities and target in entities and relation:
+    for item in read_items([] if raw_relations is None else raw_relations, RelationItem,
+                           what=RELATIONS_WHAT):
+        source, target = entity_key(item.source), entity_key(item.target)
+        relation = one_line(item.relation)
+        if source not in entities or target not in entities:
+            note_dropped(f"{RELATIONS_WHAT}: source or target is not a listed entity")
+        elif not relation:
+            note_dropped(f"{RELATIONS_WHAT}: blank relation")
+        else:
             triples.setdefault((source, relation, target),
                                ExtractedRelation(source, relation, target))
     return ChunkGraph(entities=tuple(entities.values()), relations=tuple(triples.values()))
@@ -98,22 +111,32 @@ def parse_extraction(value: Any) -> ChunkGraph:
 
 def parse_summaries(value: Any) -> dict[str, str]:
     """``{"summaries": {"<entity name>": "<summary>"}}`` → summary by entity key; blank
-    summaries are left out (the entity falls back to its description)."""
+    summaries are left out (the entity falls back to its description), as are ones
+    that are not text (noted); a map that had entries and kept none fails."""
     if not isinstance(value, dict) or "summaries" not in value:
         keys = sorted(value) if isinstance(value, dict) else None
-        raise ReplyShapeError('expected a JSON object {"summaries": {"<entity name>": '
-                              f'"<summary>"}}, got {_kind(value) if keys is None else keys}')
+        raise ReplyShapeError('kgbridge.entity_summaries: expected a JSON object '
+                              '{"summaries": {"<entity name>": "<summary>"}}, got '
+                              f"{json_type_name(value) if keys is None else keys}")
     summaries = value["summaries"]
     if not isinstance(summaries, dict):
-        raise ReplyShapeError(f"summaries must be an object of entity name to summary, got "
-                              f"{_kind(summaries)}")
+        raise ReplyShapeError(f"kgbridge.entity_summaries: summaries must be an object of "
+                              f"entity name to summary, got {json_type_name(summaries)}")
     found: dict[str, str] = {}
+    texts = 0
     for name, summary in summaries.items():
         if not isinstance(summary, str):
-            raise ReplyShapeError(f"summaries[{name!r}] must be a string, got {_kind(summary)}")
+            note_dropped(f"kgbridge.entity_summaries summaries: {json_type_name(summary)} summary")
+            continue
+        texts += 1
         key, text = entity_key(str(name)), one_line(summary)
         if key and text:
             found.setdefault(key, text)
+        else:
+            note_dropped("kgbridge.entity_summaries summaries: blank name or summary")
+    if summaries and not texts:
+        raise ReplyShapeError(f"kgbridge.entity_summaries summaries: no summary is text "
+                              f"among {len(summaries)}")
     return found
 
 
@@ -127,35 +150,26 @@ def parse_doc_summary(content: str) -> str:
 
 def parse_verdict(value: Any) -> Verdict:
     """``{"same": bool, "score": 0-10, "reason": str}`` → a verdict with the score
-    divided by 10 (clamped to 0-10 first); ``reason`` may be missing."""
+    divided by 10 (clamped to 0-10 first); ``reason`` may be missing. A score given on
+    0-1 (a fraction where 0-10 was asked) is read as such, and noted as rescaled."""
     if not isinstance(value, dict):
-        raise ReplyShapeError(f'expected a JSON object with "same", "score" and "reason", '
-                              f"got {_kind(value)}")
-    same = value.get("same")
-    if not isinstance(same, bool):
-        raise ReplyShapeError(f'"same" must be true or false, got {_kind(same)}')
-    score = value.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
-        raise ReplyShapeError(f'"score" must be a number from 0 to 10, got {_kind(score)}')
-    reason = value.get("reason", "")
-    if not isinstance(reason, str):
-        raise ReplyShapeError(f'"reason" must be a string, got {_kind(reason)}')
-    return Verdict(same=same, score=min(max(float(score), 0.0), 10.0) / 10.0,
-                   reason=one_line(reason))
+        raise ReplyShapeError(f'kgbridge.adjudicate: expected a JSON object with "same", '
+                              f'"score" and "reason", got {json_type_name(value)}')
+    verdict = read_shape(value, VerdictReply, what="kgbridge.adjudicate")
+    score = scores_on_scale([verdict.score], top=SCORE_TOP)[0]
+    return Verdict(same=verdict.same, score=min(max(score, 0.0), SCORE_TOP) / SCORE_TOP,
+                   reason=one_line(verdict.reason or ""))
 
 
-def _entities(items: list[Any]) -> dict[str, ExtractedEntity]:
+def _entities(items: list[EntityItem]) -> dict[str, ExtractedEntity]:
     found: dict[str, ExtractedEntity] = {}
-    for position, item in enumerate(items):
-        where = f"entities[{position}]"
-        if not isinstance(item, dict):
-            raise ReplyShapeError(f'{where} must be an object with "name", "type" and '
-                                  f'"description", got {_kind(item)}')
-        name = one_line(_string(item, "name", where, required=True))
-        kind = one_line(_string(item, "type", where)) or DEFAULT_TYPE
-        description = one_line(_string(item, "description", where))
+    for item in items:
+        name = one_line(item.name)
+        kind = one_line(item.type or "") or DEFAULT_TYPE
+        description = one_line(item.description or "")
         key = entity_key(name)
         if not key:
+            note_dropped(f"{ENTITIES_WHAT}: blank name")
             continue
         earlier = found.get(key)
         if earlier is None:
@@ -172,26 +186,5 @@ def join_descriptions(first: str, second: str) -> str:
     return " ".join(p if p.endswith((".", "!", "?")) else f"{p}." for p in parts)
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ReplyShapeError(f"{where} must be a JSON array, got {_kind(value)}")
-    return value
-
-
-def _string(item: dict[str, Any], field: str, where: str, *, required: bool = False) -> str:
-    if field not in item or item[field] is None:
-        if required:
-            raise ReplyShapeError(f'{where} has no "{field}" (keys: {sorted(item)})')
-        return ""
-    value = item[field]
-    if not isinstance(value, str):
-        raise ReplyShapeError(f"{where}.{field} must be a string, got {_kind(value)}")
-    return value
-
-
 def one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
+from hopindex.methods.kgbridge.shapes import ExtractionReply, VerdictReply
 
 # Stage labels of the requests (the job records them all under the phase).
 EXTRACT = "kgbridge.extract"
@@ -99,7 +100,7 @@ def extract_request(title: str, chunk: str) -> ChatRequest:
     user = (f"{EXTRACT_INSTRUCTIONS}\n\n{TITLE_LABEL} {_line(title)}\n"
             f"{PASSAGE_LABEL} {chunk.strip()}\n\n{CLOSING}")
     return ChatRequest(stage=EXTRACT, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=ExtractionReply)
 
 
 def summaries_request(title: str, entities: Sequence[EntityBrief]) -> ChatRequest:
@@ -113,6 +114,7 @@ def summaries_request(title: str, entities: Sequence[EntityBrief]) -> ChatReques
     evidence = "\n\n".join(blocks)
     user = (f"{SUMMARIES_INSTRUCTIONS}\n\n{TITLE_LABEL} {_line(title)}\n\n{evidence}\n\n"
             f"{CLOSING}")
+    # No shape: a strict schema cannot declare a map of free names (shapes.py).
     return ChatRequest(stage=ENTITY_SUMMARIES, messages=(("user", user),), temperature=0.0,
                        response_format=ResponseFormat.JSON)
 
@@ -139,7 +141,7 @@ def adjudicate_request(a: PairSide, b: PairSide) -> ChatRequest:
                         for label, side in (("A", a), ("B", b)))
     user = f"{ADJUDICATE_INSTRUCTIONS}\n\n{sides}\n\n{CLOSING}"
     return ChatRequest(stage=ADJUDICATE, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=VerdictReply)
 
 
 def _line(text: str) -> str:

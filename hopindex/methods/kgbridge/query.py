@@ -16,9 +16,10 @@
    not yet read join the context.
 5. Answer (one call): the shared short-answer prompt over the context and findings.
 
-A reply still unreadable after the client's one repair degrades the step (the plan to
-the top two routed documents, the loop to its end) and is named in the trace; it never
-fails the query. Passages come from the context through provenance: the primary
+A failed LLM step (a reply that cannot be used, no reply within the query's deadline,
+a refused request) degrades the step (the plan to the top two routed documents, the
+loop to its end, the answer to None) and is named in ``degraded``; it never fails the
+query. Passages come from the context through provenance: the primary
 documents' passages first, then the documents reached by links, by the plan's
 auxiliaries and by the loop, then the other routed documents, until ``k``.
 """
@@ -31,11 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter, Vector
-from hopindex.core.errors import LlmOutputError
+from hopindex.core.errors import LLM_CALL_FAILURES
 from hopindex.core.models import Hit, Unit, UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult, RankedPassage, SearchContext
+from hopindex.methods.base import (
+    Degradation,
+    QueryOptions,
+    QueryResult,
+    RankedPassage,
+    SearchContext,
+)
 from hopindex.methods.kgbridge.graphs import LINKS, METHOD
 from hopindex.methods.kgbridge.parsing import entity_key
 from hopindex.methods.kgbridge.query_parsing import (
@@ -53,6 +59,7 @@ from hopindex.methods.kgbridge.query_prompts import (
 )
 from hopindex.methods.kgbridge.routing import Route, Router, RouteSource
 from hopindex.methods.kgbridge.settings import KgBridgeSettings
+from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 
@@ -63,6 +70,8 @@ GATHER_PER_STEP = 3  # new units a sub-question adds to the context
 _GATHERED_KINDS = UnitFilter(kinds=(UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY))
 _WHAT = {UnitKind.DOC_SUMMARY: "summary", UnitKind.PASSAGE: "passage",
          UnitKind.ENTITY_SUMMARY: "entity"}
+# The steps a degradation names.
+ROUTE_STEP, PLAN_STEP, CONTEXT_STEP, LINKS_STEP = "route", "plan", "context", "links"
 
 
 class Role(enum.StrEnum):
@@ -124,7 +133,8 @@ class KgBridgeMethod:
             passages = run.passages(route, options.k)
         result = QueryResult(question=question, method=self.name, index=index,
                              passages=passages, answer=answer,
-                             trace=run.trace(route, plan, answer))
+                             trace=run.trace(route, plan, answer), degraded=run.degraded,
+                             answer_truncated=run.answer_truncated)
         result.usage.add_llm(run.usage.total())
         result.usage.phases_s = run.timer.phases_s
         result.latency_s = time.perf_counter() - started
@@ -139,13 +149,14 @@ class _Run:
         self.context, self.index, self.question = context, index, question
         self.settings, self.llm = settings, llm
         self.timer = PhaseTimer()
-        self.usage = UsageMeter()
+        self.usage = context.query_usage()
         self.items: list[ContextItem] = []
         self.seen: set[str] = set()
         self.findings: list[str] = []
         self.links: list[dict[str, Any]] = []
         self.iterations: list[dict[str, Any]] = []
-        self.degraded: list[str] = []
+        self.degraded: list[Degradation] = []
+        self.answer_truncated = False
         self.stopped = Stop.DISABLED
         self.titles: dict[str, str] = {}
         self.vector: Vector | None = None
@@ -158,8 +169,9 @@ class _Run:
         route = Router(self.context, self.index, self.timer).route(
             self.question, self.vector, self.settings.route_top_k)
         if route.source in (RouteSource.PASSAGES, RouteSource.NONE):
-            self.degraded.append("no question entity and no document summary found in the "
-                                 f"index: routed by {route.source.value}")
+            self.degraded.append(Degradation(
+                ROUTE_STEP, "no question entity and no document summary found in the "
+                            f"index: routed by {route.source.value}"))
         with self.timer.phase(QueryPhase.LOAD_UNITS):
             self.titles = {d.doc_id: d.title for d in self.context.documents.get_documents(
                 self.index, [r.doc_id for r in route.docs])}
@@ -172,7 +184,7 @@ class _Run:
         if not routed:
             plan = Plan(primary=(), auxiliary=(), reason="",
                         degraded=("no document was routed: no plan asked",))
-            self.degraded.extend(plan.degraded)
+            self._note_plan(plan)
             return plan
         briefs = [self._brief(route, d.doc_id, d.unit) for d in route.docs]
         with self.timer.phase(QueryPhase.JUDGE):
@@ -180,10 +192,13 @@ class _Run:
                 reply = self.llm.complete_json(plan_request(self.question, briefs),
                                                parse_plan, self.usage)
                 plan = resolve_plan(reply, routed)
-            except LlmOutputError as exc:
+            except LLM_CALL_FAILURES as exc:
                 plan = resolve_plan(None, routed, failure=str(exc))
-        self.degraded.extend(plan.degraded)
+        self._note_plan(plan)
         return plan
+
+    def _note_plan(self, plan: Plan) -> None:
+        self.degraded.extend(Degradation(PLAN_STEP, note) for note in plan.degraded)
 
     def _brief(self, route: Route, doc_id: str, unit: Unit) -> DocBrief:
         graph = route.graphs.get(doc_id, {})
@@ -212,8 +227,9 @@ class _Run:
             for name in pick.entities:
                 entity = entities.get(entity_key(name))
                 if entity is None:
-                    self.degraded.append(f"auxiliary document {pick.doc_id!r} has no entity "
-                                         f"named {name!r}")
+                    self.degraded.append(Degradation(
+                        CONTEXT_STEP, f"auxiliary document {pick.doc_id!r} has no entity "
+                                      f"named {name!r}"))
                 else:
                     wanted.append(str(entity["unit_id"]))
             found = self._load(wanted)
@@ -267,8 +283,9 @@ class _Run:
         for step in followed:
             unit = units.get(step["unit_id"])
             if unit is None:
-                self.degraded.append(f"link {step['link_id']} ({step['entity']}) leads to a "
-                                     "unit no longer stored: not followed")
+                self.degraded.append(Degradation(
+                    LINKS_STEP, f"link {step['link_id']} ({step['entity']}) leads to a unit "
+                                "no longer stored: not followed"))
                 continue
             self.links.append(step)
             self._add([unit], Role.LINKED)
@@ -284,9 +301,10 @@ class _Run:
             with self.timer.phase(QueryPhase.REASON):
                 try:
                     check = self.llm.complete_json(request, parse_sufficiency, self.usage)
-                except LlmOutputError as exc:
-                    self.degraded.append(f"iteration {number}: sufficiency reply unreadable "
-                                         f"({exc}): loop stopped")
+                except LLM_CALL_FAILURES as exc:
+                    self.degraded.append(Degradation(
+                        reasoning_step(number),
+                        f"sufficiency reply unusable ({exc}): loop stopped"))
                     self.stopped = Stop.INVALID_REPLY
                     return
             step.update(sufficient=check.sufficient, findings=check.findings,
@@ -316,11 +334,14 @@ class _Run:
 
     def answer(self) -> str | None:
         with self.timer.phase(QueryPhase.ANSWER):
-            reply = self.llm.complete(answer_request(self.question, self.lines(),
-                                                     self.findings), self.usage)
+            reply = llm_step(self.degraded, ANSWER_STEP, lambda: self.llm.complete(
+                answer_request(self.question, self.lines(), self.findings), self.usage))
+        if reply is None:
+            return None
+        self.answer_truncated = reply.truncated
         answer = reply.content.strip()
         if not answer:
-            self.degraded.append("the answer call returned no text")
+            self.degraded.append(Degradation(ANSWER_STEP, "the answer call returned no text"))
         return answer or None
 
     def passages(self, route: Route, k: int) -> list[RankedPassage]:
@@ -349,7 +370,7 @@ class _Run:
             "context": [{"unit_id": i.unit.unit_id, "kind": i.unit.kind.value,
                          "doc_id": i.doc_id, "role": i.role.value} for i in self.items],
             "iterations": self.iterations, "stopped": self.stopped.value,
-            "answer": answer, "degraded": self.degraded}
+            "answer": answer}
 
     # --- helpers -----------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """Validators of the partitioned-KG query replies: the plan and the sufficiency check.
 
-``parse_plan`` and ``parse_sufficiency`` are ``complete_json`` callbacks: strict about
-the shape (a ``ReplyShapeError`` names what is wrong, for the one repair attempt),
-lenient where the meaning does not change (a single id for a list, a numeric id, a
-missing reason). ``resolve_plan`` then holds the plan to the routed documents: ids
+``parse_plan`` and ``parse_sufficiency`` are ``complete_json`` callbacks, read against
+the declared shapes (``shapes``): lenient where the meaning does not change (a single
+id for a list, a numeric id, a missing reason, "true" for true, counted as coerced);
+a null or misfit element of a list is dropped and noted, and a ``ReplyShapeError``
+(for the one repair attempt) names what is wrong when nothing usable remains.
+``resolve_plan`` then holds the plan to the routed documents: ids
 the model made up are dropped and named, at most two documents are primary, and a
 plan left with no primary falls back to the top two routed documents.
 """
@@ -14,7 +16,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.methods.kgbridge.parsing import ReplyShapeError, one_line
+from hopindex.backends.llm.reply_shapes import (
+    json_type_name,
+    note_dropped,
+    read_items,
+    read_names,
+    read_shape,
+)
+from hopindex.core.errors import ReplyShapeError
+from hopindex.methods.kgbridge.parsing import one_line
+from hopindex.methods.kgbridge.shapes import (
+    AUXILIARY_WHAT,
+    PRIMARY_WHAT,
+    AuxiliaryItem,
+    DocIdItem,
+    SufficiencyReply,
+)
 
 MAX_PRIMARY = 2
 
@@ -56,35 +73,27 @@ class Sufficiency:
 
 def parse_plan(value: Any) -> PlanReply:
     """``{"primary": [ids], "auxiliary": [{"doc_id", "entities": [names]}], "reason"}``;
-    ``auxiliary`` and ``reason`` may be missing."""
+    ``auxiliary`` and ``reason`` may be missing, a reason that is not text is left out."""
     if not isinstance(value, dict):
-        raise ReplyShapeError(f'expected a JSON object with "primary", "auxiliary" and '
-                              f'"reason", got {_kind(value)}')
+        raise ReplyShapeError(f'kgbridge.plan: expected a JSON object with "primary", '
+                              f'"auxiliary" and "reason", got {json_type_name(value)}')
     if "primary" not in value:
-        raise ReplyShapeError(f'the reply has no "primary" key (keys: {sorted(value)})')
-    primary = _ids(value["primary"], "primary")
-    raw_auxiliary = value.get("auxiliary") or []
-    if not isinstance(raw_auxiliary, list):
-        raise ReplyShapeError(f"auxiliary must be a JSON array, got {_kind(raw_auxiliary)}")
+        raise ReplyShapeError(f'kgbridge.plan: the reply has no "primary" key '
+                              f"(keys: {sorted(value)})")
+    primary = _ids(value["primary"])
     auxiliary = []
-    for position, item in enumerate(raw_auxiliary):
-        where = f"auxiliary[{position}]"
-        if not isinstance(item, dict) or "doc_id" not in item:
-            got = sorted(item) if isinstance(item, dict) else _kind(item)
-            raise ReplyShapeError(f'{where} must be an object with "doc_id" and "entities", '
-                                  f"got {got}")
-        doc_id = _id(item["doc_id"], f"{where}.doc_id")
-        names = item.get("entities") or []
-        if isinstance(names, str):
-            names = [names]
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ReplyShapeError(f"{where}.entities must be a JSON array of names, got "
-                                  f"{_kind(names)}")
-        auxiliary.append(AuxiliaryPick(doc_id, tuple(
-            dict.fromkeys(one_line(n) for n in names if n.strip()))))
+    for item in read_items(value.get("auxiliary") or [], AuxiliaryItem, what=AUXILIARY_WHAT):
+        doc_id = item.doc_id.strip()
+        if not doc_id:
+            note_dropped(f"{AUXILIARY_WHAT}: empty document id")
+            continue
+        names = read_names(item.entities, what=f"{AUXILIARY_WHAT} entities")
+        auxiliary.append(AuxiliaryPick(doc_id, tuple(dict.fromkeys(
+            one_line(n) for n in names if n.strip()))))
     reason = value.get("reason") or ""
     if not isinstance(reason, str):
-        raise ReplyShapeError(f'"reason" must be a string, got {_kind(reason)}')
+        note_dropped(f"kgbridge.plan reason: {json_type_name(reason)}, not text")
+        reason = ""
     return PlanReply(primary=primary, auxiliary=tuple(auxiliary), reason=one_line(reason))
 
 
@@ -92,18 +101,12 @@ def parse_sufficiency(value: Any) -> Sufficiency:
     """``{"sufficient": bool, "findings": str, "sub_question": str}``; ``findings`` and
     ``sub_question`` may be missing or null."""
     if not isinstance(value, dict):
-        raise ReplyShapeError(f'expected a JSON object with "sufficient", "findings" and '
-                              f'"sub_question", got {_kind(value)}')
-    sufficient = value.get("sufficient")
-    if not isinstance(sufficient, bool):
-        raise ReplyShapeError(f'"sufficient" must be true or false, got {_kind(sufficient)}')
-    texts = []
-    for field in ("findings", "sub_question"):
-        text = value.get(field) or ""
-        if not isinstance(text, str):
-            raise ReplyShapeError(f'"{field}" must be a string, got {_kind(text)}')
-        texts.append(one_line(text))
-    return Sufficiency(sufficient=sufficient, findings=texts[0], sub_question=texts[1])
+        raise ReplyShapeError(f'kgbridge.sufficiency: expected a JSON object with '
+                              f'"sufficient", "findings" and "sub_question", '
+                              f'got {json_type_name(value)}')
+    check = read_shape(value, SufficiencyReply, what="kgbridge.sufficiency")
+    return Sufficiency(sufficient=check.sufficient, findings=one_line(check.findings or ""),
+                       sub_question=one_line(check.sub_question or ""))
 
 
 def resolve_plan(reply: PlanReply | None, routed: Sequence[str], *,
@@ -143,22 +146,14 @@ def resolve_plan(reply: PlanReply | None, routed: Sequence[str], *,
                 reason=reply.reason, degraded=tuple(degraded))
 
 
-def _ids(value: Any, where: str) -> tuple[str, ...]:
+def _ids(value: Any) -> tuple[str, ...]:
+    """The primary ids, repeats kept once; one id given bare is a list of one."""
     if value is None:
         return ()
     items = value if isinstance(value, list) else [value]
-    return tuple(dict.fromkeys(_id(item, f"{where}[{n}]") for n, item in enumerate(items)))
-
-
-def _id(value: Any, where: str) -> str:
-    # A numeric document id comes back as a JSON number from some models.
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ReplyShapeError(f"{where} must be a document id (a string), got {_kind(value)}")
-    text = str(value).strip()
-    if not text:
-        raise ReplyShapeError(f"{where} is an empty document id")
-    return text
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    ids = [item.root.strip() for item in read_items(items, DocIdItem, what=PRIMARY_WHAT)]
+    for _ in range(ids.count("")):
+        note_dropped(f"{PRIMARY_WHAT}: empty document id")
+    if items and not any(ids):
+        raise ReplyShapeError(f"{PRIMARY_WHAT}: no usable document id among {len(items)}")
+    return tuple(dict.fromkeys(i for i in ids if i))

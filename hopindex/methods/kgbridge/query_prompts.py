@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
+from hopindex.methods.kgbridge.shapes import PlanShape, SufficiencyReply
 from hopindex.methods.retrieval.answer import ANSWER_MAX_TOKENS, ANSWER_SYSTEM
 
 # Stage labels of the requests (usage and the response cache key by them).
@@ -85,7 +86,7 @@ def plan_request(question: str, documents: Sequence[DocBrief]) -> ChatRequest:
     user = (f"{PLAN_INSTRUCTIONS}\n\n{QUESTION_LABEL} {_line(question)}\n\n"
             + "\n\n".join(blocks) + f"\n\n{CLOSING}")
     return ChatRequest(stage=PLAN, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=PlanShape)
 
 
 def sufficiency_request(question: str, context: Sequence[ContextLine],
@@ -94,7 +95,7 @@ def sufficiency_request(question: str, context: Sequence[ContextLine],
             f"{FINDINGS_LABEL}\n{_findings(findings)}\n\n"
             f"{CONTEXT_LABEL}\n{context_text(context)}\n\n{CLOSING}")
     return ChatRequest(stage=SUFFICIENCY, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=SufficiencyReply)
 
 
 def answer_request(question: str, context: Sequence[ContextLine],

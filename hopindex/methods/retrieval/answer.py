@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.backends.llm.client import ChatRequest
+from hopindex.backends.llm.chat import ChatRequest
 
 ANSWER = "answer"
 ANSWER_MAX_TOKENS = 50

@@ -11,6 +11,7 @@ the two LLM calls; ``method`` is the index method and ``query`` the query method
 from typing import Any
 
 from hopindex.core.models import UnitKind
+from hopindex.methods.base import degraded_lines
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 from hopindex.methods.sirerag.method import SiReRagIndexMethod
 from hopindex.methods.sirerag.query import OPTIONS_SCHEMA, SiReRagMethod
@@ -25,7 +26,7 @@ def describe_trace(trace: dict[str, Any]) -> list[str]:
         where = (f"{node.get('tree')} tree level {node.get('level')}"
                  if node.get("tree") else node.get("kind"))
         lines.append(f"{rank:>2}. {node.get('score'):.4f} {where} {node.get('unit_id')}")
-    return lines
+    return [*lines, *degraded_lines(trace)]
 
 
 def register(registry: MethodRegistry) -> None:

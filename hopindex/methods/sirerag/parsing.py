@@ -1,9 +1,11 @@
-"""Validators of SiReRAG's replies: the propositions of a passage and a cluster's summary.
+"""Readers of SiReRAG's replies: the propositions of a passage and a cluster's summary.
 
-``parse_propositions`` is the ``parse`` callback of ``complete_json``. It is strict
-about the shape and names what is wrong, so that the client's one repair attempt can
-tell the model; it is lenient only where the meaning does not change (blank
-propositions, repeated or blank entities, a missing entity list).
+``parse_propositions`` is the ``parse`` callback of ``complete_json``. Propositions are
+read one by one against ``shapes.PropositionItem``: a null or misfit one is dropped
+and noted, as is an entity name that is not text; the reply fails (``ReplyShapeError``,
+which the client's one repair attempt shows the model) only when it is not the array
+or its wrapper, or none of its propositions fits. Blank propositions and names are
+left out, repeated ones kept once.
 """
 
 from __future__ import annotations
@@ -12,22 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.core.errors import LlmOutputError
+from hopindex.backends.llm.reply_shapes import json_type_name, note_dropped, read_items, read_names
+from hopindex.core.errors import ReplyShapeError
+from hopindex.methods.sirerag.shapes import PROPOSITIONS_WHAT, PropositionItem
 
 # JSON mode (``response_format=json_object``) forbids a top-level array, so the prompt
 # asks for the array wrapped under this key there.
 PROPOSITIONS_KEY = "propositions"
 TEXT_KEY = "proposition"
 ENTITIES_KEY = "entities"
-
-
-class ReplyShapeError(LlmOutputError, ValueError):
-    """A reply of the wrong shape.
-
-    An ``LlmOutputError`` (the document's or cluster's permanent failure) that is also
-    a ``ValueError``: the client makes its repair attempt, and treats a cached reply as
-    a miss, on ``ValueError``/``KeyError``/``TypeError`` only.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,21 +45,14 @@ def parse_propositions(value: Any) -> list[Proposition]:
     with the entities of every repeat.
     """
     entities_of: dict[str, list[str]] = {}
-    for position, item in enumerate(_items(value)):
-        where = f"{PROPOSITIONS_KEY}[{position}]"
-        if not isinstance(item, dict):
-            raise ReplyShapeError(f'{where} must be an object with "{TEXT_KEY}" and '
-                                  f'"{ENTITIES_KEY}", got {_kind(item)}')
-        if TEXT_KEY not in item:
-            raise ReplyShapeError(f'{where} has no "{TEXT_KEY}" key (keys: {sorted(item)})')
-        text = item[TEXT_KEY]
-        if not isinstance(text, str):
-            raise ReplyShapeError(f'{where}.{TEXT_KEY} must be a string, got {_kind(text)}')
-        entities = _entities(item.get(ENTITIES_KEY), f"{where}.{ENTITIES_KEY}")
+    for item in read_items(_items(value), PropositionItem, what=PROPOSITIONS_WHAT):
         # Aggregates join propositions one per line: a newline inside one would split it.
-        text = _one_line(text)
+        text = _one_line(item.proposition)
         if text:
-            entities_of.setdefault(text, []).extend(entities)
+            entities_of.setdefault(text, []).extend(
+                read_names(item.entities, what=f"{PROPOSITIONS_WHAT} {ENTITIES_KEY}"))
+        else:
+            note_dropped(f"{PROPOSITIONS_WHAT}: blank proposition")
     return [Proposition(text=text, entities=_unique_names(names))
             for text, names in entities_of.items()]
 
@@ -77,26 +65,16 @@ def parse_summary(content: str) -> str:
     return summary
 
 
-def _items(value: Any) -> list[Any]:
+def _items(value: Any) -> Any:
     if isinstance(value, dict):
         if PROPOSITIONS_KEY not in value:
-            raise ReplyShapeError(f'expected a JSON array, or an object with the array under '
-                                  f'"{PROPOSITIONS_KEY}"; got an object with keys {sorted(value)}')
+            raise ReplyShapeError(f"sirerag.propositions: expected a JSON array, or an object "
+                                  f'with the array under "{PROPOSITIONS_KEY}"; got an object '
+                                  f"with keys {sorted(value)}")
         value = value[PROPOSITIONS_KEY]
     if not isinstance(value, list):
-        raise ReplyShapeError(f"expected a JSON array of propositions, got {_kind(value)}")
-    return value
-
-
-def _entities(value: Any, where: str) -> list[str]:
-    # A model that finds no entity may leave the list out: that means the empty list.
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ReplyShapeError(f"{where} must be a list of strings, got {_kind(value)}")
-    for position, name in enumerate(value):
-        if not isinstance(name, str):
-            raise ReplyShapeError(f"{where}[{position}] must be a string, got {_kind(name)}")
+        raise ReplyShapeError(f"sirerag.propositions: expected a JSON array of propositions, "
+                              f"got {json_type_name(value)}")
     return value
 
 
@@ -113,7 +91,3 @@ def _unique_names(names: Iterable[str]) -> tuple[str, ...]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
+from hopindex.methods.sirerag.shapes import PropositionsReply
 
 PROPOSITIONS = "sirerag.propositions"  # the phase names: LLM usage is recorded per phase
 SUMMARIES = "sirerag.summaries"
@@ -55,7 +56,7 @@ def propositions_request(title: str, text: str) -> ChatRequest:
     user = (f"{PROPOSITIONS_INSTRUCTIONS}\n\n{PROPOSITIONS_LABEL} {passage.strip()}\n\n"
             f"{PROPOSITIONS_CLOSING}")
     return ChatRequest(stage=PROPOSITIONS, messages=(("user", user),), temperature=0.0,
-                       response_format=ResponseFormat.JSON)
+                       response_format=ResponseFormat.JSON, shape=PropositionsReply)
 
 
 def summary_request(texts: Sequence[str]) -> ChatRequest:

@@ -17,11 +17,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hopindex.backends.llm.usage import UsageMeter
 from hopindex.backends.protocols import UnitFilter
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Unit, UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult, RankedPassage, SearchContext
+from hopindex.methods.base import (
+    Degradation,
+    QueryOptions,
+    QueryResult,
+    RankedPassage,
+    SearchContext,
+)
+from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import answer_request
 from hopindex.methods.sirerag.propositions import METHOD
@@ -79,18 +85,21 @@ class SiReRagMethod:
             vector = np.asarray(context.embedder.embed_query(question), dtype=np.float32)
         with timer.phase(QueryPhase.DENSE_SEARCH):
             nodes = self._search(index, vector, top_k, pool)
-        usage = UsageMeter()
+        usage = context.query_usage()
+        degraded: list[Degradation] = []
         with timer.phase(QueryPhase.ANSWER):
-            reply = llm.complete(answer_request(question, [u.text for u, _ in nodes]), usage)
+            reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
+                answer_request(question, [u.text for u, _ in nodes]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = self._provenance(index, vector, nodes, options.k)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=reply.content.strip(),
+            answer=reply.content.strip() if reply is not None else None,
             trace={"pool": pool.value, "pool_size": self._pool_size(index, pool),
                    "nodes": [{"unit_id": u.unit_id, "kind": u.kind.value,
                               "tree": u.metadata.get("tree"), "level": u.level,
-                              "score": round(score, 4)} for u, score in nodes]})
+                              "score": round(score, 4)} for u, score in nodes]},
+            degraded=degraded, answer_truncated=reply is not None and reply.truncated)
         result.usage.add_llm(usage.total())
         result.usage.phases_s = timer.phases_s
         result.latency_s = time.perf_counter() - started

@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from hopindex.backends.embedder.loading import timed_loads
 from hopindex.backends.protocols import Embedder
 
 # Short and long, ASCII and not: the rows must not depend on the batch around them.
@@ -92,3 +93,13 @@ class EmbedderContract:
         every shape check and retrieve nothing."""
         vectors = embedder.embed_texts([TEXTS[0], TEXTS[4]])
         assert float(vectors[0] @ vectors[1]) < 1.0 - 100 * self.atol
+
+    def test_a_used_embedder_reports_no_further_load(self, embedder: Embedder) -> None:
+        """A model loads once: after a first call, no call reports a load on the query's
+        clock (``backends/embedder/loading.py``), so no later query's latency loses
+        time to one that did not happen."""
+        embedder.embed_query(TEXTS[0])
+        with timed_loads() as loads:
+            embedder.embed_texts(list(TEXTS))
+            embedder.embed_query(TEXTS[1])
+        assert loads.read() == 0.0

@@ -7,7 +7,8 @@ from typing import Any
 
 from hopindex.methods.plugin import Scope
 from hopindex.scheduler import pipeline
-from hopindex.scheduler.task_names import AFTER_PHASE, FINALIZE, PING, START_STEP
+from hopindex.scheduler.task_names import AFTER_PHASE, FINALIZE, PING, START_QUEUED, START_STEP
+from hopindex.scheduler.turns import start_next
 from hopindex.workers.app import app
 from hopindex.workers.runtime import current_runtime
 
@@ -30,6 +31,12 @@ def start_step(job_id: str, index: str, position: int, level: int,
 @app.task(name=FINALIZE)  # type: ignore[untyped-decorator]  # celery is untyped
 def finalize(job_id: str, index: str, scope: dict[str, Any]) -> None:
     pipeline.finalize(current_runtime(), job_id, index, Scope.from_dict(scope))
+
+
+@app.task(name=START_QUEUED, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
+def start_queued(index: str) -> str | None:
+    """Start the index's next queued job (its job ahead ended); returns its id."""
+    return start_next(current_runtime(), index)
 
 
 @app.task(name=PING, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped

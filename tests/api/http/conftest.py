@@ -4,7 +4,6 @@ and check every answer against the OpenAPI spec the server publishes."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
@@ -20,6 +19,7 @@ from hopindex.api.http.server import BackgroundServer
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from tests.waiting import wait_until
 
 # Roles of the keys every test server knows (HOPINDEX_API_KEYS syntax).
 KEYS = {
@@ -69,13 +69,16 @@ class Api:
         operation.validate_response(response)
 
     def wait_job(self, job_id: str, key: str = "write") -> dict[str, Any]:
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while time.monotonic() < deadline:
-            job = self.call("GET", f"/v1/jobs/{job_id}", key=key).json()
-            if job["state"] not in ("queued", "running"):
-                return job
-            time.sleep(0.1)
-        raise AssertionError(f"job {job_id} did not finish in {JOB_TIMEOUT_S}s")
+        """The job as GET /v1/jobs/{id} shows it once it is no longer queued or running."""
+
+        def finished() -> dict[str, Any] | None:
+            job: dict[str, Any] = self.call("GET", f"/v1/jobs/{job_id}", key=key).json()
+            return job if job["state"] not in ("queued", "running") else None
+
+        job = wait_until(finished, what=f"job {job_id} to finish", timeout_s=JOB_TIMEOUT_S,
+                         interval_s=0.1)
+        assert job is not None  # wait_until returns a truthy value
+        return job
 
 
 ApiFactory = Callable[..., Api]

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.integration
 
 OTHER_INDEX = "tenant-b"
 QUERY = {"question": "anything at all"}
+DOC = [{"title": "T", "text": "Some text."}]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,13 @@ def auth_api(make_api: ApiFactory) -> Api:
     ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/query", QUERY, 200),
     ("read", "GET", f"/v1/indexes/{OTHER_INDEX}", None, 200),
     ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/documents", [{"text": "t"}], 403),
+    # ... except a dry run, which writes nothing; one that could be read two ways is not.
+    ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/documents?dry_run=true", DOC, 200),
+    ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/documents?dry_run=true&dry_run=false",
+     DOC, 403),
+    ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/documents?dry_run=false", DOC, 403),
+    ("read", "POST", f"/v1/indexes/{OTHER_INDEX}/documents?dry_run=false&dry_run=true",
+     DOC, 403),
     ("read", "DELETE", f"/v1/indexes/{OTHER_INDEX}/documents", {"ids": ["d"]}, 403),
     ("read", "POST", "/v1/indexes", {"name": "made-by-reader"}, 403),
     ("read", "DELETE", f"/v1/indexes/{OTHER_INDEX}", None, 403),
@@ -43,6 +51,7 @@ def auth_api(make_api: ApiFactory) -> Api:
     ("scoped", "POST", f"/v1/indexes/{OTHER_INDEX}/query", QUERY, 403),
     ("scoped", "GET", f"/v1/indexes/{OTHER_INDEX}", None, 403),
     ("scoped", "POST", f"/v1/indexes/{OTHER_INDEX}/documents", [{"text": "t"}], 403),
+    ("scoped", "POST", f"/v1/indexes/{OTHER_INDEX}/documents?dry_run=true", DOC, 403),
     ("scoped", "POST", "/v1/indexes", {"name": "not-mine"}, 403),
     ("scoped", "GET", "/v1/jobs?index=tenant-b", None, 403),
     ("scoped", "GET", "/v1/events?index=tenant-b&mode=backlog", None, 403),
@@ -57,8 +66,11 @@ def auth_api(make_api: ApiFactory) -> Api:
 def test_access_matrix(auth_api: Api, key: str | None, method: str, path: str,
                        body: object, status: int) -> None:
     """Each (key, request) pair gets the status its access and index scope allow; every
-    refusal is JSON with a code and a message saying what is missing."""
+    refusal is JSON with a code and a message saying what is missing. Nothing a read
+    key sends writes: its dry runs leave no job."""
     response = auth_api.call(method, path, key=key, json=body)
+    if key == "read":
+        assert auth_api.service.list_jobs(OTHER_INDEX) == []
     assert response.status_code == status, response.text
     if status == 401:
         assert response.json()["error"]["code"] == "unauthenticated"

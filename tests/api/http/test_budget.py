@@ -6,13 +6,13 @@ a 400 naming its field; each answer checked against the spec."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from hopindex.testing.llm_server import LlmTestServer
 from tests.api.http.conftest import JOB_TIMEOUT_S, Api, ApiFactory, sample_documents
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -25,13 +25,18 @@ def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
 
 
 def _until(api: Api, job_id: str, state: str) -> dict[str, Any]:
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
+    """The job once it is in ``state`` or has ended."""
+
+    def reached() -> dict[str, Any] | None:
         job: dict[str, Any] = api.call("GET", f"/v1/jobs/{job_id}").json()
         if job["state"] == state or job["state"] in ("succeeded", "failed", "cancelled"):
             return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached {state}")
+        return None
+
+    job = wait_until(reached, what=f"job {job_id} to reach {state}", timeout_s=JOB_TIMEOUT_S,
+                     interval_s=0.05)
+    assert job is not None  # wait_until returns a truthy value
+    return job
 
 
 def _chats(llm: LlmTestServer) -> int:

@@ -12,6 +12,7 @@ import subprocess
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 import requests
@@ -44,6 +45,19 @@ def test_the_page_needs_no_key_and_names_no_other_host(api: Api) -> None:
     policy = answer.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "script-src 'self';" in policy
     assert "http" not in policy and "*" not in policy
+
+
+def test_the_page_with_a_trailing_slash_redirects_to_it(api: Api) -> None:
+    """``/v1/docs/`` is a permanent redirect, without a key, to ``../docs``: relative, as
+    the page's own URLs are, so it lands on ``/v1/docs`` (behind a path prefix too),
+    whose relative URLs then resolve as they must; a browser following it gets the page."""
+    moved = api.call("GET", "/v1/docs/", key=None, allow_redirects=False)
+    assert moved.status_code == 308
+    assert moved.headers["Location"] == "../docs"
+    assert urljoin(f"{api.url}/v1/docs/", moved.headers["Location"]) == f"{api.url}/v1/docs"
+    followed = requests.get(f"{api.url}/v1/docs/", timeout=30)
+    assert followed.status_code == 200 and followed.url == f"{api.url}/v1/docs"
+    assert "<redoc spec-url=\"openapi.json\"" in followed.text
 
 
 def test_the_bundle_is_the_vendored_file_as_javascript(api: Api) -> None:

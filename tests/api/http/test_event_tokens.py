@@ -91,7 +91,10 @@ def test_a_changed_token_is_refused() -> None:
         assert tokens.verify(malformed, now=NOW) is Refusal.MALFORMED, malformed
 
 
-@pytest.mark.parametrize("key", [WRITE_KEY, SCOPED_KEY, GENERATED_KEY])
+# Ids by name: the generated key differs per process, and pytest-xdist's processes
+# must collect the same test ids.
+@pytest.mark.parametrize("key", [WRITE_KEY, SCOPED_KEY, GENERATED_KEY],
+                         ids=["write", "scoped", "generated"])
 def test_an_api_key_is_not_a_token(key: str) -> None:
     """The configured API keys, whatever they look like, are refused as tokens."""
     assert EventTokens(ring()).verify(key, now=NOW) is Refusal.MALFORMED

@@ -77,7 +77,7 @@ def test_malformed_ndjson_names_the_line_and_skip_mode_ingests_the_rest(small: A
 
 def test_malformed_json_body_names_line_and_record_field(small: Api) -> None:
     """Invalid JSON is a 400 with its line; a record without text names the record and field;
-    an oversize document names its record."""
+    an oversize document names its record and the variable that sets the limit."""
     syntax = error(small.call("POST", f"/v1/indexes/{INDEX}/documents",
                               data='[\n{"text": "a"},\n{"text" "b"}\n]',
                               headers={"Content-Type": "application/json"}), 400)
@@ -87,7 +87,8 @@ def test_malformed_json_body_names_line_and_record_field(small: Api) -> None:
     assert missing["record"] == 1 and missing["field"] == "text"
     oversize = error(small.call("POST", f"/v1/indexes/{INDEX}/documents",
                                 json=[{"id": "big", "text": "z" * 400}]), 400)
-    assert "over max_document_bytes" in oversize["message"] and oversize["record"] == 0
+    assert "over HOPINDEX_MAX_DOCUMENT_BYTES=300" in oversize["message"]
+    assert oversize["record"] == 0
 
 
 def test_too_many_documents_and_ids(small: Api) -> None:

@@ -57,6 +57,18 @@ def test_fields_of_the_wrong_type_are_a_400_naming_them(api: Api, body: dict[str
     assert api.call("GET", "/v1/webhooks").json()["webhooks"] == before
 
 
+def test_a_client_cannot_record_private_targets_as_allowed(api: Api) -> None:
+    """Whether a webhook may reach internal addresses is the server's decision, recorded
+    with it: a body asking for it is refused naming the field, and a webhook registered
+    with a server that does not allow private targets is recorded as public."""
+    asked = add(api, url="http://127.0.0.1:9/in", allow_private=True)
+    assert asked.status_code == 400, asked.text
+    assert asked.json()["error"]["field"] == "allow_private"
+    created = add(api, url="https://hooks.example.org/in")
+    assert created.status_code == 201 and created.json()["allow_private"] is False
+    assert api.call("DELETE", f"/v1/webhooks/{created.json()['id']}").status_code == 204
+
+
 def test_readers_never_see_credentials_in_webhook_urls(api: Api) -> None:
     """A URL registered with userinfo and a token is shown redacted in the 201 and in
     every listing (write key, read key, filtered or not); the planted secrets appear
@@ -73,7 +85,7 @@ def test_readers_never_see_credentials_in_webhook_urls(api: Api) -> None:
     for answer in answers:
         listed = [h for h in answer.json()["webhooks"] if h["id"] == hook["id"]]
         assert listed == [{"id": hook["id"], "index": INDEX, "url": SHOWN_URL,
-                           "created_at": hook["created_at"]}]
+                           "created_at": hook["created_at"], "allow_private": False}]
         assert hook["secret"] not in answer.text
     assert api.call("DELETE", f"/v1/webhooks/{hook['id']}").status_code == 204
 

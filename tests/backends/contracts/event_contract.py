@@ -2,15 +2,19 @@
 
 Event ids are opaque to callers, so an adapter's test class says how its ids order
 (``id_key``) and names two ids the contract needs: one the log can never have
-issued, and one older than any it issues.
+issued, and one older than any it issues. It also names the method a wait reads
+through (``read_method``), which the waiting tests watch to know where a waiter is
+instead of sleeping.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import pytest
@@ -18,6 +22,7 @@ import pytest
 from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import BackendError, InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
+from tests.waiting import wait_until
 
 STARTED, PROGRESS, READY = EventType.JOB_STARTED, EventType.JOB_PROGRESS, EventType.INDEX_READY
 
@@ -41,8 +46,44 @@ def hook(index: str, name: str = "a", created_at: float = 1.0) -> Webhook:
                    created_at=created_at)
 
 
+class ReadSpy:
+    """Counts the reads of one of ``log``'s methods (shadowed on the instance): which
+    have come back, in the order of ``mark``, so a test knows a reader is past a point."""
+
+    def __init__(self, log: EventLog, method: str) -> None:
+        self._ticks = itertools.count(1)
+        self._returned: list[int] = []  # the tick at which each finished read began
+        original = getattr(log, method)
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            began = next(self._ticks)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._returned.append(began)
+
+        setattr(log, method, read)
+
+    def mark(self) -> int:
+        """A tick later than every read begun so far."""
+        return next(self._ticks)
+
+    def returned_since(self, mark: int) -> bool:
+        """Whether a read begun after ``mark`` has come back."""
+        return any(began > mark for began in list(self._returned))
+
+    def returned(self) -> int:
+        """How many reads have come back."""
+        return len(self._returned)
+
+
 class EventLogContract:
-    """Subclass with ``log`` and ``reopen_log`` fixtures and the three id hooks below."""
+    """Subclass with ``log`` and ``reopen_log`` fixtures, the three id hooks below and
+    ``read_method``."""
+
+    # The adapter's method each read of a wait goes through (the first one, and every
+    # one after a wake-up or poll): the contract watches it to know where a waiter is.
+    read_method: ClassVar[str] = ""
 
     # An id in this log's format that it can never have issued (far in the future).
     unissued_id: ClassVar[str] = ""
@@ -188,33 +229,53 @@ class EventLogContract:
     # -- waiting -----------------------------------------------------------------------------
 
     def test_wait_returns_an_event_appended_while_waiting(self, log: EventLog) -> None:
-        """A waiter wakes for an event another thread appends during the wait, well
-        before its timeout, and gets only its index's event."""
+        """A waiter wakes for an event another thread appends during the wait, before its
+        timeout, and gets only its index's event: another index's event, appended and
+        read during the wait first, does not end it."""
         mine, other = new_index(), new_index()
         cursor = append(log, mine, 1)[0].event_id
-        appended: list[Event] = []
+        reads = ReadSpy(log, self.read_method)
+        found: list[Event] = []
+        elapsed: list[float] = []
+        timeout_s = 30.0
 
-        def later() -> None:
-            time.sleep(0.3)
-            log.append_event(PROGRESS, other, "job-x", {})
-            time.sleep(0.2)
-            appended.append(log.append_event(READY, mine, "job-1", {"units": {}}))
+        def wait() -> None:
+            started = time.monotonic()
+            found.extend(log.wait_events(cursor, mine, timeout_s=timeout_s))
+            elapsed.append(time.monotonic() - started)
 
-        thread = threading.Thread(target=later)
-        thread.start()
-        started = time.monotonic()
-        found = log.wait_events(cursor, mine, timeout_s=10)
-        elapsed = time.monotonic() - started
-        thread.join()
-        assert ids(found) == ids(appended)
-        assert 0.4 <= elapsed < 5, elapsed
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        # Past its first read, whatever is appended can only be found by waiting.
+        wait_until(lambda: reads.returned_since(0), what="the waiter's first read")
+        mark = reads.mark()
+        log.append_event(PROGRESS, other, "job-x", {})
+        # A read begun after that append has come back: the waiter has seen the other
+        # index's event, and went on waiting unless it wrongly returns (then it finds
+        # nothing below).
+        wait_until(lambda: reads.returned_since(mark), what="a read of the other event")
+        appended = log.append_event(READY, mine, "job-1", {"units": {}})
+        waiter.join(timeout=2 * timeout_s)
+        assert not waiter.is_alive()
+        assert ids(found) == [appended.event_id]
+        # Woken, not timed out: a wait that finds nothing returns no sooner than its
+        # deadline, which it sets on entry (after ``started``), so a return before the
+        # timeout was the append waking it. The steps up to the append take milliseconds
+        # each, so the 30 s hold however busy the machine.
+        assert elapsed[0] < timeout_s, elapsed
 
     def test_wait_returns_existing_events_at_once(self, log: EventLog) -> None:
         """Events already after the cursor are returned without waiting."""
         events = append(log, new_index(), 3)
+        reads = ReadSpy(log, self.read_method)
         started = time.monotonic()
         assert ids(log.wait_events(events[0].event_id, None, 10, limit=1)) == ids(events[1:2])
-        assert time.monotonic() - started < 1
+        # Returned by its first read: a wait reads again after each poll or wake-up.
+        assert reads.returned() == 1
+        # Nothing is appended meanwhile, so a wait that did not return what was there
+        # would run to its 10 s timeout; one read takes milliseconds, however busy the
+        # machine, so returning before the timeout is returning at once.
+        assert time.monotonic() - started < 10
 
     def test_wait_times_out_empty(self, log: EventLog) -> None:
         """With nothing new, a wait returns [] once its timeout has passed, not long after;
@@ -222,6 +283,10 @@ class EventLogContract:
         cursor = append(log, new_index(), 1)[0].event_id
         started = time.monotonic()
         assert log.wait_events(cursor, None, timeout_s=0.5) == []
+        # Not before the timeout: the deadline is set on entry, after ``started``, and an
+        # empty wait ends only past it, so load can only add. Not long after: past the
+        # deadline a wait makes one more read at most (polls and blocks are cut to the
+        # time left), milliseconds late on a busy machine; 3 s is a hang bound.
         assert 0.45 <= time.monotonic() - started < 3
         assert log.wait_events(None, new_index(), timeout_s=0.2) == []
 
@@ -246,6 +311,18 @@ class EventLogContract:
         assert log.delete_webhook(a.webhook_id) is False
         assert log.list_webhooks(index) == [b]
         assert log.list_webhooks(new_index()) == []
+
+    def test_webhooks_keep_the_decision_on_private_targets(self, log: EventLog) -> None:
+        """Whether a webhook may reach internal addresses comes back as it was put: true,
+        false, or not recorded (None), so every process delivering it decides alike."""
+        index = new_index()
+        allowed, public, unknown = (replace(hook(index, name, at), allow_private=value)
+                                    for name, at, value in (("p", 1.0, True), ("q", 2.0, False),
+                                                            ("r", 3.0, None)))
+        for w in (allowed, public, unknown):
+            log.put_webhook(w)
+        assert [(w.webhook_id, w.allow_private) for w in log.list_webhooks(index)] == [
+            (allowed.webhook_id, True), (public.webhook_id, False), (unknown.webhook_id, None)]
 
     def test_webhook_repr_hides_the_secret(self) -> None:
         """A webhook printed or logged does not show its secret."""

@@ -195,7 +195,9 @@ class JobStoreContract:
 
         def bump(j: Job) -> None:
             value = j.units_embedded
-            time.sleep(0.0005)  # widen the read-modify-write window a racy store would lose in
+            # Widen the read-modify-write window a racy store would lose in: work inside
+            # the change, not a wait; the count below holds however long it takes.
+            time.sleep(0.0005)
             j.units_embedded = value + 1
 
         def worker() -> None:
@@ -227,6 +229,27 @@ class JobStoreContract:
         store.clear_dispatches(job.job_id)
         assert store.last_dispatch(job.job_id) is None
         assert store.last_dispatch(other.job_id) == first
+
+    def test_open_jobs_in_creation_order_whatever_their_clocks(self, store: StateStore,
+                                                               index: str, other: str) -> None:
+        """An index's unfinished jobs list in the order they were created, not by their
+        timestamps (processes' clocks differ), and a job leaves the list when it ends."""
+        late_clock, early_clock, foreign = (new_job(index, 300.0), new_job(index, 100.0),
+                                            new_job(other, 50.0))
+        done = new_job(index, 10.0)
+        done.state = JobState.SUCCEEDED
+        for job in (late_clock, done, early_clock, foreign):
+            store.create_job(job)
+        assert [j.job_id for j in store.open_jobs(index)] == [late_clock.job_id,
+                                                              early_clock.job_id]
+
+        def finish(job: Job) -> None:
+            job.state = JobState.FAILED
+
+        store.update_job(late_clock.job_id, finish)
+        assert [j.job_id for j in store.open_jobs(index)] == [early_clock.job_id]
+        assert [j.job_id for j in store.open_jobs(other)] == [foreign.job_id]
+        assert store.open_jobs("no-such-index") == []
 
     def test_list_jobs_newest_first_by_index(self, store: StateStore, index: str,
                                              other: str) -> None:

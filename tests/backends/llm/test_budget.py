@@ -172,6 +172,8 @@ def test_underestimates_overrun_by_at_most_one_call_per_slot(target: str) -> Non
 
         async def slot() -> None:
             while await budget.reserve("job-1", limits, BudgetCharge(estimate)):
+                # The LLM call in flight, simulated: the other slots reserve meanwhile. A
+                # stand-in for work, not a wait for the budget; no assertion rests on it.
                 await asyncio.sleep(0.001)
                 await budget.settle("job-1", BudgetCharge(estimate), BudgetCharge(actual))
 

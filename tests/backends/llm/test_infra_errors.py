@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,12 @@ from structlog.testing import capture_logs
 from hopindex.backends.llm.cache import ResponseCache, SqliteResponseCache
 from hopindex.backends.llm.cache_redis import RedisResponseCache
 from hopindex.backends.llm.client import ChatRequest, LlmClient, LlmSettings
-from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimiter, RateLimits
+from hopindex.backends.llm.ratelimit import (
+    InProcessRateLimiter,
+    RateLimiter,
+    RateLimits,
+    Reservation,
+)
 from hopindex.backends.llm.ratelimit_redis import RedisRateLimiter
 from hopindex.backends.llm.runner import LlmRunner, item_failure
 from hopindex.backends.llm.usage import UsageMeter
@@ -39,6 +43,7 @@ from hopindex.monitoring.llm import PrometheusLlmObserver
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
 from hopindex.testing.redis_server import RedisServer, free_port
+from tests.waiting import wait_until
 
 MODEL = "hopindex-test-llm"
 POISON = "Zzyzx-poisoned"
@@ -74,6 +79,29 @@ def runner_for(server: LlmTestServer, *, cache: Callable[[], ResponseCache | Non
                            backoff_max_s=0.05)
     return LlmRunner(lambda: LlmClient(settings, limiter(), cache(),
                                        observer=PrometheusLlmObserver()), concurrency=4)
+
+
+class ReconcilesAfter:
+    """A limiter whose ``reconcile`` waits for ``ready`` first: the reply of a call in
+    flight reaches it only once the test has done what it must do meanwhile, however
+    late the test's thread runs on a busy machine (the reply's latency is no bound)."""
+
+    def __init__(self, inner: RateLimiter, ready: threading.Event) -> None:
+        self._inner, self._ready = inner, ready
+
+    async def acquire(self, key: str, estimated_tokens: int) -> Reservation:
+        return await self._inner.acquire(key, estimated_tokens)
+
+    async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
+        await asyncio.to_thread(wait_until, self._ready.is_set,
+                                what="the test to finish its step before reconcile")
+        await self._inner.reconcile(reservation, actual_tokens)
+
+    async def penalize(self, key: str, retry_after_s: float) -> None:
+        await self._inner.penalize(key, retry_after_s)
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 def cache_errors(operation: str) -> float:
@@ -230,14 +258,20 @@ def test_the_limiter_going_away_during_a_call_keeps_its_reply(server: LlmTestSer
         pytest.skip("redis-server is not installed")
     with RedisServer() as redis_server:
         limits = RateLimits(requests_per_minute=6_000, tokens_per_minute=1_000_000)
+        stopped = threading.Event()
         runner = runner_for(server, cache=lambda: SqliteResponseCache(tmp_path / "c.sqlite3"),
-                            limiter=lambda: RedisRateLimiter(redis_server.url, limits))
+                            limiter=lambda: ReconcilesAfter(
+                                RedisRateLimiter(redis_server.url, limits), stopped))
+        failures: list[BaseException] = []
 
         def stop_when_called() -> None:
-            deadline = time.monotonic() + 10
-            while not server.stats.by_kind and time.monotonic() < deadline:
-                time.sleep(0.005)
-            redis_server.stop()
+            try:
+                wait_until(lambda: server.stats.by_kind, what="the call to reach the server")
+            except BaseException as exc:  # the thread reports it to the test
+                failures.append(exc)
+            finally:
+                redis_server.stop()
+                stopped.set()
 
         stopper = threading.Thread(target=stop_when_called)
         stopper.start()
@@ -248,6 +282,7 @@ def test_the_limiter_going_away_during_a_call_keeps_its_reply(server: LlmTestSer
         finally:
             stopper.join()
             runner.close()
+    assert not failures, failures
     assert isinstance(outcomes[0], list) and outcomes[0]
     assert any(e["event"] == "llm_limiter_reconcile_failed" for e in logs)
     again = runner_for(server, cache=lambda: SqliteResponseCache(tmp_path / "c.sqlite3"))

@@ -94,7 +94,7 @@ def test_a_query_makes_three_calls_and_six_vector_searches(env: Env) -> None:
     assert len(trace["entities"]) == 2 and trace["entities"][0] != trace["entities"][1]
     assert trace["judge"] == {"status": "scored", "site": "in_process", "error": "",
                               "unscored": 0}
-    assert trace["ranked_by"] == "C" and trace["fallback"] is None and trace["fallbacks"] == []
+    assert trace["ranked_by"] == "C" and trace["degraded"] == [] and result.degraded == []
 
 
 def test_trace_is_a_complete_decision_record(env: Env) -> None:
@@ -146,7 +146,7 @@ def test_conditions_share_the_pool_and_differ_in_ranking(env: Env) -> None:
     c, _ = run(env, question, condition="c")
     assert pool_ids(a) == pool_ids(b) == pool_ids(c)
     assert a.usage.llm_calls == 2 and b.usage.llm_calls == c.usage.llm_calls == 3
-    assert a.trace["judge"]["status"] == "skipped" and a.trace["fallback"] is None
+    assert a.trace["judge"]["status"] == "skipped" and a.degraded == []
     assert all(p["judge_score"] is None for p in a.trace["pool"])
     svo_order = sorted(a.trace["pool"], key=lambda p: -p["svo_score"])
     assert [p["svo_score"] for p in svo_order] == [
@@ -233,35 +233,38 @@ def test_direct_cosines_survive_a_lost_vector(env: Env) -> None:
 
 def test_judge_reply_unparseable_falls_back_to_condition_a(env: Env, tmp_path: Path) -> None:
     """A judge reply that stays invalid JSON after the repair attempt: the query ranks
-    exactly as condition A and says so (fallback "A", judge status unparseable)."""
+    exactly as condition A and says so (ranked by A, the judge degraded, its status
+    unparseable). A query makes no repair call: its deadline is for the user."""
     question = env.questions[0]["question"]
     reference, _ = run(env, question, condition="A")
     with faulty_llm(tmp_path, invalid_json_marker='"scores"') as llm:
         result, _ = run(env, question, llm=llm)
-    assert result.trace["fallback"] == "A" and result.trace["ranked_by"] == "A"
+    assert result.trace["ranked_by"] == "A"
     assert result.trace["judge"]["status"] == "unparseable"
-    assert result.trace["fallbacks"][0]["step"] == "judge"
-    assert result.usage.llm_calls == 4  # svo, entities, judge and its repair
+    assert [d.step for d in result.degraded] == ["judge"]
+    assert result.trace["degraded"] == [d.as_dict() for d in result.degraded]
+    assert result.usage.llm_calls == 3  # svo, entities, judge: no repair call in a query
     assert ranked_ids(result) == ranked_ids(reference)
     assert [p.doc_id for p in result.passages] == [p.doc_id for p in reference.passages]
 
 
 def test_svo_reply_unparseable_uses_the_question(env: Env, tmp_path: Path) -> None:
-    """An SVO reply still invalid after repair: the question is the one SVO query (one
-    search instead of three); the entities and the judge work as usual."""
+    """An unusable SVO reply: the question is the one SVO query (one search instead of
+    three); the query's later LLM steps are skipped (the query policy: no call after
+    one failed), so no entity search and condition A, each step named."""
     question = env.questions[1]["question"]
     with faulty_llm(tmp_path, invalid_json_marker='"queries"') as llm:
         result, vectors = run(env, question, llm=llm)
     trace = result.trace
     assert trace["svo_queries"] == [question]
-    assert [f["step"] for f in trace["fallbacks"]] == ["svo_queries"]
-    assert trace["judge"]["status"] == "scored" and trace["fallback"] is None
-    assert vectors.searches == 1 + 1 + 2
+    assert [d.step for d in result.degraded] == ["svo_queries", "entities", "judge"]
+    assert trace["judge"]["status"] == "failed" and trace["ranked_by"] == "A"
+    assert vectors.searches == 1 + 1
     with faulty_llm(tmp_path, invalid_json_marker='"queries"') as llm:
         merged, vectors = run(env, question, llm=llm, extraction="merged")
     assert merged.trace["entities"] == ["", ""] and vectors.searches == 2
-    assert [f["step"] for f in merged.trace["fallbacks"]] == ["svo_entities"]
-    assert merged.trace["judge"]["status"] == "scored"
+    assert [d.step for d in merged.degraded] == ["svo_entities", "judge"]
+    assert merged.trace["judge"]["status"] == "failed"
 
 
 def test_provider_failing_every_call_still_answers(env: Env, tmp_path: Path) -> None:
@@ -270,9 +273,8 @@ def test_provider_failing_every_call_still_answers(env: Env, tmp_path: Path) -> 
     question = env.questions[2]["question"]
     with faulty_llm(tmp_path, fail_500=1.0) as llm:
         result, vectors = run(env, question, llm=llm)
-    steps = [f["step"] for f in result.trace["fallbacks"]]
-    assert steps == ["svo_queries", "entities", "judge"]
-    assert result.trace["judge"]["status"] == "failed" and result.trace["fallback"] == "A"
+    assert [d.step for d in result.degraded] == ["svo_queries", "entities", "judge"]
+    assert result.trace["judge"]["status"] == "failed" and result.trace["ranked_by"] == "A"
     assert result.usage.llm_calls == 0 and vectors.searches == 2
     assert len(result.passages) == 5
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hopindex.backends.llm.reply_shapes import collecting_notes
+from hopindex.core.errors import ReplyShapeError
 from hopindex.methods.bridgerag.parsing import (
     judge_parser,
     parse_entity_pair,
@@ -45,7 +47,7 @@ def test_merged_reply_carries_queries_and_entities() -> None:
     assert parse_extracted({"queries": ["q"], "entities": ["A"]}).entities == ("A", "A")
     with pytest.raises(ValueError, match="entities"):
         parse_extracted({"queries": ["q"], "entities": []})
-    with pytest.raises(KeyError):
+    with pytest.raises(ReplyShapeError, match='no "entities" key'):
         parse_extracted({"queries": ["q"]})
 
 
@@ -64,6 +66,44 @@ def test_judge_reply_shapes() -> None:
                                    {"scores": {"1": "high"}}, {"scores": {"1": True}},
                                    {"scores": [None]}, {"result": "x"}])
 def test_unusable_judge_replies_are_rejected_for_repair(value: object) -> None:
-    """No score for any candidate, or a non-numeric score, is a wrong shape."""
-    with pytest.raises((TypeError, ValueError, KeyError)):
+    """No usable score for any candidate is a wrong shape, a ReplyShapeError (a
+    ValueError) naming the judge's scores."""
+    with pytest.raises(ReplyShapeError, match=r"judge scores|bridgerag"):
         judge_parser(2)(value)
+
+
+def test_judge_drops_bad_scores_not_the_reply() -> None:
+    """A null, boolean or wordy score and an unknown id are dropped and noted, their
+    candidates scoring None; the other scores are kept, numeric strings coerced."""
+    with collecting_notes() as notes:
+        scores = judge_parser(4)({"scores": {"1": None, "2": " 6 ", "3": True, "4": "high",
+                                             "9": 5}})
+    assert scores == (None, 6.0, None, None)
+    assert (notes.dropped, notes.coerced) == (4, 1)
+
+
+def test_judge_rescales_a_reply_given_on_zero_to_one() -> None:
+    """Scores asked on 0-10 and all given in 0-1 with a fraction are read on 0-1 (x10,
+    noted as rescaled); a 0-10 reply of whole numbers 0 and 1 is kept as given."""
+    with collecting_notes() as notes:
+        assert judge_parser(3)({"scores": {"1": 0.9, "2": "0.25", "3": 0}}) == (
+            9.0, 2.5, 0.0)
+    assert notes.rescaled == 1
+    with collecting_notes() as notes:
+        assert judge_parser(3)({"scores": [1, 0, 7]}) == (1.0, 0.0, 7.0)
+        assert judge_parser(2)({"scores": [1, 0]}) == (1.0, 0.0)
+    assert notes.rescaled == 0
+
+
+def test_queries_and_entities_drop_misfits_and_keep_the_rest() -> None:
+    """A null or numeric query or entity is dropped and noted, the others kept; a bare
+    list of queries is read too; all-bad queries or entities fail the reply."""
+    with collecting_notes() as notes:
+        got = parse_extracted({"queries": [None, "q1", 7, "q2"], "entities": ["A", None, 3]})
+    assert got.queries == ("q1", "q2") and got.entities == ("A", "A")
+    assert notes.dropped == 4
+    assert parse_queries(["q1", "q2"]) == ("q1", "q2")
+    with pytest.raises(ReplyShapeError, match="bridgerag queries: no usable element"):
+        parse_queries({"queries": [None, 1]})
+    with pytest.raises(ReplyShapeError, match="bridgerag entities: no entity among 2"):
+        parse_extracted({"queries": ["q"], "entities": [None, 2]})

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from hopindex.core.errors import LlmOutputError
+from hopindex.backends.llm.reply_shapes import collecting_notes
+from hopindex.core.errors import LlmOutputError, ReplyShapeError
 from hopindex.methods.compactrag.parsing import (
     MAX_QUESTION_WORDS,
     Decomposition,
     DropReason,
     QaPair,
-    ReplyShapeError,
     SubQuestion,
     normalise_question,
     parse_decomposition,
@@ -141,23 +141,43 @@ def test_questions_are_kept_on_one_line() -> None:
 
 
 @pytest.mark.parametrize(("bad", "named"), [
-    ("Marie Curie was born in Warsaw.", r"expected a JSON array .* got str"),
+    ("Marie Curie was born in Warsaw.", r"compactrag\.qa: expected a JSON array .* got str"),
     ({"pairs_list": []}, r'object with the array under "qa"; got an object with keys'),
-    ({"qa": {"question": "q"}}, r"expected a JSON array of question-answer pairs, got dict"),
-    (["Where was Marie Curie born?"], r"qa\[0\] must be an object"),
-    ([{"answer": "Warsaw"}], r'qa\[0\] has no "question" key'),
-    ([_pair("Who?", "Warsaw"), {"question": "Where?"}], r'qa\[1\] has no "answer" key'),
-    ([_pair(7, "Warsaw")], r"qa\[0\]\.question must be a string, got int"),
-    ([_pair("Where?", ["Warsaw"])], r"qa\[0\]\.answer must be a string, got list"),
-    ([_pair("Is it?", True)], r"qa\[0\]\.answer must be a string, got bool"),
+    ({"qa": {"question": "q"}}, r"compactrag\.qa: expected a JSON array of question-answer "
+                                r"pairs, got dict"),
+    (["Where was Marie Curie born?"], r"compactrag\.qa qa: no usable element among 1"),
+    ([{"answer": "Warsaw"}], r"compactrag\.qa qa: no usable element among 1"),
+    ([_pair(7, "Warsaw")], r"compactrag\.qa qa: no usable element"),
+    ([_pair("Where?", ["Warsaw"]), None], r"compactrag\.qa qa: no usable element among 2"),
+    ([_pair("Is it?", True)], r"compactrag\.qa qa: no usable element"),
 ])
 def test_wrong_shapes_raise_an_error_the_client_repairs(bad: Any, named: str) -> None:
-    """A wrong shape is an LlmOutputError naming where it is wrong, and a ValueError, on
-    which the client makes its one repair attempt."""
+    """A reply that is not the array (or its wrapper), or whose pairs none fit the
+    declared shape, is an LlmOutputError naming the reply kind and what is wrong, and a
+    ValueError, on which the client makes its one repair attempt."""
     with pytest.raises(LlmOutputError, match=named) as caught:
         parse_qa_pairs(bad, PASSAGE)
     assert isinstance(caught.value, ReplyShapeError)
     assert isinstance(caught.value, ValueError)
+
+
+def test_misfit_and_null_pairs_are_dropped_and_noted_the_rest_kept() -> None:
+    """A null pair, a pair without its answer, a numeric question and a boolean answer
+    are dropped with their reasons (not the reply); an answer given as a number is
+    read as text and counted as coerced; the rules' drops are noted under their reason."""
+    with collecting_notes() as notes:
+        extraction = parse_qa_pairs({"qa": [
+            None, {"question": "Where?"}, _pair(7, "Warsaw"), _pair("Is it?", True),
+            _pair("When was Marie Curie born?", 1867),
+            _pair("Who shared the Nobel Prize?", "Pierre Curie"),
+            _pair("Where was Marie Curie born?", "Krakow")]}, PASSAGE)
+    assert extraction.pairs == (QaPair("When was Marie Curie born?", "1867"),
+                                QaPair("Who shared the Nobel Prize?", "Pierre Curie"))
+    assert extraction.dropped == _drops(not_verbatim=1)
+    assert (notes.coerced, notes.dropped) == (1, 5)
+    assert notes.reasons["compactrag.qa qa: null element"] == 1
+    assert notes.reasons["compactrag.qa qa: not_verbatim"] == 1
+    assert sum(n for r, n in notes.reasons.items() if "answer" in r) == 2  # missing, bool
 
 
 def test_an_empty_list_is_a_valid_reply_with_no_pairs() -> None:
@@ -186,21 +206,23 @@ EXPECTED = [(1, "Who discovered polonium?", None), (2, "Where was this person bo
     (TWO_STEPS, []),
     (f'{{"sub_questions": {TWO_STEPS}}}', []),
     (f'{{"result": {TWO_STEPS}}}', []),
-    (f"```json\n{TWO_STEPS}\n```", ["read from a fenced block"]),
+    (f"```json\n{TWO_STEPS}\n```", []),
     (f"Sure! Here is the decomposition [1]:\n{TWO_STEPS}\nHope it helps.",
-     ["read from inside prose"]),
+     []),
     ('[{"index": 0, "q": "Who discovered polonium?", "ref": "None"},\n'
      ' {"index": "1", "q": "Where was this person born?", "ref": "0"}]', []),
     ('Output:\n[\n  {"index": 1, "q": "Who discovered polonium?", "ref": None},\n'
-     '  {"index": 2, "q": "Where was this person born?", "ref": 1},\n]',
-     ["read from inside prose", "trailing commas removed", "None read as null"]),
+     '  {"index": 2, "q": "Where was this person born?", "ref": 1},\n]', []),
+    (f"<think>Maybe [1, 2]? Or {{\"q\": \"x\"}}.</think>\n{TWO_STEPS}",
+     []),
 ])
 def test_decomposition_reads_every_shape_the_authors_code_handles(content: str,
                                                                   notes: list[str]) -> None:
     """Array, JSON-mode wrapper (or any single list value), fence, list after prose
-    with a citation-like bracket, the authors' 0-based string indices and "None", and
-    their example's Python None and trailing comma: the same two sub-questions, 1-based,
-    with notes on what was forgiven."""
+    with a citation-like bracket, the authors' 0-based string indices and "None", their
+    example's Python None and trailing comma (repaired by the shared reader), and a list
+    after a reasoning block: the same two sub-questions, 1-based, with notes on what was
+    forgiven."""
     decomposition = parse_decomposition(content, QUESTION)
     assert _texts(decomposition) == EXPECTED
     assert decomposition.degraded == notes
@@ -218,7 +240,7 @@ def test_a_single_object_is_one_sub_question() -> None:
     ('{"sub_questions": []}', "reply lists no sub-question"),
     ("I cannot break this question down.", "reply holds no JSON list of sub-questions"),
     ("", "reply holds no JSON list of sub-questions"),
-    ('[{"index": 1, "q": "Who discovered', "reply holds no JSON list of sub-questions"),
+    ('[{"index": 1, "q": "Who discovered', "reply lists no sub-question"),
     ('{"answer": "Warsaw"}', "reply holds no JSON list of sub-questions"),
     ('[{"index": 1, "q": "  "}, {"index": 2}]', "reply lists no sub-question"),
 ])
@@ -290,3 +312,15 @@ def test_a_runaway_decomposition_is_cut_to_the_limit() -> None:
     decomposition = parse_decomposition(f"[{items}]", QUESTION, max_sub_questions=3)
     assert _texts(decomposition) == [(1, "Step 1?", None), (2, "Step 2?", 1), (3, "Step 3?", 2)]
     assert decomposition.degraded == ["5 sub-questions: kept the first 3"]
+
+
+def test_a_reply_cut_at_its_budget_loses_only_its_cut_last_sub_question() -> None:
+    """A list whose closing bracket never came is repaired by the shared reader; its
+    last item, cut mid-text, is dropped and noted, the complete ones before it kept."""
+    decomposition = parse_decomposition(
+        '[{"index": 1, "q": "Who discovered polonium?", "ref": null},'
+        ' {"index": 2, "q": "Where was this', QUESTION)
+    assert _texts(decomposition) == [(1, "Who discovered polonium?", None)]
+    assert decomposition.degraded == ["reply cut off: its last sub-question dropped"]
+    intact = parse_decomposition(f"Here it is: {TWO_STEPS[:-1]}, ] Done.", QUESTION)
+    assert _texts(intact) == EXPECTED

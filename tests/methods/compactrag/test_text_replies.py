@@ -1,58 +1,32 @@
-"""Reading the query's text replies: JSON wherever the model put it, and the synthesis'
-answer.
+"""Reading the synthesis' answer from its text.
 
-Proves: ``json_in_text`` finds the first usable value in a fence, the whole text or
-prose, repairs near-JSON and says where and how; ``parse_synthesis`` never raises and
-recovers the answer from a JSON object, a broken one, an ``Answer:`` line or the bare
-reply, noting each fallback.
+Proves: ``parse_synthesis`` never raises and recovers the answer from a JSON object
+(bare, fenced, in prose, after a reasoning block, repaired), a broken one, an
+``Answer:`` line or the bare reply, noting each fallback; a reasoning block is never
+taken for the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from hopindex.methods.compactrag.text_replies import Synthesis, json_in_text, parse_synthesis
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-@pytest.mark.parametrize(("content", "found"), [
-    ('[1, 2]', ([1, 2], [])),
-    ('  \n[1, 2]\n', ([1, 2], [])),
-    ('Text {"a": 1} then [3]', ([3], ["read from inside prose"])),
-    ('```\n[1, 2]\n```', ([1, 2], ["read from a fenced block"])),
-    ('```json\n[1, 2,]\n```', ([1, 2], ["read from a fenced block", "trailing commas removed"])),
-    ('{"a": None}', None),
-    ('[{"a": None},]', ([{"a": None}], ["trailing commas removed", "None read as null"])),
-    ("no json here", None),
-])
-def test_json_in_text_finds_the_first_usable_value(content: str,
-                                                   found: tuple[Any, list[str]] | None) -> None:
-    """Values ``usable`` refuses (an object here) are passed over; each find names its
-    source and repairs; a text with no usable value gives None."""
-    assert json_in_text(content, _is_list) == found
-
-
-def test_a_none_inside_a_string_value_is_left_alone_when_the_json_is_valid() -> None:
-    """Repair is a fallback: a valid reply is read as written."""
-    assert json_in_text('["ref: None"]', _is_list) == (["ref: None"], [])
+from hopindex.methods.compactrag.text_replies import Synthesis, parse_synthesis
 
 
 @pytest.mark.parametrize(("content", "expected"), [
     ('{"thought": "Paris is in France.", "answer": "France"}',
      Synthesis("France", "Paris is in France.", [])),
     ('```json\n{"thought": "x",\n "answer": " Marie\\nCurie "}\n```',
-     Synthesis("Marie Curie", "x", ["read from a fenced block"])),
-    ('The answer follows. {"answer": 1867}', Synthesis("1867", "", ["read from inside prose"])),
+     Synthesis("Marie Curie", "x", [])),
+    ('The answer follows. {"answer": 1867}', Synthesis("1867", "", [])),
     ('{"thought": "x", "answer": ""}', Synthesis("", "x", ["empty answer in reply"])),
     ('{"thought": "Paris lies in \\"France\\"", "answer": "Fra\\"nce',
-     Synthesis("Fra\"nce", "", ["answer read from a reply that is not valid JSON"])),
-    ('{"thought": "x", "answer": "France"',
-     Synthesis("France", "", ["answer read from a reply that is not valid JSON"])),
+     Synthesis("Fra\"nce", 'Paris lies in "France"', [])),
+    ('{"thought": "x", "answer": "France"', Synthesis("France", "x", [])),
+    ('<think>Answer: Berlin, surely.</think>\n{"thought": "x", "answer": "Paris"}',
+     Synthesis("Paris", "x", [])),
+    ('<think>The reply is {"answer": "Berlin"}</think>\nAnswer: Paris',
+     Synthesis("Paris", "", ["reply is not JSON: answer read from its Answer: line"])),
     ("Reasoning first.\nAnswer: Warsaw\nFinal answer: Poland",
      Synthesis("Poland", "", ["reply is not JSON: answer read from its Answer: line"])),
     ("  Warsaw\n", Synthesis("Warsaw", "", ["reply is not JSON: the whole reply is the answer"])),
@@ -62,6 +36,7 @@ def test_a_none_inside_a_string_value_is_left_alone_when_the_json_is_valid() -> 
 ])
 def test_parse_synthesis_recovers_the_answer_from_any_reply(content: str,
                                                             expected: Synthesis) -> None:
-    """The JSON answer (one line, numbers as text), else the answer field of a broken or
-    cut-off object, else the last Answer: line, else the reply itself; never an exception."""
+    """The JSON answer (one line, numbers as text; a broken or cut-off object repaired by
+    the shared reader), else the last Answer: line, else the reply itself, never from a
+    reasoning block; never an exception."""
     assert parse_synthesis(content) == expected

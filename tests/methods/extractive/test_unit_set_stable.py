@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.service import Hopindex
-from hopindex.core.settings import Settings
+from tests.conftest import HOTPOT_INDEX, hotpot_copy
 from tests.methods.extractive.unit_sets import (
     REFERENCE,
     analysis_digests,
@@ -33,9 +33,11 @@ def reference() -> dict[str, dict[str, object]]:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hopindex]:
-    data_dir: Path = tmp_path_factory.mktemp("unitsets")
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as opened:
+def service(hotpot_built: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Hopindex]:
+    """A copy of the session's HotpotQA-100 ingest: built by the same code with the
+    same settings as an ingest of its own here, without paying for it twice."""
+    with hotpot_copy(hotpot_built, tmp_path_factory) as opened:
         yield opened
 
 
@@ -53,7 +55,9 @@ def test_hotpot_units_and_analyses_unchanged(service: Hopindex,
     changed = [d.title for d, a, b in zip(documents, expected["analyses"], found_analyses,
                                           strict=True) if a != b]
     assert not changed, f"{len(changed)} paragraphs analysed differently: {changed[:10]}"
-    units = ingested_units(service, documents)
+    # The documents are already in the shared index: this re-ingest must skip them
+    # all and leave exactly the units the first ingest built.
+    units = ingested_units(service, documents, index=HOTPOT_INDEX)
     assert units.keys() == expected["units"].keys() == {"bridge", "passage"}
     for kind, keyed in expected["units"].items():
         differing = _differing(keyed, units[kind])

@@ -62,15 +62,16 @@ def analysis_digests(service: Hopindex, texts: Sequence[str]) -> list[str]:
     return [analysis_digest(a) for a in service.backends.nlp.analyze_texts(texts)]
 
 
-def ingested_units(service: Hopindex, documents: Sequence[RawDocument]
+def ingested_units(service: Hopindex, documents: Sequence[RawDocument], index: str = INDEX
                    ) -> dict[str, dict[str, str]]:
-    """Ingest ``documents`` with ``extractive`` and digest every unit it holds:
-    {kind: {source key: digest of the text}}."""
-    job = service.ingest_documents(INDEX, documents, method="extractive")
+    """Ingest ``documents`` with ``extractive`` into ``index`` (nothing to do where they
+    are already there) and digest every unit it holds: {kind: {source key: digest of
+    the text}}."""
+    job = service.ingest_documents(index, documents, method="extractive")
     if job.errors:
         raise RuntimeError(f"ingest failed: {job.errors[:3]}")
     state = service.backends.state
-    units = state.units_of_documents(INDEX, sorted(state.document_hashes(INDEX)))
+    units = state.units_of_documents(index, sorted(state.document_hashes(index)))
     found: dict[str, dict[str, str]] = {}
     for unit in units:
         found.setdefault(unit.kind.value, {})[unit.source_key] = digest(unit.text)

@@ -104,7 +104,9 @@ def test_an_index_without_entities_ranks_as_extractive_and_says_so(
     extractive = service.query("flat", question, method="extractive",
                                options=QueryOptions(k=4))
     assert [p.doc_id for p in hops.passages] == [p.doc_id for p in extractive.passages]
-    assert any("no bridge units" in note for note in hops.trace["degraded"])
+    assert any("no bridge units" in d.reason for d in hops.degraded)
+    assert hops.trace["degraded"] == [{"step": "walk", "reason": d.reason}
+                                      for d in hops.degraded]
     assert hops.trace["walk"] == []
 
 
@@ -113,5 +115,6 @@ def test_keyword_only_retrieval_has_no_walk_and_says_so(service: Hopindex) -> No
     the walk is skipped, named in the trace, and hop 1 still answers."""
     result = service.query("hop", QUESTION, method="hops",
                            options=QueryOptions(k=2, retrieval=Retrieval.KEYWORD))
-    assert any("keyword-only" in note for note in result.trace["degraded"])
+    assert [d.step for d in result.degraded] == ["walk"]
+    assert "keyword-only" in result.degraded[0].reason
     assert result.passages[0].title == FILM

@@ -45,7 +45,7 @@ def test_a_document_whose_extraction_fails_for_good_fails_alone(
     assert [(e.item, e.stage) for e in job.errors] == [("broken", "indexrag.stage1")]
     failed = service.outstanding("curie").failed
     assert [(f.phase, f.item) for f in failed] == [("indexrag.stage1", "broken")]
-    assert "not the expected JSON after one repair" in job.errors[0].reason
+    assert "holds no JSON object or array (after one repair call)" in job.errors[0].reason
     assert job.count("indexrag.stage1").failed == 1
     assert job.count("indexrag.stage1").done == len(CURIE_CORPUS)
     hashes = service.backends.state.document_hashes("curie")
@@ -89,6 +89,11 @@ def test_a_server_that_hangs_fails_each_document_with_the_reason(
     service = make_llm_service(server, llm_timeout_s=0.3, llm_max_attempts=2)
     started = time.perf_counter()
     job = service.ingest_documents("curie", CURIE_CORPUS[:2])
+    # A hang check, not a speed one: a request not timed out hangs for the server's
+    # timeout_hang_s (an hour). Timed out, the ingest waits for at most 2 documents x
+    # 2 attempts x 0.3 s plus 2 backoffs of <= 0.05 s, about 1.3 s, and little CPU:
+    # 1.25 s measured in a fresh test process (so no model load hides in it); 20 s
+    # leaves more than ten times that for a busy machine.
     assert time.perf_counter() - started < 20
     assert job.state.is_final
     assert sorted(e.item for e in job.errors) == sorted(
@@ -174,7 +179,11 @@ def test_twenty_percent_injected_faults_still_index_every_document(
     server): the job succeeds, every document is indexed, stage 1 still answers each
     chunk once, and the retries on the job equal the faults the server injected."""
     server = start_server(fail_429=0.1, fail_500=0.1, fault_retry_after_s=0.01, seed=7)
-    service = make_llm_service(server, llm_max_attempts=12, llm_cache=CacheMode.OFF)
+    # Embeddings from the test server too: the point is the LLM calls (the embedding
+    # requests meet the same faults and retry, which makes the test no easier), and
+    # the CPU model over the whole corpus cost a minute.
+    service = make_llm_service(server, llm_max_attempts=12, llm_cache=CacheMode.OFF,
+                               embedder_url=f"openai://{server.config.embedding_model}")
     with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
         job = service.ingest_paths("hotpot", [corpus])
     assert job.state is JobState.SUCCEEDED, job.reason

@@ -45,7 +45,11 @@ class Ingested:
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
-    service = Hopindex(llm_settings(tmp_path_factory.mktemp("indexrag"), server))
+    # Embeddings from the test server: these tests count LLM calls and tokens, which
+    # the vectors do not change, and the CPU model over ~1,500 AKUs and bridges cost
+    # this module over a minute (retrieval quality is tested on real vectors elsewhere).
+    service = Hopindex(llm_settings(tmp_path_factory.mktemp("indexrag"), server,
+                                    embedder_url=f"openai://{server.config.embedding_model}"))
     try:
         with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
             job = service.ingest_paths(INDEX, [corpus])

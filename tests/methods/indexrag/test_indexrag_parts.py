@@ -9,7 +9,9 @@ import pytest
 
 from hopindex.backends.llm.client import LlmClient, LlmSettings
 from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
+from hopindex.backends.llm.reply_shapes import collecting_notes
 from hopindex.backends.llm.usage import UsageMeter
+from hopindex.core.errors import ReplyShapeError
 from hopindex.core.models import Document, ScoredUnit, Sentence, Unit, UnitKind
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.parsing import (
@@ -80,6 +82,32 @@ def test_parse_stage2_rejects_bad_shapes(bad: Any) -> None:
     """Anything but a list of strings (bare or wrapped) is rejected."""
     with pytest.raises((ValueError, KeyError, TypeError)):
         parse_stage2(bad)
+
+
+def test_parse_stage1_drops_misfits_and_nulls_not_the_reply() -> None:
+    """A null pair, a pair without an answer and a null entity are dropped and noted;
+    a numeric answer is read as text (coerced); per-pair entities keep their text names
+    only; a list none of whose elements fit fails, naming the reply kind."""
+    with collecting_notes() as notes:
+        facts = parse_stage1({"qa_pairs": [
+            None, {"question": "Who?"}, {"question": "When?", "answer": 1843},
+            {"question": "Who?", "answer": "Ada", "entities": ["Ada", None]}],
+            "entities": ["Ada", None, {"name": "x"}]})
+    assert facts.qa_pairs == (QaPair("When?", "1843"), QaPair("Who?", "Ada", ("Ada",)))
+    assert facts.entities == ("Ada",)
+    assert (notes.coerced, notes.dropped) == (1, 5)
+    with pytest.raises(ReplyShapeError, match=r"indexrag\.stage1 qa_pairs: no usable element"):
+        parse_stage1({"qa_pairs": [None, {"question": "q"}]})
+
+
+def test_parse_stage2_drops_misfit_facts_not_the_reply() -> None:
+    """A null or numeric fact is dropped and noted, a blank one too; the rest kept in
+    order; nothing but misfits fails."""
+    with collecting_notes() as notes:
+        assert parse_stage2({"bridging_facts": [None, "A and B.", 3, " "]}) == ("A and B.",)
+    assert notes.dropped == 3
+    with pytest.raises(ReplyShapeError, match=r"indexrag\.stage2 bridging_facts"):
+        parse_stage2([None, 3])
 
 
 # --- fact selection --------------------------------------------------------------------

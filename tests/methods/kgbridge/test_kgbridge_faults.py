@@ -33,7 +33,7 @@ def test_an_extraction_that_stays_invalid_fails_its_document_alone(
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS
     assert [(e.item, e.stage) for e in job.errors] == [("broken", "kgbridge.graphs")]
     assert "entity extraction failed at chunk 0" in job.errors[0].reason
-    assert "not the expected JSON after one repair" in job.errors[0].reason
+    assert "holds no JSON object or array (after one repair call)" in job.errors[0].reason
     state = service.backends.state
     assert state.units_of_documents(INDEX, ["broken"]) == []
     assert state.get_records(INDEX, GRAPHS, ["broken"]) == {}

@@ -167,27 +167,29 @@ def test_a_plan_naming_documents_not_routed_falls_back_to_the_top_two(built: Bui
     assert any(UNROUTED_DOC_ID in n and "primary" in n for n in notes)
     assert any(UNROUTED_DOC_ID in n and "auxiliary" in n for n in notes)
     assert any("top 2 routed documents" in n for n in notes)
-    assert set(notes) <= set(trace["degraded"])
+    assert {("plan", n) for n in notes} <= {(d.step, d.reason) for d in result.degraded}
     assert result.answer and calls == result.usage.llm_calls <= 5
 
 
 def test_replies_that_stay_invalid_json_degrade_without_failing(built: Built) -> None:
-    """Plan and sufficiency replies invalid even after their repair: the plan falls
-    back to the top two routed documents, the loop stops at its first iteration, both
-    named; the answer is still given, and the repairs are counted."""
+    """An unusable plan reply: no repair call (a query has no time for one), the plan
+    falls back to the top two routed documents, and the query's later LLM steps are
+    skipped at once (the sufficiency loop stops at its first iteration, the answer is
+    None); every step is named and the passages are returned."""
     result, calls = built.ask(f"Who wrote programs for the Analytical Engine? {BAD_JSON}")
     trace = result.trace
     routed = [d["doc_id"] for d in trace["route"]["docs"]]
     assert trace["plan"]["primary"] == routed[:2]
-    assert any(n.startswith("plan unreadable") for n in trace["degraded"])
-    assert any(n.startswith("iteration 1: sufficiency reply unreadable")
-               for n in trace["degraded"])
+    steps = [d.step for d in result.degraded]
+    assert steps == ["plan", "reasoning step 1", "answer"]
+    assert result.degraded[0].reason.startswith("plan unreadable")
+    assert "an earlier LLM step of this query failed" in result.degraded[2].reason
+    assert trace["degraded"] == [d.as_dict() for d in result.degraded]
     assert trace["stopped"] == "invalid_reply"
     assert [i["sufficient"] for i in trace["iterations"]] == [False]
-    assert result.answer
-    assert dict(built.server.stats.by_kind) == {"kg_plan": 2, "kg_sufficiency": 2,
-                                                "answer": 1}
-    assert calls == result.usage.llm_calls == 5
+    assert result.answer is None and result.passages
+    assert dict(built.server.stats.by_kind) == {"kg_plan": 1}
+    assert calls == result.usage.llm_calls == 1
 
 
 def test_an_index_with_an_empty_graph_is_routed_by_its_summaries(built: Built) -> None:
@@ -210,7 +212,8 @@ def test_an_index_without_graphs_is_routed_by_its_passages(built: Built) -> None
     trace = result.trace
     assert trace["route"]["source"] == "passages"
     assert all(d["passage_rank"] is not None for d in trace["route"]["docs"])
-    assert any("routed by passages" in n for n in trace["degraded"])
+    assert any(d.step == "route" and "routed by passages" in d.reason
+               for d in result.degraded)
     assert trace["links_followed"] == []
     assert result.passages and all(p.via_kind == "passage" for p in result.passages)
     assert result.answer and calls == result.usage.llm_calls <= 5

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from hopindex.core.errors import ConfigError, LlmOutputError
+from hopindex.backends.llm.reply_shapes import collecting_notes
+from hopindex.core.errors import ConfigError, LlmOutputError, ReplyShapeError
 from hopindex.methods.kgbridge.graphs import core_entities, merge_chunks
 from hopindex.methods.kgbridge.links import cosine, link_id, s_link
 from hopindex.methods.kgbridge.parsing import (
-    ReplyShapeError,
     entity_key,
     parse_doc_summary,
     parse_extraction,
@@ -53,34 +53,65 @@ def test_extraction_keeps_relations_between_listed_entities_only() -> None:
 
 
 @pytest.mark.parametrize(("reply", "message"), [
-    ([], "expected a JSON object"),
+    ([], "kgbridge.extract: expected a JSON object"),
     ({"relations": []}, 'no "entities" key'),
-    ({"entities": {}}, "entities must be a JSON array"),
-    ({"entities": ["Ada"]}, r"entities\[0\] must be an object"),
-    ({"entities": [{"type": "person"}]}, r'entities\[0\] has no "name"'),
-    ({"entities": [{"name": 3}]}, r"entities\[0\].name must be a string, got int"),
+    ({"entities": {}}, "kgbridge.extract entities: expected a list, got dict"),
+    ({"entities": ["Ada"]}, "kgbridge.extract entities: no usable element among 1"),
+    ({"entities": [{"type": "person"}, None]}, "entities: no usable element among 2"),
+    ({"entities": [{"name": [3]}]}, "entities: no usable element among 1"),
     ({"entities": [], "relations": [{"source": "a", "target": "b"}]},
-     r'relations\[0\] has no "relation"'),
-    ({"entities": [], "relations": "none"}, "relations must be a JSON array"),
+     "kgbridge.extract relations: no usable element among 1"),
+    ({"entities": [], "relations": "none"}, "relations: expected a list, got str"),
 ])
 def test_bad_extraction_shapes_are_named(reply: Any, message: str) -> None:
-    """Each bad shape raises an error the repair attempt can show the model, naming
-    the field and position; it is an ``LlmOutputError`` and a ``ValueError``."""
+    """A reply that is not the object asked for, or a list none of whose elements fit,
+    raises an error the repair attempt can show the model, naming the reply kind and
+    the list; it is an ``LlmOutputError`` and a ``ValueError``."""
     with pytest.raises(ReplyShapeError, match=message) as raised:
         parse_extraction(reply)
     assert isinstance(raised.value, LlmOutputError) and isinstance(raised.value, ValueError)
 
 
+def test_extraction_drops_misfit_elements_and_keeps_the_rest() -> None:
+    """A null entity, one without a name, a relation missing its target and a null
+    relation are dropped and noted; a null type or description is the default; the
+    graph's own drops (an unlisted end, a blank name) are noted under their reason."""
+    with collecting_notes() as notes:
+        graph = parse_extraction({
+            "entities": [None, {"type": "person"}, _entity("Ada", "A writer."),
+                         {"name": "Engine", "type": None, "description": None},
+                         _entity("  ")],
+            "relations": [None, {"source": "Ada", "relation": "built"},
+                          {"source": "Ada", "relation": "wrote for", "target": "Engine"},
+                          {"source": "Ada", "relation": "met", "target": "Babbage"}],
+            "notes": "extra keys are ignored"})
+    assert [(e.name, e.type, e.description) for e in graph.entities] == [
+        ("Ada", "person", "A writer."), ("Engine", "entity", "")]
+    assert [(r.source, r.relation, r.target) for r in graph.relations] == [
+        ("ada", "wrote for", "engine")]
+    assert notes.dropped == 6
+    assert notes.reasons["kgbridge.extract entities: blank name"] == 1
+    assert notes.reasons["kgbridge.extract relations: source or target is not a listed "
+                         "entity"] == 1
+    assert parse_extraction({"entities": [_entity("Ada")], "relations": None}).relations == ()
+
+
 def test_summaries_are_keyed_by_entity_and_blank_ones_left_out() -> None:
-    """The reply's names are matched by key; a blank summary counts as omitted."""
+    """The reply's names are matched by key; a blank summary counts as omitted, one
+    that is not text is dropped and noted; a map of no text at all fails."""
     assert parse_summaries({"summaries": {"Ada  Lovelace": " A writer.\n", "X": ""}}) == {
         "ada lovelace": "A writer."}
+    with collecting_notes() as notes:
+        assert parse_summaries({"summaries": {"Ada": 3, "Byron": None, "Engine": "A machine."}}
+                               ) == {"engine": "A machine."}
+    assert notes.dropped == 2
     with pytest.raises(ReplyShapeError, match=r'\{"summaries"'):
         parse_summaries({"Ada": "A writer."})
     with pytest.raises(ReplyShapeError, match="summaries must be an object"):
         parse_summaries({"summaries": ["A writer."]})
-    with pytest.raises(ReplyShapeError, match=r"summaries\['Ada'\] must be a string"):
+    with pytest.raises(ReplyShapeError, match="no summary is text among 1"):
         parse_summaries({"summaries": {"Ada": 3}})
+    assert parse_summaries({"summaries": {}}) == {}
 
 
 def test_a_document_summary_must_not_be_empty() -> None:
@@ -96,20 +127,33 @@ def test_a_verdict_score_is_clamped_and_scaled() -> None:
     assert parse_verdict({"same": True, "score": 14}).score == 1.0
     assert parse_verdict({"same": False, "score": -3}).score == 0.0
     assert parse_verdict({"same": False, "score": 2.5}).reason == ""
+    assert parse_verdict({"same": True, "score": 1}).score == pytest.approx(0.1)
+
+
+def test_a_verdict_read_leniently_counts_what_it_forgave() -> None:
+    """A score as a numeric string and "true" for true are read (coerced); a score on
+    0-1 where 0-10 was asked is rescaled, noted as such."""
+    with collecting_notes() as notes:
+        verdict = parse_verdict({"same": "true", "score": "8", "reason": None})
+    assert (verdict.same, verdict.score, verdict.reason) == (True, pytest.approx(0.8), "")
+    assert notes.coerced == 1 and notes.rescaled == 0
+    with collecting_notes() as notes:
+        assert parse_verdict({"same": True, "score": 0.85}).score == pytest.approx(0.85)
+    assert notes.rescaled == 1
 
 
 @pytest.mark.parametrize(("reply", "message"), [
     ("yes", "expected a JSON object"),
-    ({"score": 9}, '"same" must be true or false, got null'),
-    ({"same": "yes", "score": 9}, '"same" must be true or false, got str'),
-    ({"same": True}, '"score" must be a number'),
-    ({"same": True, "score": "9"}, '"score" must be a number from 0 to 10, got str'),
-    ({"same": True, "score": True}, '"score" must be a number'),
-    ({"same": True, "score": float("nan")}, '"score" must be a number'),
-    ({"same": True, "score": 9, "reason": 1}, '"reason" must be a string'),
+    ({"score": 9}, "kgbridge.adjudicate: same: Field required"),
+    ({"same": "perhaps", "score": 9}, "same: Input should be a valid boolean"),
+    ({"same": True}, "score: Field required"),
+    ({"same": True, "score": "high"}, "score: Input should be a valid number"),
+    ({"same": True, "score": True}, "score: Value error, a boolean is not a number"),
+    ({"same": True, "score": float("nan")}, "score: Input should be a finite number"),
+    ({"same": True, "score": 9, "reason": 1}, r"reason\.str: Input should be a valid string"),
 ])
 def test_bad_verdicts_are_named(reply: Any, message: str) -> None:
-    """Each bad verdict names the key at fault."""
+    """Each bad verdict names the reply kind and the key at fault."""
     with pytest.raises(ReplyShapeError, match=message):
         parse_verdict(reply)
 

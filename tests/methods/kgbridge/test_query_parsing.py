@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from hopindex.core.errors import ConfigError
+from hopindex.backends.llm.reply_shapes import collecting_notes
+from hopindex.core.errors import ConfigError, ReplyShapeError
 from hopindex.core.ids import unit_id
 from hopindex.core.models import Unit, UnitKind
 from hopindex.methods.kgbridge import query_prompts
-from hopindex.methods.kgbridge.parsing import ReplyShapeError
 from hopindex.methods.kgbridge.query_parsing import (
     AuxiliaryPick,
     PlanReply,
@@ -49,21 +49,31 @@ def test_a_plan_reply_is_read_leniently_where_meaning_is_kept() -> None:
 
 
 @pytest.mark.parametrize(("value", "named"), [
-    ([], "expected a JSON object"),
+    ([], "kgbridge.plan: expected a JSON object"),
     ({"auxiliary": []}, '"primary"'),
-    ({"primary": [None]}, "primary[0]"),
-    ({"primary": [" "]}, "primary[0] is an empty document id"),
-    ({"primary": ["a"], "auxiliary": {"doc_id": "b"}}, "auxiliary must be a JSON array"),
-    ({"primary": ["a"], "auxiliary": ["b"]}, "auxiliary[0]"),
-    ({"primary": ["a"], "auxiliary": [{"doc_id": "b", "entities": [1]}]},
-     "auxiliary[0].entities"),
-    ({"primary": ["a"], "reason": 3}, '"reason"'),
+    ({"primary": [None]}, "kgbridge.plan primary: no usable element among 1"),
+    ({"primary": [" ", True]}, "kgbridge.plan primary: no usable document id among 2"),
+    ({"primary": ["a"], "auxiliary": {"doc_id": "b"}},
+     "kgbridge.plan auxiliary: expected a list, got dict"),
+    ({"primary": ["a"], "auxiliary": ["b", None]},
+     "kgbridge.plan auxiliary: no usable element among 2"),
 ])
 def test_a_plan_of_the_wrong_shape_names_what_is_wrong(value: Any, named: str) -> None:
     """Each shape error is a ReplyShapeError (the client's repair is asked for) naming
-    the field."""
-    with pytest.raises(ReplyShapeError, match=named.replace("[", r"\[").replace("]", r"\]")):
+    the reply kind and the field, raised when nothing usable remains there."""
+    with pytest.raises(ReplyShapeError, match=named):
         parse_plan(value)
+
+
+def test_a_plan_drops_misfit_ids_names_and_reason_not_the_reply() -> None:
+    """A null or blank primary id, an auxiliary without a doc id, a name that is not
+    text and a reason that is not text are dropped and noted; the rest is the plan."""
+    with collecting_notes() as notes:
+        plan = parse_plan({"primary": ["ada", None, " "], "auxiliary": [
+            {"entities": ["X"]}, {"doc_id": "byron", "entities": ["Lord Byron", 3, None]}],
+            "reason": 3})
+    assert plan == PlanReply(("ada",), (AuxiliaryPick("byron", ("Lord Byron",)),), "")
+    assert notes.dropped == 6
 
 
 def test_the_plan_keeps_routed_documents_only_and_names_the_rest() -> None:
@@ -97,13 +107,17 @@ def test_a_plan_without_a_routed_primary_or_unreadable_falls_back_to_the_top_two
 
 
 def test_a_sufficiency_reply_needs_a_boolean() -> None:
-    """``sufficient`` must be a JSON boolean; findings and sub-question may be missing
-    or null and are read on one line."""
+    """``sufficient`` must read as a boolean ("false" is read, counted as coerced);
+    findings and sub-question may be missing or null and are read on one line."""
     check = parse_sufficiency({"sufficient": False, "findings": None,
                                "sub_question": "Who\n is she?"})
     assert (check.sufficient, check.findings, check.sub_question) == (False, "", "Who is she?")
-    for bad, named in (({"sufficient": "yes"}, '"sufficient"'), ([True], "JSON object"),
-                       ({"sufficient": True, "findings": 1}, '"findings"')):
+    with collecting_notes() as notes:
+        assert parse_sufficiency({"sufficient": "false"}).sufficient is False
+    assert notes.coerced == 1
+    for bad, named in (({"sufficient": "maybe"}, "kgbridge.sufficiency: sufficient"),
+                       ([True], "JSON object"),
+                       ({"sufficient": True, "findings": 1}, "findings")):
         with pytest.raises(ReplyShapeError, match=named):
             parse_sufficiency(bad)
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hopindex.backends.llm.client import ChatRequest, ResponseFormat
+from hopindex.backends.llm.reply_shapes import collecting_notes
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import LlmOutputError
@@ -94,21 +95,39 @@ def test_parse_propositions_cleans_what_does_not_change_the_meaning() -> None:
     (None, "got null"),
     ({"facts": []}, r"keys \['facts'\]"),
     ({"propositions": {"proposition": "x"}}, "got dict"),
-    (["Marie Curie was born in Warsaw."], r"propositions\[0\] must be an object"),
-    ([{"fact": "x", "entities": []}], r'propositions\[0\] has no "proposition" key'),
-    ([{"proposition": 7, "entities": []}], r"propositions\[0\]\.proposition must be a string"),
-    ([{"proposition": "x", "entities": "Warsaw"}], r"entities must be a list of strings"),
-    ([{"proposition": "ok", "entities": []}, {"proposition": "x", "entities": ["a", 1]}],
-     r"propositions\[1\]\.entities\[1\] must be a string, got int"),
+    (["Marie Curie was born in Warsaw."], r"sirerag\.propositions propositions: no usable "
+                                          r"element among 1"),
+    ([{"fact": "x", "entities": []}, None], "no usable element among 2"),
+    ([{"proposition": 7, "entities": []}], "no usable element among 1"),
 ])
 def test_parse_propositions_rejects_other_shapes_naming_the_problem(bad: Any,
                                                                      named: str) -> None:
-    """A wrong shape is an LlmOutputError naming where it is wrong, and a ValueError, on
-    which the client makes its one repair attempt."""
+    """A reply that is not the array (or its wrapper), or whose elements none fit, is an
+    LlmOutputError naming the reply kind and what is wrong, and a ValueError, on which
+    the client makes its one repair attempt."""
     with pytest.raises(LlmOutputError, match=named) as caught:
         parse_propositions(bad)
     assert isinstance(caught.value, ReplyShapeError)
     assert isinstance(caught.value, ValueError)
+
+
+def test_parse_propositions_drops_misfits_and_bad_names_not_the_reply() -> None:
+    """A null, a proposition without its text or with a number for it, and a blank one
+    are dropped and noted; a name that is not text costs that name only; one name given
+    bare is a list of one (coerced); the propositions that fit are kept in order."""
+    with collecting_notes() as notes:
+        parsed = parse_propositions({"propositions": [
+            None, {"fact": "x"}, {"proposition": 7}, {"proposition": " "},
+            {"proposition": "Marie Curie was born in Warsaw.",
+             "entities": ["Marie Curie", None, 1867, "Warsaw"]},
+            {"proposition": "Warsaw is in Poland.", "entities": "Warsaw"}]})
+    assert parsed == [Proposition("Marie Curie was born in Warsaw.", ("Marie Curie", "Warsaw")),
+                      Proposition("Warsaw is in Poland.", ("Warsaw",))]
+    assert (notes.dropped, notes.coerced) == (6, 1)
+    assert notes.reasons["sirerag.propositions propositions: null element"] == 1
+    assert notes.reasons["sirerag.propositions propositions: blank proposition"] == 1
+    assert notes.reasons["sirerag.propositions propositions entities: null element"] == 1
+    assert notes.reasons["sirerag.propositions propositions entities: int element"] == 1
 
 
 def test_parse_summary_strips_and_rejects_an_empty_reply() -> None:

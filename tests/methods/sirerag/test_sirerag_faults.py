@@ -34,7 +34,7 @@ def test_a_passage_whose_propositions_stay_invalid_fails_alone_and_is_retried(
     job = service.ingest_documents("town", [*CORPUS, bad], method="sirerag")
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS
     assert [(e.item, e.stage) for e in job.errors] == [("broken", "sirerag.propositions")]
-    assert "not the expected JSON after one repair" in job.errors[0].reason
+    assert "holds no JSON object or array (after one repair call)" in job.errors[0].reason
     assert server.stats.by_kind["propositions"] == len(CORPUS) + 2  # the one repair
     state = service.backends.state
     assert state.document_hashes("town")["broken"] == ""

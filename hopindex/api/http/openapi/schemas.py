@@ -118,6 +118,9 @@ INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
     "outstanding": obj({
         "documents": {"type": "integer", "minimum": 0,
                       "description": "documents stored but not fully indexed"},
+        "changed_text": {"type": "integer", "minimum": 0,
+                         "description": "of those, text marked indexed that its units were "
+                                        "not built from (counted only with ?verify=true)"},
         "failed": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
                    "description": "items that failed for good, per phase"},
         "items": {"type": "array", "items": FAILED_ITEM,
@@ -157,9 +160,13 @@ STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
 # Money at the prices in force when the calls were made (HOPINDEX_LLM_PRICE_*); absent
 # when any of them was unpriced.
 COST = {"type": "number", "minimum": 0}
+# The reading counters (repairs: second requests, also in calls; coerced, dropped,
+# rescaled, truncated: what reading the replies forgave) appear only when not zero.
+_COUNT = {"type": "integer", "minimum": 0}
 LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
                  "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER,
-                 "cost": COST})
+                 "cost": COST, "repairs": _COUNT, "coerced": _COUNT, "dropped": _COUNT,
+                 "rescaled": _COUNT, "truncated": _COUNT})
 # What a job's embed steps asked of a remote embedding provider; all zero for a local
 # model. Cost at HOPINDEX_EMBEDDING_PRICE_PER_MTOK, absent when unpriced.
 EMBEDDING_USAGE = obj({"requests": {"type": "integer", "minimum": 0},
@@ -226,6 +233,12 @@ def job_schema() -> Schema:
         "started_at": OPTIONAL_TIMESTAMP,
         "finished_at": OPTIONAL_TIMESTAMP,
         "estimate": JOB_ESTIMATE,
+        "waits_for": {"type": "string",
+                      "description": "while queued: the job of its index it waits for to "
+                                     "end (empty once its turn came)"},
+        "queue_position": {"type": "integer", "minimum": 0,
+                           "description": "while queued: its place among the index's "
+                                          "waiting jobs, 1 next; 0 once its turn came"},
     }, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
 
 # A reader record (README "Using it"): keys other than these are kept as metadata; an
@@ -240,30 +253,6 @@ DELETE_DOCUMENTS = obj({"ids": {
     "type": "array", "minItems": 1,
     "items": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_DOC_ID_CHARS}}},
     ("ids",), closed=True)
-
-PASSAGE = obj({
-    "rank": {"type": "integer"}, "doc_id": {"type": "string"}, "title": {"type": "string"},
-    "text": {"type": "string"}, "score": NUMBER,
-    "via": obj({"unit_id": {"type": "string"}, "kind": {"type": "string"},
-                "text": {"type": "string"}}, ("unit_id", "kind", "text")),
-}, ("rank", "doc_id", "title", "text", "score", "via"))
-
-QUERY_RESULT = obj({
-    "question": {"type": "string"}, "method": {"type": "string"}, "index": INDEX_NAME,
-    "answer": {"type": ["string", "null"]},
-    "passages": {"type": "array", "items": ref("Passage")},
-    "trace": {"type": "object", "description": "the method's decisions, step by step"},
-    "usage": obj({"cost": COST, "llm_calls": {"type": "integer"},
-                  "prompt_tokens": {"type": "integer"},
-                  "completion_tokens": {"type": "integer"}, "cache_hits": {"type": "integer"},
-                  "embedding_tokens": {"type": "integer", "minimum": 0,
-                                       "description": "tokens a remote embedder reported "
-                                                      "(0: a local model); in cost only "
-                                                      "when the embedding price is set"},
-                  "phases_s": {"type": "object", "additionalProperties": NUMBER}},
-                 ("llm_calls", "prompt_tokens", "completion_tokens")),
-    "latency_s": NUMBER,
-}, ("question", "method", "index", "answer", "passages", "trace", "usage", "latency_s"))
 
 EVENT = obj({"id": {"type": "string"}, "type": {"type": "string"}, "index": INDEX_NAME,
              "job_id": {"type": "string"}, "data": {"type": "object"},
@@ -287,7 +276,14 @@ EVENT_TOKEN = obj({
 }, ("token", "index", "expires_at"))
 
 WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "string"},
-               "created_at": TIMESTAMP}, ("id", "index", "url", "created_at"))
+               "created_at": TIMESTAMP,
+               "allow_private": {"type": ["boolean", "null"], "description": (
+                   "whether deliveries may reach loopback, private and other internal "
+                   "addresses: HOPINDEX_WEBHOOK_ALLOW_PRIVATE of the process that "
+                   "registered it, obeyed by every process that delivers; null for a "
+                   "webhook registered before it was recorded (each delivering "
+                   "process's own setting decides)")}},
+              ("id", "index", "url", "created_at"))
 
 # A Standard Webhooks secret: whsec_ and the base64 of 24 to 64 bytes; or (as before
 # that form) any text that is not blank, whose UTF-8 bytes are the key.
@@ -302,7 +298,8 @@ NEW_WEBHOOK = obj({
             "description": "where events are POSTed; a 400 naming url when its host is, in "
                            "any spelling, a loopback, private, link-local, cloud metadata, "
                            "multicast, reserved or unspecified address or a localhost name "
-                           "(unless the server sets HOPINDEX_WEBHOOK_ALLOW_PRIVATE)"},
+                           "(unless the server sets HOPINDEX_WEBHOOK_ALLOW_PRIVATE, which "
+                           "the webhook then keeps: see allow_private)"},
     "secret": {"type": "string", "pattern": WEBHOOK_SECRET_PATTERN,
                "maxLength": MAX_SECRET_CHARS,
                "description": "the signing key, whsec_ + base64 of 24 to 64 bytes (other "
@@ -409,8 +406,7 @@ def components(settings: Settings) -> dict[str, Any]:
                                ("name",), closed=True),
             "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
             "Job": job_schema(), "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
-            "Passage": PASSAGE, "QueryRequest": query_request(settings),
-            "QueryResult": QUERY_RESULT, "Event": EVENT,
+            "QueryRequest": query_request(settings), "Event": EVENT,
             "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
             "Webhook": WEBHOOK,
             "NewWebhook": NEW_WEBHOOK, "Readiness": READINESS,

@@ -11,11 +11,20 @@ from typing import Any
 from hopindex.api.http.openapi.budget import BUDGET_SCHEMAS, COST, JOB_FIELDS, TOKENS
 from hopindex.api.http.openapi.links import LINK_SCHEMAS
 from hopindex.api.http.openapi.plan import PLAN_SCHEMAS
+from hopindex.api.http.openapi.query import QUERY_SCHEMAS
 from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
-from hopindex.api.http.routes.docs import BUNDLE_PATH, DOCS_PATH, HTML_TYPE, SCRIPT_TYPE
+from hopindex.api.http.routes.docs import (
+    BUNDLE_PATH,
+    DOCS_FROM_SLASH,
+    DOCS_PATH,
+    DOCS_SLASH_PATH,
+    HTML_TYPE,
+    SCRIPT_TYPE,
+)
 from hopindex.api.http.routes.events import EVENT_ID_PATTERN
+from hopindex.api.http.routes.export import EXPORT_TYPE
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
 from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
@@ -141,7 +150,11 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
         "/v1/indexes/{name}": {
             "parameters": [INDEX_PARAM],
             "get": _op("Describe an index", {**_ok(200, "the index", ref("IndexDetail")),
-                                             **_errors(404)}),
+                                             **_errors(404)}, params=[
+                _param("verify", "query", {"type": "string", "enum": ["true", "false"]},
+                       "true: also read every document for stored text its units were not "
+                       "built from (outstanding.changed_text); slower, what `repair "
+                       "--check` asks")]),
             "delete": _op("Delete an index", {**_ok(204, "deleted with all it holds", None),
                                               **_errors(404, 409)}),
         },
@@ -163,7 +176,7 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                        "true: plan the ingest instead of running it (200 with the "
                        "IngestPlan: documents new, changed, unchanged and invalid, each "
                        "phase's LLM calls, exact or bounded, and tokens); nothing is "
-                       "written and no LLM is called"),
+                       "written and no LLM is called, so a read key may ask for it"),
                 _param(MAX_LLM_TOKENS, "query", TOKENS,
                        "the job pauses before an LLM call would take its tokens past this "
                        "(POST /v1/jobs/{job_id}/resume continues it); replaces that limit "
@@ -225,9 +238,25 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
         "/v1/indexes/{name}/query": {
             "parameters": [INDEX_PARAM],
             "post": _op("Query an index", {
-                **_ok(200, "answer, ranked passages with provenance, trace, usage",
-                      ref("QueryResult")),
+                **_ok(200, "answer, ranked passages with provenance, trace, usage; a "
+                           "query whose LLM failed or missed its deadline "
+                           "(HOPINDEX_QUERY_LLM_DEADLINE_S) is still a 200, with answer "
+                           "null and the step in degraded", ref("QueryResult")),
                 **_errors(404, 413, 415, 422)}, body=_json(ref("QueryRequest"))),
+        },
+        "/v1/indexes/{name}/export": {
+            "parameters": [INDEX_PARAM],
+            "get": {**_op("Export an index", {
+                "200": {"description": "the export file `hopindex export` writes, streamed: "
+                                       "JSON lines, a header first and an `end` record "
+                                       "with the counts last (a body without it was cut "
+                                       "short)",
+                        "content": {EXPORT_TYPE: {"schema": {"type": "string"}}}},
+                **_errors(404, 409)}),
+                "description": "Everything the index is made of (documents, units with "
+                               "their vectors, entity mentions, the methods' groups and "
+                               "records), for `hopindex import` into other backends; 409 "
+                               "(index_busy) while a job of the index runs"},
         },
     }
 
@@ -331,6 +360,11 @@ def _docs_paths() -> dict[str, Any]:
         DOCS_PATH: {"get": _op("Show the API reference", text(
             HTML_TYPE, "a page that renders this document (Redoc, served from here)"),
             public=True, tag="service")},
+        DOCS_SLASH_PATH: {"get": _op("Redirect to the API reference", {
+            "308": {"description": f"to {DOCS_PATH} (Location: {DOCS_FROM_SLASH}, relative "
+                                   "so that it holds behind a path prefix)",
+                    "headers": {"Location": {"schema": {"type": "string"}}}}},
+            public=True, tag="service")},
         BUNDLE_PATH: {"get": _op("Get the API reference script", {
             **text(SCRIPT_TYPE, "the Redoc bundle the page runs"),
             "304": {"description": "unchanged since the ETag sent in If-None-Match"}},
@@ -361,6 +395,7 @@ def _components(settings: Settings) -> dict[str, Any]:
     found = components(settings)
     found["schemas"].update(LINK_SCHEMAS)
     found["schemas"].update(PLAN_SCHEMAS)
+    found["schemas"].update(QUERY_SCHEMAS)
     found["schemas"].update(BUDGET_SCHEMAS)
     found["schemas"]["Job"]["properties"].update(JOB_FIELDS)
     return found

@@ -7,6 +7,7 @@ from hopindex.api.http.routes import (
     docs,
     documents,
     events,
+    export,
     indexes,
     jobs,
     links,
@@ -18,6 +19,6 @@ from hopindex.api.http.routing import Route
 
 ALL_ROUTES: list[Route] = [
     *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *links.ROUTES, *jobs.ROUTES,
-    *events.ROUTES, *webhooks.ROUTES, *service.ROUTES, *docs.ROUTES,
+    *events.ROUTES, *export.ROUTES, *webhooks.ROUTES, *service.ROUTES, *docs.ROUTES,
     *metrics.ROUTES,
 ]

@@ -1,6 +1,7 @@
 """``GET /v1/docs``: the API reference, rendered in the browser by the vendored Redoc
-bundle (static/redoc/README.md) from ``/v1/openapi.json``. Public, as the OpenAPI
-document is: the page shows nothing the document does not.
+bundle (static/redoc/README.md) from ``/v1/openapi.json``; ``/v1/docs/`` redirects
+there. Public, as the OpenAPI document is: the page shows nothing the document does
+not.
 
 The page loads nothing from another host; its Content-Security-Policy says so to the
 browser too, so a refreshed bundle that reaches out is stopped (and the rendering
@@ -20,6 +21,12 @@ from hopindex.api.http.routing import Guard, Route
 BUNDLE = "redoc.standalone.js"
 DOCS_PATH = "/v1/docs"
 BUNDLE_PATH = f"{DOCS_PATH}/{BUNDLE}"
+# With a trailing slash the page's relative URLs would resolve under /v1/docs/: it is
+# served at DOCS_PATH only, and this path redirects there.
+DOCS_SLASH_PATH = f"{DOCS_PATH}/"
+# Relative, like the page's own URLs: from /v1/docs/ it is /v1/docs, behind a proxy's
+# path prefix too.
+DOCS_FROM_SLASH = "../docs"
 HTML_TYPE = "text/html"
 SCRIPT_TYPE = "text/javascript"
 # Relative URLs: the page keeps working behind a proxy that serves the API under a
@@ -71,6 +78,12 @@ async def docs_page(request: web.Request) -> web.Response:
     return web.Response(text=PAGE, content_type=HTML_TYPE, headers=_PAGE_HEADERS)
 
 
+async def docs_redirect(request: web.Request) -> web.Response:
+    """``/v1/docs/`` → ``/v1/docs``, for good (308: any method kept, cacheable)."""
+    return web.Response(status=308, headers={"Location": DOCS_FROM_SLASH,
+                                             "Cache-Control": "no-cache"})
+
+
 async def docs_bundle(request: web.Request) -> web.Response:
     """The bundle, revalidated by ETag on each load: a refreshed bundle is picked up at
     once, an unchanged one costs a 304."""
@@ -87,5 +100,6 @@ async def docs_bundle(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("GET", DOCS_PATH, docs_page, Guard.PUBLIC),
+    Route("GET", DOCS_SLASH_PATH, docs_redirect, Guard.PUBLIC),
     Route("GET", BUNDLE_PATH, docs_bundle, Guard.PUBLIC),
 ]

@@ -25,8 +25,10 @@ from hopindex.api.http.uploads import OnError, receive_documents, rejection
 from hopindex.core.models import Job
 from hopindex.core.text import unstorable_field
 from hopindex.methods.registry import index_method_names
+from hopindex.scheduler.writers import WaitPolicy
 
 MAX_DOC_ID_CHARS = 1000
+DRY_RUN = "dry_run"
 
 
 def accepted(job: Job) -> web.Response:
@@ -40,8 +42,9 @@ async def ingest(request: web.Request) -> web.Response:
     index = index_name(request.match_info["name"], field="name")
     method = query_choice(request, "method", index_method_names())
     on_error = query_enum(request, "on_error", OnError, OnError.REJECT)
-    # Read before the body, so a bad value is refused without reading an upload.
-    dry_run = query_choice(request, "dry_run", ("true", "false")) == "true"
+    # Read before the body, so a bad value is refused without reading an upload. A read
+    # key may ask for a dry run (the route's reads_only_with), which writes nothing.
+    dry_run = query_choice(request, DRY_RUN, ("true", "false")) == "true"
     limits = query_limits(request)
     require_prices(ctx.service, limits)
     read = await receive_documents(request, ctx.blocking,
@@ -64,9 +67,11 @@ async def ingest(request: web.Request) -> web.Response:
                                       read.errors, method=method)
         return web.json_response(plan.as_dict())
     # The index's default budget is read when the job starts, off the event loop.
+    # Without workers the job runs in this server's one job slot: behind another job of
+    # its index it is refused (409 index_busy) rather than held; with workers it queues.
     job = await ctx.jobs.launch(lambda job_id: service.ingest_documents(
         index, read.documents, read.errors, method=method, job_id=job_id,
-        budget=ingest_budget(service, index, limits)))
+        budget=ingest_budget(service, index, limits), wait=WaitPolicy.NO_WAIT))
     return accepted(job)
 
 
@@ -95,13 +100,14 @@ async def delete_documents(request: web.Request) -> web.Response:
     check_fields(body, ("ids",), required=("ids",))
     doc_ids = _doc_ids(body, ctx.settings.api_max_documents)
     service = ctx.service
-    job = await ctx.jobs.launch(lambda job_id: service.delete_documents(index, doc_ids,
-                                                                        job_id=job_id))
+    job = await ctx.jobs.launch(lambda job_id: service.delete_documents(
+        index, doc_ids, job_id=job_id, wait=WaitPolicy.NO_WAIT))
     return accepted(job)
 
 
 ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
-          query=("method", "on_error", "dry_run", *BUDGET_FIELDS)),
+          query=("method", "on_error", "dry_run", *BUDGET_FIELDS),
+          reads_only_with=(DRY_RUN, "true")),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
 ]

@@ -15,6 +15,7 @@ from hopindex.api.http.params import (
     body_limits,
     check_fields,
     index_name,
+    query_choice,
     read_json_object,
     require_prices,
 )
@@ -24,6 +25,7 @@ from hopindex.api.service import Hopindex
 from hopindex.core.budget import BudgetLimits
 from hopindex.methods.registry import index_method_names
 from hopindex.scheduler.submit import ensure_index
+from hopindex.scheduler.writers import WaitPolicy
 
 
 async def list_indexes(request: web.Request) -> web.Response:
@@ -57,7 +59,9 @@ async def create_index(request: web.Request) -> web.Response:
 async def get_index(request: web.Request) -> web.Response:
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
-    return web.json_response(await ctx.blocking.run(describe_index, ctx.service, name))
+    verify = query_choice(request, "verify", ("true", "false")) == "true"
+    return web.json_response(await ctx.blocking.run(
+        lambda: describe_index(ctx.service, name, verify=verify)))
 
 
 async def delete_index(request: web.Request) -> web.Response:
@@ -68,22 +72,25 @@ async def delete_index(request: web.Request) -> web.Response:
 
 
 async def repair_index(request: web.Request) -> web.Response:
-    """Redo the index's outstanding work (202 with the job; 409 while a job runs)."""
+    """Redo the index's outstanding work (202 with the job, queued behind the index's
+    unfinished jobs with workers; 409 ``index_busy`` without)."""
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
     service = ctx.service
-    job = await ctx.jobs.launch(lambda job_id: service.repair_index(name, job_id=job_id))
+    job = await ctx.jobs.launch(lambda job_id: service.repair_index(
+        name, job_id=job_id, wait=WaitPolicy.NO_WAIT))
     return web.json_response(job.as_dict(), status=202,
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
 
 async def rebuild_index(request: web.Request) -> web.Response:
     """Build the index's levels phases built on request again (202 with the job; 400
-    when its method has none; 409 while a job runs)."""
+    when its method has none; queued or 409 ``index_busy`` as a repair)."""
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
     service = ctx.service
-    job = await ctx.jobs.launch(lambda job_id: service.rebuild_index(name, job_id=job_id))
+    job = await ctx.jobs.launch(lambda job_id: service.rebuild_index(
+        name, job_id=job_id, wait=WaitPolicy.NO_WAIT))
     return web.json_response(job.as_dict(), status=202,
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
@@ -119,7 +126,7 @@ async def delete_budget(request: web.Request) -> web.Response:
 ROUTES = [
     Route("GET", "/v1/indexes", list_indexes, Guard.READ),
     Route("POST", "/v1/indexes", create_index, Guard.WRITE),
-    Route("GET", "/v1/indexes/{name}", get_index, Guard.READ),
+    Route("GET", "/v1/indexes/{name}", get_index, Guard.READ, query=("verify",)),
     Route("DELETE", "/v1/indexes/{name}", delete_index, Guard.WRITE),
     Route("POST", "/v1/indexes/{name}/repair", repair_index, Guard.WRITE),
     Route("POST", "/v1/indexes/{name}/rebuild", rebuild_index, Guard.WRITE),

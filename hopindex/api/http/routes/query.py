@@ -15,6 +15,7 @@ from aiohttp import web
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
     MAX_JSON_BODY_BYTES,
+    MAX_QUERY_CHARS_VARIABLE,
     body_enum,
     body_int,
     body_number,
@@ -120,7 +121,7 @@ async def read_query_body(request: web.Request) -> dict[str, Any]:
             raise
         raise ApiError(413, "body_too_large", f"a query body is over the limit of "
                        f"{MAX_QUERY_BODY_BYTES:,} bytes (fixed; the question is limited by "
-                       "HOPINDEX_API_MAX_QUERY_CHARS)",
+                       f"{MAX_QUERY_CHARS_VARIABLE})",
                        details={"limit_bytes": MAX_QUERY_BODY_BYTES}) from None
 
 
@@ -130,7 +131,7 @@ async def query(request: web.Request) -> web.Response:
     body = await read_query_body(request)
     check_fields(body, QUERY_FIELDS, required=("question",))
     question = body_string(body, "question", max_chars=ctx.settings.api_max_query_chars,
-                           required=True)
+                           required=True, limit_name=MAX_QUERY_CHARS_VARIABLE)
     method = body_string(body, "method", max_chars=MAX_METHOD_CHARS)
     if method is not None and method not in (known := query_method_names()):
         raise bad_request(f"unknown method {method!r}; known: {', '.join(known)}",

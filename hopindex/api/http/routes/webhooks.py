@@ -29,7 +29,8 @@ def webhook_view(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
     """A webhook as the API shows it: the URL without its userinfo or secret-looking
     query values (a read key sees every listing), the secret only when asked."""
     view: dict[str, Any] = {"id": hook.webhook_id, "index": hook.index,
-                            "url": redact_url(hook.url), "created_at": hook.created_at}
+                            "url": redact_url(hook.url), "created_at": hook.created_at,
+                            "allow_private": hook.allow_private}
     if with_secret:
         view["secret"] = standard_secret(hook.secret)
     return view
