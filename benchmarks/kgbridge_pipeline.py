@@ -1,10 +1,10 @@
 """Partitioned-KG BridgeRAG end to end against the local test server: build, links,
-the planning of stage 2, and queries of at most five calls.
+the planning of stage 2, and queries of at most eight calls.
 
 One eager build (no broker, embedded backends, the default embedder) of a
 ``kgbridge`` index from scratch: documents and chunks, the LLM calls the server
-counted by kind against the design (one extraction call per chunk, one
-entity-summary call per document with an entity, one document-summary call per
+counted by kind against the design (one extraction call and one gleaning call per
+chunk, one entity-summary call per document with an entity, one document-summary call per
 document, one adjudication call per candidate pair passing the S_emb pre-filter), units
 by kind, wall time, peak RSS and tokens per phase. The links: names found in
 ``min_docs`` to ``max_docs`` documents, candidate pairs, pairs pre-filtered, the
@@ -75,7 +75,8 @@ from hopindex.scheduler.lifecycle import start_phase
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 METHODS = ("kgbridge", "naive")
-MAX_CALLS_PER_QUERY = 5
+# The plan, per refinement iteration a sufficiency check and a re-plan (3), the answer.
+MAX_CALLS_PER_QUERY = 8
 PLANNING_SHARE_TARGET = 0.05
 LOCAL_P50_TARGET_MS = 60.0
 # The query's LLM calls, by the phase that times them (query.py): the plan, the
@@ -84,8 +85,8 @@ LLM_PHASES = (QueryPhase.JUDGE.value, QueryPhase.REASON.value, QueryPhase.ANSWER
 LINKS_PHASE = phase_name(graphs.METHOD, "links")
 PIPELINE = "hopindex.scheduler.pipeline"  # start_step, whose planning of the keys is timed
 # The test server's task kinds (llm_responses.TaskKind) of the build's calls.
-KIND_EXTRACT, KIND_SUMMARIES, KIND_DOC_SUMMARY, KIND_ADJUDICATE = (
-    "kg_extract", "kg_entity_summaries", "kg_doc_summary", "kg_adjudicate")
+KIND_EXTRACT, KIND_GLEAN, KIND_SUMMARIES, KIND_DOC_SUMMARY, KIND_ADJUDICATE = (
+    "kg_extract", "kg_glean", "kg_entity_summaries", "kg_doc_summary", "kg_adjudicate")
 
 
 @dataclass
@@ -305,7 +306,8 @@ def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float, cpu_s
         "documents_with_entities": with_entities, "state": job.state.value,
         "errors": len(job.errors), "wall_s": round(wall_s, 2), "cpu_s": round(cpu_s, 2),
         "calls_by_kind": calls,
-        "expected_calls": {KIND_EXTRACT: chunks, KIND_SUMMARIES: with_entities,
+        "expected_calls": {KIND_EXTRACT: chunks, KIND_GLEAN: chunks,
+                           KIND_SUMMARIES: with_entities,
                            KIND_DOC_SUMMARY: len(documents)},
         "units": {k.value: v for k, v in state.count_units(index).items()},
         "tokens_by_phase": {s: {"prompt": u["prompt_tokens"], "completion": u["completion_tokens"]}

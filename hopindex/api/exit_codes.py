@@ -100,8 +100,10 @@ _REMOTE_CODES = {
     "not_configured": ExitCode.CONFIG,
     "llm_refused": ExitCode.CONFIG,
 }
+# 429 (a server busy with its one embedded job, too many streams or failed keys) is
+# a "try again later", not a fault of the input.
 _REMOTE_STATUSES = {401: ExitCode.NO_PERMISSION, 403: ExitCode.NO_PERMISSION,
-                    404: ExitCode.NOT_FOUND}
+                    404: ExitCode.NOT_FOUND, 429: ExitCode.TEMPORARY}
 HTTP_CLIENT_ERRORS = range(400, 500)
 
 

@@ -11,7 +11,8 @@ from hopindex.core.models import Document, Sentence, Unit, UnitKind
 
 @dataclass(frozen=True, slots=True)
 class ChunkPolicy:
-    """Documents above ~2,000 characters are cut, with 200 of overlap (IndexRAG's chunking)."""
+    """Documents above ~2,000 characters are cut, with 200 of overlap: the passages of
+    the methods that keep passages (IndexRAG cuts only documents over its token limit)."""
 
     max_chars: int = 2000
     overlap_chars: int = 200

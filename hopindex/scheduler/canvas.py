@@ -17,8 +17,12 @@ from typing import Any
 from celery import chord
 from celery.canvas import Signature
 
-from hopindex.core.models import Dispatch
+from hopindex.core.logging import get_logger
+from hopindex.core.models import Dispatch, Job
+from hopindex.scheduler.progress import settle
 from hopindex.scheduler.runtime import Runtime
+
+log = get_logger(__name__)
 
 
 def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],
@@ -35,6 +39,9 @@ def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],
     # task carries the chord's body, and the body the job's scope: the 2Wiki ingest's
     # bridge phase built ~1 GB of records this way only to drop them.
     recorded = bool(runtime.settings.broker_url)
+    if recorded and not _first_fan_out(runtime, job_id, phase):
+        log.info("fan_out_repeated", job_id=job_id, phase=phase)
+        return
     if not header:
         body = callback.clone()
         body.freeze()
@@ -63,3 +70,25 @@ def _plain(signature: Signature) -> dict[str, Any]:
     """The signature as the JSON a task message carries (chord bodies included)."""
     plain: dict[str, Any] = json.loads(json.dumps(signature))
     return plain
+
+
+def _first_fan_out(runtime: Runtime, job_id: str, phase: str) -> bool:
+    """False when ``phase`` of the job was fanned out already: the message that plans a
+    step came twice (the broker hands a message out again when its first run outlasts
+    the visibility timeout, as a tree level's first UMAP compile can on a loaded
+    machine) and the first run has sent its tasks. Sending them again under new ids
+    would run every batch twice and count its items twice.
+
+    The mark is one atomic job update; its fan-out record follows at once. A run that
+    finds the mark but no record of the phase goes on: the first run died between the
+    two, and nothing of the phase was sent."""
+    state = runtime.backends.state
+
+    def mark(job: Job) -> None:  # the settle key is the whole change
+        return None
+
+    _, first = settle(state, job_id, mark, key=f"fan-out:{phase}")
+    if first:
+        return True
+    last = state.last_dispatch(job_id)
+    return last is None or last.phase != phase

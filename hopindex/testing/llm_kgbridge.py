@@ -6,6 +6,9 @@ whole prompt. Replies have the shapes the method's parsers require:
 - Extraction: the capitalised names of each sentence of the passage as entities (type
   ``entity``, described by the sentences naming them), and a ``related to`` triple
   between every two names that share a sentence.
+- Gleaning: what that first reading misses, the passage's double-quoted phrases (a
+  work, a term) not listed already, described and related the same way to the listed
+  names sharing their sentence; empty lists when there is none.
 - Entity summaries: each entity's summary is the first sentence of its description.
 - Document summary: the first sentence of each entity summary, capped; for a document
   with no entity, the first sentence of its opening.
@@ -18,9 +21,12 @@ whole prompt. Replies have the shapes the method's parsers require:
   names. A question holding ``UNROUTED_PLAN_MARKER`` gets a plan naming only documents
   that were not routed.
 - Sufficiency: sufficient when the context names one of the question's capitalised
-  names and holds the text of at least two documents; else not, with a sub-question
-  about the first question name the context lacks (else the first one). A question
-  holding ``NEVER_SUFFICIENT_MARKER`` is never sufficient.
+  names and holds the text of at least two documents; else not. The sub-question is
+  about the first question name the context lacks; else about the next hop, the first
+  name reached from the question's names through the context's sentences (a name
+  sharing a sentence with a reached one) that only one document of the context
+  mentions, the findings being the sentence that leads to it; else about the first
+  question name. A question holding ``NEVER_SUFFICIENT_MARKER`` is never sufficient.
 
 The JSON replies are objects, so they are the same in JSON mode and out of it
 (``json_mode`` is taken for the dispatcher's sake).
@@ -34,6 +40,8 @@ import re
 from hopindex.testing.llm_text import NOT_NAME_WORDS, capitalised_spans, split_sentences, unique
 
 EXTRACT_MARKER = '"relations"'
+GLEAN_MARKER = "entities the first reading missed"
+LISTED_LABEL = "Entities already listed:"
 SUMMARIES_MARKER = '"summaries"'
 DOC_SUMMARY_MARKER = "Write the summary of the document"
 ADJUDICATE_MARKER = '"same"'
@@ -64,6 +72,7 @@ _QUESTION_VERBS = frozenset({"is", "are", "was", "were", "did", "do", "does", "h
 _QUESTION_LINE = re.compile(r"^Question:[ \t]*(.*)$", re.MULTILINE)
 _DOCUMENT_BLOCK = re.compile(r"^## Document:[ \t]*(.*)$", re.MULTILINE)
 _CONTEXT_LINE = re.compile(r"^\[([^\]|]+?) \| \w+\] (.*)$")
+_QUOTED = re.compile(r'"([^"\n]{2,80})"|“([^”\n]{2,80})”')
 # Words four letters or longer that say nothing about which entity is meant.
 _STOP_WORDS = frozenset({"also", "been", "from", "have", "into", "that", "their", "them",
                          "then", "there", "these", "they", "this", "those", "were", "what",
@@ -80,6 +89,27 @@ def extract_reply(prompt: str, *, json_mode: bool = True) -> dict[str, object]:
             descriptions.setdefault(name, []).append(sentence)
         relations.extend({"source": a, "relation": RELATION, "target": b}
                          for a, b in itertools.combinations(names, 2))
+    return {"entities": [{"name": name, "type": ENTITY_TYPE, "description": " ".join(found)}
+                         for name, found in descriptions.items()],
+            "relations": relations}
+
+
+def glean_reply(prompt: str, *, json_mode: bool = True) -> dict[str, object]:
+    """``{"entities": [...], "relations": [...]}``: the passage's quoted phrases that the
+    names listed before it lack."""
+    listed_block = _evidence_after(prompt, LISTED_LABEL).split(PASSAGE_LABEL, 1)[0]
+    listed = {line.strip().removeprefix("- ").casefold() for line in listed_block.splitlines()
+              if line.strip().startswith("- ")}
+    descriptions: dict[str, list[str]] = {}
+    relations: list[dict[str, str]] = []
+    for sentence in split_sentences(_evidence_after(prompt, PASSAGE_LABEL)):
+        quoted = unique([a or b for a, b in _QUOTED.findall(sentence)])
+        found = [q.strip() for q in quoted if q.strip().casefold() not in listed]
+        names = [n for n in unique(capitalised_spans(sentence)) if n.casefold() in listed]
+        for term in found:
+            descriptions.setdefault(term, []).append(sentence)
+            relations.extend({"source": name, "relation": RELATION, "target": term}
+                             for name in names)
     return {"entities": [{"name": name, "type": ENTITY_TYPE, "description": " ".join(found)}
                          for name, found in descriptions.items()],
             "relations": relations}
@@ -171,9 +201,35 @@ def sufficiency_reply(prompt: str, *, json_mode: bool = True) -> dict[str, objec
     found = next((m.group(2) for m in lines
                   if any(n.lower() in m.group(2).lower() for n in present)), "")
     findings = split_sentences(found)[0] if found else ""
-    target = (missing or names or [question or "the question"])[0]
+    leading, hop = _next_hop(present, [(m.group(1), m.group(2)) for m in lines])
+    if hop and not missing:
+        findings = leading
+    target = (missing or ([hop] if hop else []) or names or [question or "the question"])[0]
     return {"sufficient": sufficient, "findings": findings,
             "sub_question": "" if sufficient else f"What is known about {target}?"}
+
+
+def _next_hop(start: list[str], lines: list[tuple[str, str]]) -> tuple[str, str]:
+    """(the sentence leading to it, the name): the first name reached from ``start``
+    through sentences of the context (a name sharing a sentence with a reached one)
+    that only one document of the context mentions, so its own is yet to be read;
+    empty strings when there is none."""
+    sentences = [s for _, text in lines for s in split_sentences(text)]
+    reached = list(start)
+    known = {n.casefold() for n in start}
+    for name in reached:  # grows as names are reached: breadth first
+        for sentence in sentences:
+            if name.casefold() not in sentence.casefold():
+                continue
+            for other in unique(capitalised_spans(sentence)):
+                key = other.casefold()
+                if any(key in k or k in key for k in known):
+                    continue  # reached already, or a part of a reached name
+                known.add(key)
+                reached.append(other)
+                if len({doc for doc, text in lines if key in text.casefold()}) == 1:
+                    return sentence, other
+    return "", ""
 
 
 def _question_names(question: str) -> list[str]:

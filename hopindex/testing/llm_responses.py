@@ -9,13 +9,19 @@ real model would be asked to (shape, not quality). Classification, first match w
    of the passage after ``PARAGRAPH_LABEL``, its capitalised names as entities: a JSON
    array, or ``{"propositions": [...]}`` in JSON mode (``llm_sirerag``). These two come
    first because their prompts carry whole passages, which may hold other markers.
+   SiReRAG's three paper steps follow them, for the same reason (``llm_sirerag``):
+   ``COREFERENCE_MARKER`` → the paragraph with its pronouns resolved (text);
+   ``NAMED_ENTITIES_MARKER`` → its names keyed ``n1, ...``; ``FACTS_MARKER`` → its
+   sentences keyed ``f1, ...`` with triplets joining the listed entities.
 3. CompactRAG's three prompts (``llm_compactrag``), whose passages and retrieved pairs
    may hold later kinds' markers: ``QA_MARKER`` (``[Entity List]:``) → QA pairs, one per
    sentence; ``SYNTHESIZE_MARKER`` (``"thought"``) → ``{"thought", "answer"}``;
    ``DECOMPOSE_MARKER`` (``"ref"``) → one or two sub-questions. The first and the last
    are wrapped under a key in JSON mode, bare arrays otherwise.
 4. The partitioned-KG prompts (``llm_kgbridge``), whose passages and entity summaries
-   may hold later kinds' markers: ``KG_EXTRACT_MARKER`` (``"relations"``) → the
+   may hold later kinds' markers: ``KG_GLEAN_MARKER`` → the chunk's quoted phrases
+   its extraction did not list (before ``KG_EXTRACT_MARKER``, which the gleaning
+   prompt also holds); ``KG_EXTRACT_MARKER`` (``"relations"``) → the
    chunk's names as entities, related when they share a sentence;
    ``KG_SUMMARIES_MARKER`` (``"summaries"``) → each entity's first description
    sentence; ``KG_DOC_SUMMARY_MARKER`` → the first sentence of each entity summary (a
@@ -66,6 +72,7 @@ from hopindex.testing.llm_compactrag import (
 from hopindex.testing.llm_kgbridge import ADJUDICATE_MARKER as KG_ADJUDICATE_MARKER
 from hopindex.testing.llm_kgbridge import DOC_SUMMARY_MARKER as KG_DOC_SUMMARY_MARKER
 from hopindex.testing.llm_kgbridge import EXTRACT_MARKER as KG_EXTRACT_MARKER
+from hopindex.testing.llm_kgbridge import GLEAN_MARKER as KG_GLEAN_MARKER
 from hopindex.testing.llm_kgbridge import PLAN_MARKER as KG_PLAN_MARKER
 from hopindex.testing.llm_kgbridge import SUFFICIENCY_MARKER as KG_SUFFICIENCY_MARKER
 from hopindex.testing.llm_kgbridge import SUMMARIES_MARKER as KG_SUMMARIES_MARKER
@@ -73,11 +80,21 @@ from hopindex.testing.llm_kgbridge import (
     adjudicate_reply,
     doc_summary_reply,
     extract_reply,
+    glean_reply,
     plan_reply,
     sufficiency_reply,
     summaries_reply,
 )
-from hopindex.testing.llm_sirerag import propositions_reply, summary_reply
+from hopindex.testing.llm_sirerag import (
+    COREFERENCE_MARKER,
+    FACTS_MARKER,
+    NAMED_ENTITIES_MARKER,
+    coreference_reply,
+    facts_reply,
+    named_entities_reply,
+    propositions_reply,
+    summary_reply,
+)
 from hopindex.testing.llm_text import NOT_NAME_WORDS, capitalised_spans, split_sentences, unique
 
 STAGE1_MARKER = '"qa_pairs"'
@@ -117,6 +134,9 @@ _QUERY_COUNT = 3
 class TaskKind(enum.StrEnum):
     SUMMARY = "summary"
     PROPOSITIONS = "propositions"
+    COREFERENCE = "coreference"
+    NAMED_ENTITIES = "named_entities"
+    FACTS = "facts"
     STAGE1 = "stage1"
     STAGE2 = "stage2"
     ANSWER = "answer"
@@ -128,6 +148,7 @@ class TaskKind(enum.StrEnum):
     DECOMPOSE = "decompose"
     SYNTHESIZE = "synthesize"
     KG_EXTRACT = "kg_extract"
+    KG_GLEAN = "kg_glean"
     KG_SUMMARIES = "kg_entity_summaries"
     KG_DOC_SUMMARY = "kg_doc_summary"
     KG_ADJUDICATE = "kg_adjudicate"
@@ -138,8 +159,10 @@ class TaskKind(enum.StrEnum):
 
 # Kinds whose reply is JSON whatever the request's response_format says.
 JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, TaskKind.SCORES,
-                        TaskKind.PROPOSITIONS, TaskKind.QA_PAIRS, TaskKind.DECOMPOSE,
-                        TaskKind.SYNTHESIZE, TaskKind.KG_EXTRACT, TaskKind.KG_SUMMARIES,
+                        TaskKind.PROPOSITIONS, TaskKind.NAMED_ENTITIES, TaskKind.FACTS,
+                        TaskKind.QA_PAIRS, TaskKind.DECOMPOSE,
+                        TaskKind.SYNTHESIZE, TaskKind.KG_EXTRACT, TaskKind.KG_GLEAN,
+                        TaskKind.KG_SUMMARIES,
                         TaskKind.KG_ADJUDICATE, TaskKind.KG_PLAN,
                         TaskKind.KG_SUFFICIENCY})
 
@@ -147,8 +170,11 @@ JSON_KINDS = frozenset({TaskKind.STAGE1, TaskKind.STAGE2, TaskKind.QUERIES, Task
 _COMPACTRAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
     TaskKind.QA_PAIRS: qa_reply, TaskKind.DECOMPOSE: decompose_reply,
     TaskKind.SYNTHESIZE: synthesize_reply}
+_SIRERAG_REPLIES: dict[TaskKind, Callable[..., object]] = {
+    TaskKind.NAMED_ENTITIES: named_entities_reply, TaskKind.FACTS: facts_reply}
 _KGBRIDGE_REPLIES: dict[TaskKind, Callable[..., object]] = {
-    TaskKind.KG_EXTRACT: extract_reply, TaskKind.KG_SUMMARIES: summaries_reply,
+    TaskKind.KG_EXTRACT: extract_reply, TaskKind.KG_GLEAN: glean_reply,
+    TaskKind.KG_SUMMARIES: summaries_reply,
     TaskKind.KG_ADJUDICATE: adjudicate_reply, TaskKind.KG_PLAN: plan_reply,
     TaskKind.KG_SUFFICIENCY: sufficiency_reply}
 
@@ -170,9 +196,13 @@ def classify(prompt: str) -> TaskKind:
     rules = (
         (SUMMARY_MARKER in prompt, TaskKind.SUMMARY),
         (PROPOSITIONS_MARKER in prompt, TaskKind.PROPOSITIONS),
+        (COREFERENCE_MARKER in prompt, TaskKind.COREFERENCE),
+        (NAMED_ENTITIES_MARKER in prompt, TaskKind.NAMED_ENTITIES),
+        (FACTS_MARKER in prompt, TaskKind.FACTS),
         (QA_MARKER in prompt, TaskKind.QA_PAIRS),
         (SYNTHESIZE_MARKER in prompt, TaskKind.SYNTHESIZE),
         (DECOMPOSE_MARKER in prompt, TaskKind.DECOMPOSE),
+        (KG_GLEAN_MARKER in prompt, TaskKind.KG_GLEAN),
         (KG_EXTRACT_MARKER in prompt, TaskKind.KG_EXTRACT),
         (KG_SUMMARIES_MARKER in prompt, TaskKind.KG_SUMMARIES),
         (KG_DOC_SUMMARY_MARKER in prompt, TaskKind.KG_DOC_SUMMARY),
@@ -209,6 +239,8 @@ def compute_reply(messages: Sequence[str], *, max_tokens: int | None = None,
         text = _ircot_reply(prompt)
     elif kind is TaskKind.ANSWER:
         text = short_answer(prompt)
+    elif kind is TaskKind.COREFERENCE:
+        text = coreference_reply(prompt)
     elif kind is TaskKind.SUMMARY:
         text = summary_reply(summary_texts(prompt))
     elif kind is TaskKind.KG_DOC_SUMMARY:
@@ -225,7 +257,8 @@ def _json_reply(kind: TaskKind, prompt: str, *, json_mode: bool) -> object:
     if kind is TaskKind.PROPOSITIONS:
         passage = _until_section_end(_after_first(prompt, PARAGRAPH_LABEL))
         return propositions_reply(passage, json_mode=json_mode)
-    method_reply = _COMPACTRAG_REPLIES.get(kind) or _KGBRIDGE_REPLIES.get(kind)
+    method_reply = (_COMPACTRAG_REPLIES.get(kind) or _KGBRIDGE_REPLIES.get(kind)
+                    or _SIRERAG_REPLIES.get(kind))
     if method_reply is not None:
         return method_reply(prompt, json_mode=json_mode)
     if kind is TaskKind.STAGE1:

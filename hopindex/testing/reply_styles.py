@@ -274,6 +274,7 @@ _TASKS: dict[TaskKind, str] = {
     TaskKind.DECOMPOSE: "break the question into sub-questions",
     TaskKind.SYNTHESIZE: "answer the question from the retrieved knowledge",
     TaskKind.KG_EXTRACT: "extract the entities of the passage and how they relate",
+    TaskKind.KG_GLEAN: "find the entities the first extraction missed",
     TaskKind.KG_SUMMARIES: "summarise each entity from its descriptions",
     TaskKind.KG_ADJUDICATE: "decide whether the two descriptions are of one entity",
     TaskKind.KG_PLAN: "choose which documents to read for the question",

@@ -27,13 +27,17 @@ from tests.workers.conftest import embedder_settings
 
 pytestmark = pytest.mark.integration
 
-# Over chunking's 2,000 characters: three overlapping chunks, three stage-1 calls.
+# About 5,000 characters: whole under IndexRAG's default token limit; under a limit of
+# 500 tokens (2,000 characters), three overlapping chunks, three stage-1 calls.
+SMALL_LIMIT = {"HOPINDEX_INDEXRAG_MAX_DOCUMENT_TOKENS": "500"}
 LONG = raw("Long Document", " ".join(f"Sentence {n} says Marie Curie studied element {n}."
                                      for n in range(100)))
 
 
-def _service(tmp_path: Path, server: LlmTestServer, name: str = "data") -> Hopindex:
-    return Hopindex(llm_settings(tmp_path / name, server, **embedder_settings(server)))
+def _service(tmp_path: Path, server: LlmTestServer, name: str = "data",
+             **overrides: object) -> Hopindex:
+    return Hopindex(llm_settings(tmp_path / name, server, **embedder_settings(server),
+                                 **overrides))
 
 
 def _chat_requests(server: LlmTestServer) -> int:
@@ -86,14 +90,14 @@ def test_counts_and_nothing_sent_or_written(
 
 def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
         tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
-    """The planned stage-1 calls (one per chunk: the long document has three) are the
-    calls the ingest then sends; on the second ingest the stage-2 bound holds, and the
-    token estimates switch from characters to the index's history: the first job's
-    tokens per prompt character and per document character, from the plan it
-    recorded when submitted."""
+    """The planned stage-1 calls (one per document, one per chunk of one over the token
+    limit: the long document has three) are the calls the ingest then sends; on the
+    second ingest the stage-2 bound holds, and the token estimates switch from
+    characters to the index's history: the first job's tokens per prompt character and
+    per document character, from the plan it recorded when submitted."""
     server = start_server()
     first = [*CURIE_CORPUS[:3], LONG]
-    with _service(tmp_path, server) as service:
+    with _service(tmp_path, server, method_env=SMALL_LIMIT) as service:
         plan = service.plan_ingest_documents("curie", first, method="indexrag")
         stage1 = _phase(plan, "indexrag.stage1")
         assert stage1.calls == 3 + 3

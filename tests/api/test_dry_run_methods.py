@@ -68,12 +68,14 @@ def test_kgbridge_graphs_are_bounded_and_links_not_planned(
         plan = service.plan_ingest_documents("kg", CURIE_CORPUS, method="kgbridge")
         graphs = plan.phases[0]
         assert graphs.phase == "kgbridge.graphs" and graphs.planning is Planning.BOUND
-        assert graphs.calls == 3 * len(CURIE_CORPUS)
+        # Per one-chunk document: extraction, gleaning, entity summaries, document summary.
+        assert graphs.calls == 4 * len(CURIE_CORPUS)
         assert _planning(plan)["kgbridge.links"] == (Planning.NOT_PLANNED, None)
         assert sum(server.stats.by_kind.values()) == 0
         service.ingest_documents("kg", CURIE_CORPUS, method="kgbridge")
         kinds = server.stats.by_kind
         assert kinds.get("kg_extract") == len(CURIE_CORPUS)
-        sent = sum(kinds.get(k, 0) for k in ("kg_extract", "kg_entity_summaries",
+        assert kinds.get("kg_glean") == len(CURIE_CORPUS)
+        sent = sum(kinds.get(k, 0) for k in ("kg_extract", "kg_glean", "kg_entity_summaries",
                                                "kg_doc_summary"))
         assert sent <= graphs.calls

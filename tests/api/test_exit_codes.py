@@ -80,6 +80,8 @@ def test_each_error_kind_has_its_exit_code(error: HopindexError, exit_code: Exit
     (RemoteApiError(403, "forbidden", "read key"), ExitCode.NO_PERMISSION),
     (RemoteApiError(404, "not_found", "no index"), ExitCode.NOT_FOUND),
     (RemoteApiError(409, "index_busy", "running jobs"), ExitCode.TEMPORARY),
+    (RemoteApiError(429, "busy", "a job runs in this server"), ExitCode.TEMPORARY),
+    (RemoteApiError(429, "too_many_streams", "streams open"), ExitCode.TEMPORARY),
     (RemoteApiError(409, "job_finished", "already succeeded"), ExitCode.DATA_ERROR),
     (RemoteApiError(422, "not_configured", "no LLM"), ExitCode.CONFIG),
     (RemoteApiError(502, "llm_refused", "key refused"), ExitCode.CONFIG),

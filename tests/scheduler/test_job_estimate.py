@@ -23,7 +23,7 @@ from tests.workers.conftest import embedder_settings
 
 pytestmark = pytest.mark.integration
 
-# Over chunking's 2,000 characters: three chunks, three stage-1 calls.
+# About 5,000 characters: under IndexRAG's token limit, sent whole in one stage-1 call.
 LONG = raw("Long Document", " ".join(f"Sentence {n} says Marie Curie studied element {n}."
                                      for n in range(100)))
 PRICES = {"llm_price_input_per_mtok": 0.15, "llm_price_output_per_mtok": 0.60}
@@ -42,7 +42,7 @@ def test_indexrag_job_keeps_the_plan_of_the_calls_it_sends(
         assert job.state is JobState.SUCCEEDED
         stage1 = job.estimate["indexrag.stage1"]
         assert stage1["planning"] == "exact"
-        assert stage1["calls"] == job.llm["indexrag.stage1"].calls == 3 + 3
+        assert stage1["calls"] == job.llm["indexrag.stage1"].calls == 3 + 1
         assert server.stats.by_kind["stage1"] == stage1["calls"]
         assert (stage1["token_basis"], stage1["model"]) == ("characters", server.config.model)
         prices = LlmPrices(PRICES["llm_price_input_per_mtok"],

@@ -6,9 +6,9 @@ query-time task ``bridgerag.judge``, ``judge_task``), without one in this proces
 outcome says whether the scores can be used; when they cannot, the query ranks by
 SVO similarity (condition A) and its trace says why:
 
-- ``unparseable``: no valid JSON of the expected shape after the client's one
-  repair attempt (a reply that scores some candidates is used; the others score
-  below every scored one);
+- ``unparseable``: no valid JSON of the expected shape (a query makes no repair
+  call; a reply that scores some candidates is used, the others score below every
+  scored one);
 - ``failed``: the provider kept failing (retries spent) or refused the request;
 - ``unavailable``: no judge worker answered within ``HOPINDEX_BRIDGERAG_JUDGE_TIMEOUT_S``.
 """

@@ -38,6 +38,9 @@ class BridgeRagSettings:
     says so; ``HOPINDEX_BRIDGERAG_RECORDS``: off, or jsonl decision records."""
 
     judge_timeout_s: float = 30.0
+    # The paper persists a record per query; every query returns its record in the
+    # trace, and appending it to a file is asked for (departure: a file that grows
+    # with every query is the operator's choice).
     records: DecisionRecords = DecisionRecords.OFF
 
     def __post_init__(self) -> None:
@@ -74,7 +77,9 @@ class BridgeRagParams:
     extraction: Extraction = Extraction.SEPARATE
     bridges: int = 1  # hop-1 passages shown to the judge (2: the paper's future work)
     alpha: float = 0.1  # weight of PIT(SVO) against PIT(judge)
-    passage_chars: int = 700  # every passage shown to the model is cut here
+    # Every passage shown to the model is cut here (departure: the paper states no cut;
+    # 20 candidates of 700 characters keep the judge prompt near its 4,000-6,000 tokens).
+    passage_chars: int = 700
     hop1_k: int = 5
     svo_k: int = 10  # hits per SVO query
     svo_keep: int = 15  # SVO-15: the merged SVO hits kept for the pool

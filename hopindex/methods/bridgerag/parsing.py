@@ -3,13 +3,14 @@
 The JSON ones are ``parse`` callbacks of ``complete_json``, read item by item against
 the declared shapes (``shapes``): a null or misfit query, entity or score is dropped
 and noted, a score given as a numeric string (or ``"7/10"``) is read and counted, and
-the reply fails (``ReplyShapeError``, on which the client makes its one repair
-attempt) only when nothing usable remains. Judge scores asked on 0-10 and given on
+the reply fails (``ReplyShapeError``; a query makes no repair call, so the step falls
+back, docs/methods.md) only when nothing usable remains. Judge scores asked on 0-10 and given on
 0-1 are rescaled per reply; scores a little outside 0-10 are clamped.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,19 @@ MAX_ENTITY_CHARS = 200
 SCORE_MIN = 0.0
 SCORE_MAX = 10.0
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019"
+# What models wrap an entity in: quotes, markdown emphasis (``**``, ``_``) and code
+# marks, and spaces. Stripped from both ends only, so "Guns N' Roses" keeps its own.
+_WRAPPERS = _QUOTES + "*_ "
+_EM_DASH = " \u2014 "
+# A list marker: a bullet, or a number of one or two digits with "." or ")" (or in
+# parentheses). Not a number before a capitalised abbreviation, as in "1. FC Köln".
+_LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]\s+|\(?\d{1,2}[.)]\s+(?![A-Z]{1,4}\s))")
+# A label before the entity: "Entities:", "Entity 1:", "e2:", "Answer:", "Bridge
+# entity 1:" and the like, bold or not. Only these words: a colon inside a name
+# ("Star Wars: Episode IV") must stay.
+_LABEL = re.compile(r"^[*_`\s]*(?:(?:bridge|intermediate|target|answer[- ]side)\s+)?"
+                    r"(?:entities|entity(?:\s*\d)?|e\d|answer|output|reply|response|result)"
+                    r"[*_`\s]*:[*_`\s]*", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +73,24 @@ def parse_queries(value: Any) -> tuple[str, ...]:
 
 def parse_entity_pair(reply: str) -> tuple[str, str]:
     """``e1 | e2`` → both; one entity is used twice (Appendix C). Never fails: a reply
-    without ``|`` is one entity, an empty reply gives two empty strings (no search)."""
-    line = next((ln for ln in reply.splitlines() if "|" in ln), reply.strip())
-    parts = [_clean_entity(p) for p in line.split("|")]
-    named = [p for p in parts if p]
+    without ``|`` is one entity, an empty reply gives two empty strings (no search).
+
+    Appendix C's prompt asks for ``" | "`` while its text says the reply is split on
+    ``" — "``: a line without ``|`` is split on an em dash between spaces. A reply
+    without either that lists the entities on lines of their own (``- A`` / ``1. A``)
+    gives its first two. Labels and markdown around each entity go (``_clean_entity``).
+    """
+    lines = [ln for ln in reply.splitlines() if ln.strip()]
+    line = next((ln for ln in lines if "|" in ln), None)
+    if line is not None:
+        parts = line.split("|")
+    elif (dashed := next((ln for ln in lines if _EM_DASH in ln), None)) is not None:
+        parts = dashed.split(_EM_DASH)
+    elif len(listed := [ln for ln in lines if _LIST_MARKER.match(ln)]) >= 2:
+        parts = listed
+    else:
+        parts = [reply]
+    named = [cleaned for p in parts if (cleaned := _clean_entity(p))]
     if not named:
         return "", ""
     return named[0], named[1] if len(named) > 1 else named[0]
@@ -155,7 +183,18 @@ def _field(value: Any, key: str) -> Any:
 
 
 def _clean_entity(text: str) -> str:
-    return " ".join(text.strip().strip(_QUOTES).split())[:MAX_ENTITY_CHARS]
+    """An entity as the model wrote it, less what models wrap it in: a list marker
+    (``-``, ``*``, ``•``, ``1.``, ``(2)``), a label (``Entities:``, ``e1:``, ``**Entity
+    2**:``), markdown emphasis and code marks, and quotes; repeated until none is left,
+    since they nest (``- **e1:** `Westminster```). Spaces are folded."""
+    cleaned = " ".join(text.split())
+    while True:
+        before = cleaned
+        cleaned = _LIST_MARKER.sub("", cleaned, count=1)
+        cleaned = _LABEL.sub("", cleaned, count=1)
+        cleaned = cleaned.strip(_WRAPPERS).strip()
+        if cleaned == before:
+            return cleaned[:MAX_ENTITY_CHARS]
 
 
 def _distinct(items: Iterable[str]) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ ENTITIES_STAGE = "entities"
 EXTRACT_STAGE = "svo_entities"
 JUDGE_STAGE = "judge"
 QUERY_COUNT = 3
+# The paper's entity replies take ~15 tokens; 40 holds two entities of six words each
+# while a reply that rambles instead is cut short (departure: the paper sets no cap).
 ENTITIES_MAX_TOKENS = 40
 
 SVO_SYSTEM = "You generate targeted retrieval queries for multi-hop QA."
@@ -45,6 +47,9 @@ JUDGE_SYSTEM_NO_BRIDGE = (
     "You are a retrieval judge for multi-hop QA. Given a query and candidate passages, "
     "score each candidate from 0 to 10 for whether it is a supporting passage needed to "
     "answer the query.")
+# The paper's batched judge returns "one JSON array per call"; an object keyed by
+# candidate number (departure) says which score is whose even when the model skips
+# or reorders candidates. The parser still reads a bare array, in candidate order.
 JUDGE_INSTRUCTIONS = (
     "Return a JSON object with a score from 0 to 10 for every candidate, keyed by its "
     'number: {"scores": {"1": 7, "2": 0, ...}}')

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 def ask_svo_queries(llm: LlmRunner, question: str, bridge: str,
                     usage: UsageMeter) -> tuple[str, ...]:
-    """Up to three distinct SVO queries (one call; one repair attempt on a bad reply)."""
+    """Up to three distinct SVO queries (one call; a bad reply is not repaired at query
+    time: the query falls back to the question itself)."""
     return llm.complete_json(svo_request(question, bridge), parse_queries, usage)
 
 

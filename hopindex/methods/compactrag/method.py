@@ -1,14 +1,19 @@
 """``compactrag`` as an index method: one QA-extraction call per chunk, then one unit per
-distinct question in the index.
+(document, question).
 
 1. ``qa`` (documents, ``stage1`` queue): each chunk, with its spaCy entities and noun
    chunks, is sent once; the pairs that keep the prompt's rules are the document's
    record (namespace ``compactrag.qa``, with its content hash, so an unchanged
    document is never sent again, and the count of pairs dropped per rule). Each
    pair's normalised question is a mention of the document.
-2. ``pairs`` (groups of namespace ``compactrag.question``, no LLM): one ``qa_pair``
-   unit per normalised question, ``question\\nanswer`` as the first document (by id)
-   states it, citing every document that states it.
+2. ``pairs`` (groups of namespace ``compactrag.question``, no LLM): per normalised
+   question, one ``qa_pair`` unit (``question\\nanswer``) for each document that
+   states it, as that document states it, citing that document alone. Nothing is
+   merged: two documents answering one question differently keep both facts, and
+   the query drops repeats of one fact by score (``query._retrieve``).
+   The phase is grouped by question, not by document, so that an index whose units
+   an earlier version merged per question is mended question by question: rebuilding
+   a group replaces its merged unit with the per-document ones.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ class CompactRagSettings:
     extractor: str = ""
     rewriter: str = ""
     top_k: int = 5  # QA units per sub-question
-    fetch_factor: int = 10  # fetched per kept unit, before duplicate questions are dropped
+    fetch_factor: int = 10  # fetched per kept unit, before repeated facts are dropped
 
     def __post_init__(self) -> None:
         if not 1 <= self.top_k <= 50:
@@ -87,6 +92,8 @@ def run_qa(context: PhaseContext, documents: list[Document]) -> DocumentsResult:
     stored = state.get_records(index, RECORDS, [d.doc_id for d in documents])
     pending = [d for d in documents
                if stored.get(d.doc_id, {}).get("hash") != content_hash(d.title, d.text)]
+    # Departure (docs/methods.md): the paper sends each corpus passage whole; a
+    # document is sent in chunks, so a long one still fits a prompt.
     chunks = [(d, number, body) for d in pending
               for number, body in enumerate(chunk_document(d))]
     outcomes = _extract(context, chunks) if chunks else []
@@ -122,6 +129,7 @@ def _extract(context: PhaseContext, chunks: Sequence[tuple[Document, int, str]]
     requests = [qa_request(d.title, body, analysis.entities, nouns)
                 for (d, _, body), analysis, nouns in zip(chunks, analyses, noun_chunks,
                                                          strict=True)]
+    # Departure (docs/methods.md): the prompt's rules are enforced, not only asked for.
     # Answers are checked against the passage as the prompt shows it, title included.
     parses = [partial(parse_qa_pairs, passage=shown_passage(d.title, body))
               for d, _, body in chunks]
@@ -130,6 +138,9 @@ def _extract(context: PhaseContext, chunks: Sequence[tuple[Document, int, str]]
 
 def _record(document: Document, extractions: Sequence[QaExtraction]) -> dict[str, Any]:
     """The document's pairs (each question once) and the pairs dropped per rule."""
+    # Departure (docs/methods.md): one pair per (document, question), the first chunk's.
+    # The paper's passages are one chunk each; a long document split into chunks that
+    # ask one question twice keeps the first answer, so its unit key stays unique.
     pairs: dict[str, QaPair] = {}
     dropped = dict.fromkeys((r.value for r in DropReason), 0)
     for extraction in extractions:
@@ -156,25 +167,32 @@ def _replace_mentions(context: PhaseContext, doc_id: str, pairs: Sequence[QaPair
 
 
 def build_pairs(context: PhaseContext, keys: list[str]) -> GroupsResult:
-    """One unit per question key, stated as its first document states it."""
+    """Per question key, one unit for each document that states it, as it states it."""
     mentions = context.state.mentions_of_entities(context.index, keys)
     doc_ids = sorted({m.doc_id for found in mentions.values() for m in found})
     pairs = read_pairs(context, doc_ids)
     result = GroupsResult()
     for key in keys:
-        stating = [(d, p) for d in sorted({m.doc_id for m in mentions.get(key, [])})
-                   for p in pairs.get(d, []) if normalise_question(p.question) == key]
-        if stating:
-            result.built[key] = [qa_unit(context.index, key, stating[0][1],
-                                         tuple(dict.fromkeys(d for d, _ in stating)))]
+        # A document's record holds each question once (``_record``), so this is one
+        # pair per stating document.
+        units = [qa_unit(context.index, key, p, d)
+                 for d in sorted({m.doc_id for m in mentions.get(key, [])})
+                 for p in pairs.get(d, []) if normalise_question(p.question) == key]
+        if units:
+            result.built[key] = units
     return result
 
 
-def qa_unit(index: str, key: str, pair: QaPair, sources: tuple[str, ...]) -> Unit:
-    text = f"{pair.question}\n{pair.answer}"
-    source_key = f"qa:{key}"
+def qa_unit(index: str, key: str, pair: QaPair, doc_id: str) -> Unit:
+    """The unit of ``doc_id``'s answer to the question ``key``: its id depends on the
+    document, the question and the text only, so rebuilding the question's group for
+    another document's change rewrites this unit unchanged, never replaces it."""
+    text = pair.unit_text
+    # A normalised question holds no ":" (punctuation is folded), so the key is unique
+    # per (question, document) whatever the document id.
+    source_key = f"qa:{key}:{doc_id}"
     return Unit(unit_id=unit_id(index, UnitKind.QA_PAIR, source_key, text), index=index,
-                kind=UnitKind.QA_PAIR, text=text, source_doc_ids=sources, method=METHOD,
+                kind=UnitKind.QA_PAIR, text=text, source_doc_ids=(doc_id,), method=METHOD,
                 source_key=source_key,
                 metadata={"question": pair.question, "answer": pair.answer})
 
@@ -193,7 +211,7 @@ class CompactRagIndexMethod:
 
     def forget_documents(self, context: PhaseContext, doc_ids: Sequence[str]) -> Forgotten:
         """Drop the documents' pairs and question mentions; the questions they stated
-        are rebuilt (with their other documents) or removed."""
+        are rebuilt, which drops these documents' units and keeps the others'."""
         state, index = context.state, context.index
         touched = state.groups_of_documents(index, QUESTIONS, doc_ids)
         touched |= state.delete_mentions(index, doc_ids)

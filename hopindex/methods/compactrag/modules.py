@@ -3,7 +3,8 @@ sub-question rewriter, each as a model-free default and as a local transformers 
 
 The local models are loaded from a folder written by ``save_pretrained`` and never from
 a hub; ``transformers`` is imported only when one is opened, so importing this module
-(and running the model-free defaults) does not pay for torch.
+(and running the model-free defaults) does not pay for torch. The defaults are a
+departure (docs/methods.md): the paper's trained weights are not published.
 """
 
 from __future__ import annotations
@@ -163,14 +164,19 @@ def _her_is_object(question: str, end: int) -> bool:
 
 # --- Local transformers models ---------------------------------------------------------
 
-# The extractor reads the retrieved units as one context: "question answer" per unit,
-# one per line, as the paper concatenates the candidate pairs.
-_CONTEXT_SEPARATOR = "\n"
-_MAX_SEQUENCE_TOKENS = 512
-_MAX_ANSWER_TOKENS = 30
+# The extractor reads the retrieved units as one context laid out as the authors' code
+# trains and runs its extractor: "question\nanswer" per unit, units a blank line apart.
+_UNIT_LAYOUT = "{question}\n{answer}"
+_CONTEXT_SEPARATOR = "\n\n"
+# The authors' extractor reads 384 tokens (question and context), their rewriter 128
+# tokens in and 64 out, decoded by a 4-beam search: the sizes both were trained at.
+_EXTRACTOR_MAX_TOKENS = 384
+_REWRITER_MAX_TOKENS = 128
 _MAX_REWRITE_TOKENS = 64
-# A fine-tuned rewriter must be trained on this template (see rewrite_prompt).
-_REWRITE_TEMPLATE = "Rewrite the question so that it names the entity.\nQuestion: {question}\n"
+_REWRITE_BEAMS = 4
+_MAX_ANSWER_TOKENS = 30
+# The rewriter's input as the authors' code trains and runs it (see rewrite_prompt).
+_REWRITE_TEMPLATE = "Q: {question} | prev_answer: {answer}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,9 +232,11 @@ def _load(location: str, *, variable: str, role: str) -> _Loaded:
         raise ConfigError(f"{variable}: the tokenizer in {location!r} is not a fast "
                           f"(tokenizers) tokenizer; save one with tokenizer.json")
     model.eval()
-    limits = [_MAX_SEQUENCE_TOKENS, int(tokenizer.model_max_length)]
+    # A smaller model (the tests' tiny ones) reads what fits it.
+    cap = _EXTRACTOR_MAX_TOKENS if role == "extractor" else _REWRITER_MAX_TOKENS
+    limits = [cap, int(tokenizer.model_max_length)]
     if role == "extractor":
-        limits.append(int(getattr(model.config, "max_position_embeddings", _MAX_SEQUENCE_TOKENS)))
+        limits.append(int(getattr(model.config, "max_position_embeddings", cap)))
     log.info("compactrag_model_loaded", role=role, location=location,
              duration_s=round(time.monotonic() - started, 3))
     return _Loaded(tokenizer=tokenizer, model=model, max_tokens=min(limits),
@@ -236,22 +244,28 @@ def _load(location: str, *, variable: str, role: str) -> _Loaded:
 
 
 def join_contexts(contexts: Sequence[QaContext]) -> tuple[str, list[tuple[int, int]]]:
-    """The extractor's context text and the (start, end) offsets of each unit's line."""
+    """The extractor's context text and the (start, end) offsets of each unit's block."""
     spans: list[tuple[int, int]] = []
-    lines: list[str] = []
+    blocks: list[str] = []
     offset = 0
     for context in contexts:
-        line = f"{_normalise(context.question)} {_normalise(context.answer)}".strip()
-        spans.append((offset, offset + len(line)))
-        lines.append(line)
-        offset += len(line) + len(_CONTEXT_SEPARATOR)
-    return _CONTEXT_SEPARATOR.join(lines), spans
+        block = _UNIT_LAYOUT.format(question=_normalise(context.question),
+                                    answer=_normalise(context.answer)).strip()
+        spans.append((offset, offset + len(block)))
+        blocks.append(block)
+        offset += len(block) + len(_CONTEXT_SEPARATOR)
+    return _CONTEXT_SEPARATOR.join(blocks), spans
 
 
 class HfSpanExtractor:
     """An extractive question-answering model (RoBERTa-base in the paper) picking the
-    answer span from the retrieved units, read as one context; long contexts are read
-    in overlapping windows and the best span of any window wins."""
+    answer span from the retrieved units, read as one context of at most 384 tokens
+    with the question.
+
+    Departures (docs/methods.md): the authors' code cuts a longer context off and takes
+    the start and end tokens' argmax apart; here a longer context is read in windows
+    overlapping by 128 tokens (as the authors train), and the best span of any window
+    wins, within the context, start before end, at most 30 tokens."""
 
     def __init__(self, path: str) -> None:
         self._loaded = _open_model(path, variable=EXTRACTOR_VARIABLE, role="extractor")
@@ -266,8 +280,9 @@ class HfSpanExtractor:
             raise BackendError(f"answer extraction failed: {exc}") from exc
         char_start, char_end = offsets[window][start][0], offsets[window][end][1]
         source = bisect.bisect_right([start for start, _ in spans], char_start) - 1
-        # A span never runs past its unit's line into the next unit.
-        text = context[char_start:min(char_end, spans[source][1])].strip()
+        # A span never runs past its unit's block into the next unit, and one running
+        # from the question into the answer is read on one line.
+        text = _normalise(context[char_start:min(char_end, spans[source][1])])
         return ExtractedAnswer(text=text, score=score, source_index=source)
 
     def _best_span(self, question: str, context: str
@@ -280,7 +295,7 @@ class HfSpanExtractor:
             question = _fit_question(loaded.tokenizer, question, length // 2)
             encoded = loaded.tokenizer(
                 question, context, truncation="only_second", max_length=length,
-                stride=length // 4, return_overflowing_tokens=True,
+                stride=length // 3, return_overflowing_tokens=True,
                 return_offsets_mapping=True, padding=True, return_tensors="pt")
         offsets = encoded["offset_mapping"].tolist()
         windows = len(offsets)
@@ -319,22 +334,20 @@ def _fit_question(tokenizer: Any, question: str, max_tokens: int) -> str:
     return question[:offsets[max_tokens - 1][1]]
 
 
-def rewrite_prompt(question: str, answer: str, referenced_question: str | None) -> str:
-    """The rewriter's input: the sub-question, then the entity grounding it and, when
-    known, the question that entity answered."""
-    prompt = _REWRITE_TEMPLATE.format(question=_normalise(question))
-    if referenced_question and referenced_question.strip():
-        prompt += f"Earlier question: {_normalise(referenced_question)}\n"
-    return prompt + f"Entity: {answer}"
+def rewrite_prompt(question: str, answer: str) -> str:
+    """The rewriter's input, the sub-question then the answer grounding it, as the
+    authors' code lays it out: a rewriter trained by their scripts reads it as is."""
+    return _REWRITE_TEMPLATE.format(question=_normalise(question), answer=_normalise(answer))
 
 
 class HfRewriter:
     """A sequence-to-sequence model (flan-t5-small in the paper) rewriting the sub-question
-    around the referenced answer, greedily decoded.
+    around the referenced answer, decoded by a 4-beam search as the authors' code does.
 
-    A rewrite that is blank or drops the answer would lose the grounding it exists for,
-    so then the ``SubstitutionRewriter`` result is returned instead. No answer: the
-    question unchanged, without running the model.
+    Departure (docs/methods.md): a rewrite that is blank or drops the answer would lose
+    the grounding it exists for, so then the ``SubstitutionRewriter`` result is returned
+    instead. No answer: the question unchanged, without running the model. The
+    referenced question is not part of the authors' input and is not sent.
     """
 
     def __init__(self, path: str) -> None:
@@ -347,8 +360,7 @@ class HfRewriter:
         if not answer or not question.strip():
             return question
         try:
-            rewritten = self.generate_rewrite(rewrite_prompt(question, answer,
-                                                             referenced_question))
+            rewritten = self.generate_rewrite(rewrite_prompt(question, answer))
         except Exception as exc:  # torch and tokenizers raise many unrelated types
             raise BackendError(f"sub-question rewriting failed: {exc}") from exc
         if rewritten and answer.casefold() in rewritten.casefold():
@@ -366,8 +378,9 @@ class HfRewriter:
         inputs = {name: encoded[name] for name in loaded.tokenizer.model_input_names
                   if name in encoded}
         with torch.inference_mode():
-            generated = loaded.model.generate(**inputs, max_new_tokens=_MAX_REWRITE_TOKENS,
-                                              do_sample=False, num_beams=1)
+            generated = loaded.model.generate(**inputs, max_length=_MAX_REWRITE_TOKENS,
+                                              do_sample=False, num_beams=_REWRITE_BEAMS,
+                                              early_stopping=True)
         with loaded.lock:
             text = loaded.tokenizer.decode(generated[0], skip_special_tokens=True)
         return _normalise(str(text))

@@ -32,7 +32,7 @@ QUESTION_KEY = "question"
 ANSWER_KEY = "answer"
 SUB_QUESTION_TEXT_KEYS = ("q", "question", "sub_question", "subquestion")
 MAX_QUESTION_WORDS = 12  # the authors' rule: a question of at most twelve words
-MAX_SUB_QUESTIONS = 8  # a runaway reply must not cost dozens of retrievals
+MAX_SUB_QUESTIONS = 8  # departure: a runaway reply must not cost dozens of retrievals
 
 # A question that starts with one of these is about something it does not name.
 LEADING_PRONOUNS = frozenset({

@@ -1,12 +1,14 @@
 """CompactRAG's three prompts as ``ChatRequest`` builders: QA extraction (the offline
 phase, one call per passage) and the query's two calls, decomposition and synthesis.
 
-The wording is the paper's and its authors' code's. QA extraction (the paper's
-Appendix A) carries the passage's spaCy entities and noun phrases as the authors' code
-does, and asks only for the QA pairs, the one part that is indexed, not the atomic
-facts the authors discard. Decomposition counts sub-questions from 1 and writes "no
-ref" as ``null``; synthesis also shows each sub-question's extracted answer, which the
-paper's input ``{Q, {q_i, a_i, P_i}}`` includes, and does not echo the question back.
+The wording is the paper's and its authors' code's, with the departures listed in
+docs/methods.md. QA extraction (the paper's Appendix A) carries the passage's spaCy
+entities and noun phrases as the authors' code does, and asks only for the QA pairs,
+the one part that is indexed, not the atomic facts the authors discard. Decomposition
+counts sub-questions from 1 and writes "no ref" as ``null``; synthesis shows each
+sub-question as rewritten (the text it was retrieved with) and its extracted answer,
+which the paper's input ``{Q, {q_i, a_i, P_i}}`` includes and the authors' code leaves
+out, and does not echo the question back.
 
 Layout matters beyond the model: readers of the prompt (the local test server
 included) find the passage between the last ``[Original Text]:`` and the next
@@ -31,8 +33,8 @@ DECOMPOSE = "compactrag.decompose"
 SYNTHESIZE = "compactrag.synthesize"
 
 MAX_NOUN_CHUNKS = 5  # the authors' prompt lists at most five noun phrases
-# The query's two calls: bounded, so a rambling model cannot run up the bill; a
-# decomposition of eight sub-questions or a paragraph of reasoning fits well within.
+# Departure (docs/methods.md): the query's two calls are bounded, so a rambling model
+# cannot run up the bill; eight sub-questions or a paragraph of reasoning fit within.
 DECOMPOSE_MAX_TOKENS = 512
 SYNTHESIZE_MAX_TOKENS = 512
 

@@ -5,14 +5,19 @@
    reply at all, leaves the question as its one sub-question, noted in ``degraded``).
 2. Per sub-question, in dependency order, with no LLM: rewrite it with the answer of
    the one it refers to, retrieve the top QA units (``fetch_factor`` times as many
-   fetched, duplicate questions dropped, as the authors' code does), extract the
-   answer span from them (``modules.py``: local models or model-free defaults).
+   fetched, repeats dropped by score: see ``_retrieve``), extract the answer span
+   from them (``modules.py``: local models or model-free defaults).
 3. Call 2 answers from the question and each sub-question's retrieved pairs (a failed
    call: the answer is None, the passages are returned all the same).
 
 Passages are the retrieved units' documents, taken in turn from each sub-question's
 ranked list (its best unit, then the next sub-question's best, …), so every hop is
 represented early.
+
+Departures from the paper (docs/methods.md, "Departures from the paper"): units are
+embedded by the index's embedder, not Contriever; a failed call is not retried but
+degrades the answer; the extractor reads the rewritten sub-question; and repeats are
+dropped by question and answer, not by question alone.
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ class CompactRagMethod:
             found = self._retrieve(index, rewritten, settings.top_k, settings.fetch_factor,
                                    timer, vector=embedded.get(rewritten))
             with timer.phase(QueryPhase.EXTRACT):
+                # Departure (docs/methods.md): the authors' code gives the extractor the
+                # sub-question as decomposed; the rewritten one names what units name.
                 extracted = extractor.extract_answer(rewritten, [
                     QaContext(question=str(u.metadata.get("question", "")),
                               answer=str(u.metadata.get("answer", "")), score=score)
@@ -133,7 +140,8 @@ class CompactRagMethod:
                   timer: PhaseTimer, *, vector: Vector | None = None
                   ) -> list[tuple[Unit, float]]:
         """The top ``top_k`` QA units for ``question`` (its ``vector`` when already
-        embedded), each question once."""
+        embedded), each fact once: of units stating the same question and answer
+        (one per document that states it), the best-scored is kept."""
         if vector is None:
             with timer.phase(QueryPhase.EMBED):
                 vector = self._context.embedder.embed_query(question)
@@ -144,18 +152,28 @@ class CompactRagMethod:
             units = {u.unit_id: u for u in self._context.units.get_units(
                 index, [h.unit_id for h in hits])}
         kept: list[tuple[Unit, float]] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for hit in hits:
             unit = units.get(hit.unit_id)
             if unit is None:
                 continue
-            key = normalise_question(str(unit.metadata.get("question", unit.text)))
+            # Departure (docs/methods.md): the authors' code drops a repeated question
+            # even when its answer differs; the index keeps each document's answer, so
+            # only a repeat of question and answer is dropped, and no fact is lost.
+            key = _fact_key(unit)
             if key not in seen:
                 seen.add(key)
                 kept.append((unit, hit.score))
             if len(kept) == top_k:
                 break
         return kept
+
+
+def _fact_key(unit: Unit) -> tuple[str, str]:
+    """What makes two QA units the same fact: question and answer, case, punctuation and
+    whitespace folded (hits come best first, so the first of a repeat is the best)."""
+    question = str(unit.metadata.get("question", unit.text))
+    return normalise_question(question), normalise_question(str(unit.metadata.get("answer", "")))
 
 
 def _interleave(ranked: Sequence[Sequence[tuple[Unit, float]]]

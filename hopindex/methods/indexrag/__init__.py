@@ -1,9 +1,10 @@
 """``indexrag``: index-time bridging facts (docs/methods.md, "IndexRAG"), the pure parts.
 
-Stage 1 turns each document chunk into atomic question-answer pairs and an entity
-list; the chunk's answers form one AKU unit. Stage 2 asks, per bridge entity, for
-facts that combine two or more documents; each becomes a bridge unit. A query
-keeps every AKU but at most ``k_b`` bridging facts (balanced selection).
+Stage 1 turns each document (whole, as the paper does, up to a token limit; in
+chunks above it) into atomic question-answer pairs and an entity list; its answers
+form one AKU unit. Stage 2 asks, per bridge entity, for facts that combine two or
+more documents; each becomes a bridge unit. A query keeps every AKU but at most
+``k_b`` bridging facts (balanced selection), searching deeper until it holds k units.
 
 The prompts, reply validators, unit builders and selection are pure and testable
 offline; ``indexing`` makes a batch's calls, ``method`` is the index method and

@@ -1,4 +1,4 @@
-"""IndexRAG's two LLM stages over a batch: AKUs per chunk, bridging facts per entity.
+"""IndexRAG's two LLM stages over a batch: AKUs per document, bridging facts per entity.
 
 The runtime owns storage and job records; these functions own the calls. Every
 request of a batch is sent concurrently through the runner (the rate limiter paces
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Document, EntityMention, ItemError, MentionSource, Unit
-from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, parse_stage1, parse_stage2
 from hopindex.methods.indexrag.prompts import STAGE1, STAGE2, stage1_request, stage2_request
 from hopindex.methods.indexrag.units import (
@@ -22,6 +21,7 @@ from hopindex.methods.indexrag.units import (
     bridge_units,
     document_entities,
     select_facts,
+    stage1_inputs,
 )
 
 if TYPE_CHECKING:
@@ -53,14 +53,15 @@ class BridgeOutcome:
     source_doc_ids: tuple[str, ...]
 
 
-def extract_documents(llm: LlmRunner, documents: Sequence[Document], usage: UsageMeter
-                      ) -> tuple[list[DocExtraction], list[ItemError]]:
-    """One stage-1 call per chunk of each document."""
+def extract_documents(llm: LlmRunner, documents: Sequence[Document], usage: UsageMeter,
+                      max_tokens: int) -> tuple[list[DocExtraction], list[ItemError]]:
+    """One stage-1 call per document, whole up to ``max_tokens``; one per chunk of a
+    longer one (``stage1_inputs``)."""
     requests = []
     owners: list[tuple[int, int]] = []  # (document position, chunk number)
     chunks_of: list[list[str]] = []
     for position, document in enumerate(documents):
-        chunks = chunk_document(document)
+        chunks = stage1_inputs(document, max_tokens)
         chunks_of.append(chunks)
         for number, chunk in enumerate(chunks):
             requests.append(stage1_request(document.title, chunk))

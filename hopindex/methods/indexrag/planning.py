@@ -1,9 +1,10 @@
 """IndexRAG's dry-run planning: stage 1's calls exactly, stage 2's bounded.
 
-Stage 1 sends one request per chunk, built from the document alone, so the plan is
-the requests themselves. Stage 2 calls once per touched entity shared by 2..tau
-documents; which entities a new document names is known only from its stage-1
-replies, so the plan bounds the calls instead (see :func:`bound_stage2_calls`).
+Stage 1 sends one request per document (per chunk of one over the token limit),
+built from the document alone, so the plan is the requests themselves. Stage 2
+calls once per touched entity shared by 2..tau documents; which entities a new
+document names is known only from its stage-1 replies, so the plan bounds the calls
+instead (see :func:`bound_stage2_calls`).
 
 On an index's first ingest there is nothing to bound by: the entities come from the
 model's replies alone (its free-form entity lists, not spans of the text), and a
@@ -19,15 +20,16 @@ from collections.abc import Sequence
 
 from hopindex.core.models import Document
 from hopindex.methods.bridges import BRIDGES
-from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.prompts import stage1_request
+from hopindex.methods.indexrag.units import stage1_inputs
 from hopindex.methods.plugin import CallBound, DocumentCalls, PlanContext
 
 
-def plan_stage1_calls(document: Document) -> DocumentCalls:
-    """The requests stage 1 sends for ``document``, as ``extract_documents`` builds them."""
+def plan_stage1_calls(document: Document, max_tokens: int) -> DocumentCalls:
+    """The requests stage 1 sends for ``document``, as ``extract_documents`` builds them
+    (the same ``stage1_inputs``, so the dry run's count is exact)."""
     return DocumentCalls(requests=[stage1_request(document.title, chunk)
-                                   for chunk in chunk_document(document)])
+                                   for chunk in stage1_inputs(document, max_tokens)])
 
 
 def bound_stage2_calls(context: PlanContext, documents: Sequence[Document]) -> CallBound:

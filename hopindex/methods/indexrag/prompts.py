@@ -19,6 +19,9 @@ STAGE2 = "indexrag.stage2"
 
 STAGE1_SYSTEM = ("You are an expert information extractor specializing in converting "
                  "unstructured documents into clear, atomic question-answer pairs.")
+# Fig. 4's wording, plus three additions of ours: "Use full names, never pronouns"
+# (an AKU is read without its document), the entity list the paper's Stage 1 returns
+# but Fig. 4 does not ask for, and the JSON shape to return.
 STAGE1_INSTRUCTIONS = (
     "Extract ALL factual information from the following document as question-answer "
     "pairs. Each pair must answer exactly one question, be self-contained, and be "
@@ -48,7 +51,8 @@ STAGE2_REQUIREMENTS = (
 )
 
 def stage1_request(title: str, text: str) -> ChatRequest:
-    """Fig. 4 for one chunk; the title helps the model name subjects instead of 'it'."""
+    """Fig. 4 for one document (or chunk of a long one). Fig. 4 sends the text alone;
+    the title is our addition: it helps the model name subjects instead of 'it'."""
     passage = f"{title}\n{text}" if title else text
     user = f"{STAGE1_INSTRUCTIONS}\n\nDocument: {passage}\n\n{STAGE1_CLOSING}"
     return ChatRequest(stage=STAGE1, messages=(("system", STAGE1_SYSTEM), ("user", user)),

@@ -1,4 +1,5 @@
-"""Query side of ``indexrag``: retrieve 20, balanced selection, one answer call.
+"""Query side of ``indexrag``: retrieve 20 (more while the balanced selection holds
+fewer than k), balanced selection, one answer call.
 
 Over an IndexRAG index the pool is AKUs and bridging facts; over any other index
 it is whatever units the index holds (passages, extractive bridges), so the method
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from hopindex.backends.protocols import UnitFilter
-from hopindex.core.models import UnitKind
+from hopindex.core.models import Unit, UnitKind
 from hopindex.methods.base import (
     Degradation,
     QueryOptions,
@@ -20,21 +22,42 @@ from hopindex.methods.base import (
     Retrieval,
     SearchContext,
 )
-from hopindex.methods.indexrag.units import METHOD
+from hopindex.methods.indexrag.units import METHOD, RETRIEVE_K
 from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import answer_request
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, preferred_filter
-from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
 from hopindex.methods.retrieval.selection import K_BRIDGE, K, balanced_selection
-
-RETRIEVE_K = 20
 
 
 def unit_filter_for(held: frozenset[UnitKind]) -> UnitFilter | None:
     """AKUs and bridging facts when the index holds them; else every unit."""
     return preferred_filter(held, (FACTS,))
+
+
+def selected_from_pages(search: Callable[[int, Candidates | None], Candidates], first: int,
+                        limit: int, k: int = K, k_b: int = K_BRIDGE
+                        ) -> tuple[Candidates, list[Unit], int]:
+    """Algorithm 1 walks the ranking of every entry until it holds ``k``; bridging
+    facts crowd the top of it (they are short), so the first ``first`` candidates may
+    hold fewer than ``k`` that it may take. Fetch ``RETRIEVE_K`` more at a time
+    (``search(count, previous)``) until ``k`` are selected, the engines return fewer
+    than asked (the index is exhausted), or ``limit`` candidates were fetched (our
+    bound on the searches, ``HOPINDEX_INDEXRAG_MAX_CANDIDATES``). Returns the last
+    search, the units selected from its whole ranking and the candidates it asked for.
+    """
+    count = first
+    found = search(count, None)
+    while True:
+        ranked = [found.units[h.unit_id] for h in found.hits]
+        chosen = balanced_selection(ranked, k, k_b)
+        exhausted = all(n < count for n in found.engines.values())
+        if len(chosen) >= k or exhausted or count >= limit:
+            return found, chosen, count
+        count = min(count + RETRIEVE_K, limit)
+        found = search(count, found)
 
 
 class IndexRagMethod:
@@ -49,14 +72,21 @@ class IndexRagMethod:
         retrieval = options.retrieval or Retrieval.DENSE
         # The paper's pool is the top 20; a larger k (for Recall@k) widens it.
         pool_size = max(RETRIEVE_K, options.k)
-        searched = replace(options, candidates=options.candidates or pool_size)
+        first = options.candidates or pool_size
+        limit = max(first, self._context.method_settings(METHOD).max_candidates)
+        unit_filter = unit_filter_for(self._context.kinds_of(index))
         timer = PhaseTimer()
-        found = retrieve_candidates(self._context, index, question, searched,
-                                    retrieval=retrieval,
-                                    unit_filter=unit_filter_for(self._context.kinds_of(index)))
-        timer.add_all(found.phases_s)
-        pool = [found.units[h.unit_id] for h in found.hits[:pool_size]]
-        chosen = balanced_selection(pool, K, K_BRIDGE)
+
+        def search(count: int, previous: Candidates | None) -> Candidates:
+            # A deeper page searches again with the question's vector already made.
+            page = retrieve_candidates(self._context, index, question,
+                                       replace(options, candidates=count),
+                                       retrieval=retrieval, unit_filter=unit_filter,
+                                       vector=previous.vector if previous else None)
+            timer.add_all(page.phases_s)
+            return page
+
+        found, chosen, fetched = selected_from_pages(search, first, limit)
         usage = self._context.query_usage()
         degraded: list[Degradation] = []
         with timer.phase(QueryPhase.ANSWER):
@@ -70,7 +100,7 @@ class IndexRagMethod:
             question=question, method=self.name, index=index, passages=passages,
             answer=reply.content.strip() if reply is not None else None,
             trace={"retrieval": retrieval.value, "engines": found.engines,
-                   "pool": len(pool),
+                   "pool": len(found.hits), "candidates": fetched,
                    "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen],
                    "selected_kinds": dict(Counter(u.kind.value for u in chosen))},
             degraded=degraded, answer_truncated=reply is not None and reply.truncated,

@@ -1,17 +1,40 @@
-"""IndexRAG's units: chunking, AKU units, the entity filter, fact selection, bridges."""
+"""IndexRAG's units: stage-1 inputs, AKU units, the entity filter, fact selection, bridges."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable, Sequence
 
+from hopindex.backends.llm.chat import CHARS_PER_TOKEN
 from hopindex.core.ids import unit_id
 from hopindex.core.models import Document, Unit, UnitKind
 from hopindex.core.text import keep_entity, normalize_entity
+from hopindex.methods.chunking import ChunkPolicy, chunk_document
 from hopindex.methods.indexrag.parsing import DocFacts, ExtractedFacts, QaPair
 
 METHOD = "indexrag"
 MAX_DOCS_PER_ENTITY = 5
 MAX_FACTS_PER_DOC = 8
+# The query's retrieval: the paper's 20 candidates, and the page size when the
+# balanced selection needs more of the ranking.
+RETRIEVE_K = 20
+# Overlap between the chunks of a document over the token limit, so a fact cut at a
+# chunk's end is whole in the next one.
+CHUNK_OVERLAP_CHARS = 200
+# A limit below this would leave chunks hardly longer than their overlap.
+MIN_DOCUMENT_TOKENS = 100
+
+
+def stage1_inputs(document: Document, max_tokens: int) -> list[str]:
+    """What stage 1 sends for ``document``: its whole text, as the paper does, when it
+    fits ``max_tokens`` (estimated like the LLM client, ``CHARS_PER_TOKEN`` characters a
+    token); else chunks of at most that size with ``CHUNK_OVERLAP_CHARS`` of overlap,
+    so a document longer than the model's context still fits it (our departure).
+    Ingest and the dry run both call this, so the planned calls are the sent ones."""
+    policy = ChunkPolicy(max_chars=max_tokens * CHARS_PER_TOKEN,
+                         overlap_chars=CHUNK_OVERLAP_CHARS)
+    return chunk_document(document, policy=policy)
 
 
 def filtered_entities(surfaces: Iterable[str]) -> list[str]:
@@ -21,7 +44,8 @@ def filtered_entities(surfaces: Iterable[str]) -> list[str]:
 
 
 def aku_unit(document: Document, chunk_number: int, facts: ExtractedFacts) -> Unit:
-    """One chunk's AKU: its answers joined by blank lines.
+    """One stage-1 input's AKU (the document's, or a chunk's of a document over the
+    token limit): its answers joined by blank lines.
 
     The questions go to metadata, not the text: the paper indexes answers only, and
     questions would pull every query sharing their wording toward this unit. The
@@ -68,10 +92,25 @@ def document_entities(facts_per_chunk: Iterable[ExtractedFacts]) -> set[str]:
 
 
 def mentions(entity: str, pair: QaPair) -> bool:
-    """A fact mentions ``entity`` (a normalised key) by substring or by its own entity list."""
-    if entity in pair.question.lower() or entity in pair.answer.lower():
+    """A fact mentions ``entity`` (a normalised key) when its question or answer names it
+    as whole words (``mention_pattern``) or its own entity list holds it."""
+    pattern = mention_pattern(entity)
+    if pattern.search(pair.question.lower()) or pattern.search(pair.answer.lower()):
         return True
     return any(normalize_entity(surface) == entity for surface in pair.entities)
+
+
+@functools.lru_cache(maxsize=4096)
+def mention_pattern(entity: str) -> re.Pattern[str]:
+    """``entity`` as whole words: the paper matches facts by string, and a bare
+    substring test lets "art" match inside "arthur". Each end of the key that is a
+    word character (Unicode ``\\w``) must not touch another one in the text; an end
+    that is punctuation ("a.c. milan" after normalisation keeps its inner dots, "guns
+    n' roses" its apostrophe) needs no boundary, so such names still match themselves.
+    Cached: stage 2 tests each entity against every fact of up to five documents."""
+    before = r"(?<!\w)" if re.match(r"\w", entity[:1]) else ""
+    after = r"(?!\w)" if re.match(r"\w", entity[-1:]) else ""
+    return re.compile(before + re.escape(entity) + after)
 
 
 def select_facts(entity: str, docs_facts: Sequence[DocFacts],

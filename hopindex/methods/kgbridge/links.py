@@ -115,6 +115,8 @@ def candidate_ends(context: PhaseContext, keys: Sequence[str]) -> dict[str, list
     settings: KgBridgeSettings = context.settings
     mentions = context.state.mentions_of_entities(context.index, list(keys))
     docs_of = {key: sorted({m.doc_id for m in mentions.get(key, [])}) for key in keys}
+    # Departure from the paper (docs/methods.md, kgbridge): only names in MIN_DOCS..MAX_DOCS
+    # documents are candidates (the published code's bounds); the paper pairs every name.
     eligible = {k: d for k, d in docs_of.items()
                 if settings.min_docs <= len(d) <= settings.max_docs}
     doc_ids = sorted({d for found in eligible.values() for d in found})
@@ -140,6 +142,9 @@ def build_links(context: PhaseContext, keys: list[str]) -> GroupsResult:
     settings: KgBridgeSettings = context.settings
     state, index = context.state, context.index
     ends = candidate_ends(context, keys)
+    # Departure from the paper (docs/methods.md, kgbridge): S_emb is the cosine of the entity
+    # units' stored vectors, whose text is "<name> (<type>): <summary>", not S_e alone:
+    # the units are embedded anyway, and embedding the summaries again would double it.
     vectors = {r.unit_id: r.vector for r in context.vectors.get_vectors(
         index, sorted({e.unit_id for found in ends.values() for e in found}))}
     result = GroupsResult()
@@ -204,6 +209,8 @@ def key_record(settings: KgBridgeSettings, pairs: Sequence[Pair], rejected: set[
         if not isinstance(verdict, Verdict):
             continue
         score = s_link(settings, verdict.score, pair.s_emb)
+        # Departure from the paper (docs/methods.md, kgbridge): a link at S_link >= tau (the
+        # published code's test), where the paper writes S_link > tau.
         if score >= settings.tau:
             links.append({"link_id": pair.link_id, "a": pair.a.as_dict(),
                           "b": pair.b.as_dict(), "s_emb": round(pair.s_emb, 6),

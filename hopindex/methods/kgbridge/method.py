@@ -1,7 +1,8 @@
 """``kgbridge`` as an index method: per-document graphs, then SAME_AS links.
 
-1. ``graphs`` (documents, ``stage1`` queue): passages, one extraction call per chunk,
-   one entity-summary call and one document-summary call per document; the graph is
+1. ``graphs`` (documents, ``stage1`` queue): passages, one extraction call per chunk
+   (and one gleaning call, unless ``HOPINDEX_KGBRIDGE_GLEANING`` is off), one
+   entity-summary call and one document-summary call per document; the graph is
    the document's record and its entity keys its mentions.
 2. ``links`` (groups of namespace ``kgbridge.links``, ``stage2`` queue): per entity
    name found in several documents, one adjudication call per candidate pair; the

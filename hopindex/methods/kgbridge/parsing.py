@@ -1,5 +1,5 @@
-"""Readers of the partitioned-KG replies: a chunk's graph, entity summaries, a
-document's summary and a same-entity verdict.
+"""Readers of the partitioned-KG replies: a chunk's graph and what its gleaning adds,
+entity summaries, a document's summary and a same-entity verdict.
 
 The JSON readers are the ``parse`` callbacks of ``complete_json``. Lists are read item
 by item against the declared shapes (``shapes``): a null or misfit element is dropped
@@ -13,6 +13,7 @@ an entity the chunk does not list); a missing type is the default one.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,8 @@ class ChunkGraph:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The model's same-entity judgement; ``score`` is S_LLM, on the 0-1 scale."""
+    """The model's same-entity judgement; ``score`` is S_LLM, on the 0-1 scale: 0 when
+    the model says the two are not the same, whatever score it gave."""
 
     same: bool
     score: float
@@ -85,13 +87,32 @@ def parse_extraction(value: Any) -> ChunkGraph:
     a relation whose source or target is not a listed entity, or whose relation is
     blank, is dropped, as is a repeated triple. ``relations`` may be missing.
     """
+    return _graph(value, "kgbridge.extract", {})
+
+
+def parse_gleaning(value: Any, listed: Sequence[ExtractedEntity]) -> ChunkGraph:
+    """The gleaning reply, the same shape as the extraction's, against the entities the
+    chunk's extraction ``listed``: only entities of keys not listed are kept (a listed
+    one repeated is dropped and noted), and a relation may join a found entity to a
+    listed one."""
+    known = {entity.key: entity for entity in listed}
+    graph = _graph(value, "kgbridge.glean", known)
+    for _ in range(sum(1 for e in graph.entities if e.key in known)):
+        note_dropped(f"{ENTITIES_WHAT}: an entity the extraction had already listed")
+    return ChunkGraph(entities=tuple(e for e in graph.entities if e.key not in known),
+                      relations=graph.relations)
+
+
+def _graph(value: Any, what: str, known: Mapping[str, ExtractedEntity]) -> ChunkGraph:
+    """A chunk's graph from ``value``; relations may also end at a ``known`` entity."""
     if not isinstance(value, dict):
-        raise ReplyShapeError(f'kgbridge.extract: expected a JSON object with "entities" and '
+        raise ReplyShapeError(f'{what}: expected a JSON object with "entities" and '
                               f'"relations", got {json_type_name(value)}')
     if "entities" not in value:
-        raise ReplyShapeError(f'kgbridge.extract: the reply has no "entities" key '
+        raise ReplyShapeError(f'{what}: the reply has no "entities" key '
                               f"(keys: {sorted(value)})")
     entities = _entities(read_items(value["entities"], EntityItem, what=ENTITIES_WHAT))
+    ends = {**known, **entities}
     # A null relation list says what an empty one says.
     raw_relations = value.get("relations")
     triples: dict[tuple[str, str, str], ExtractedRelation] = {}
@@ -99,7 +120,7 @@ def parse_extraction(value: Any) -> ChunkGraph:
                            what=RELATIONS_WHAT):
         source, target = entity_key(item.source), entity_key(item.target)
         relation = one_line(item.relation)
-        if source not in entities or target not in entities:
+        if source not in ends or target not in ends:
             note_dropped(f"{RELATIONS_WHAT}: source or target is not a listed entity")
         elif not relation:
             note_dropped(f"{RELATIONS_WHAT}: blank relation")
@@ -157,8 +178,12 @@ def parse_verdict(value: Any) -> Verdict:
                               f'"score" and "reason", got {json_type_name(value)}')
     verdict = read_shape(value, VerdictReply, what="kgbridge.adjudicate")
     score = scores_on_scale([verdict.score], top=SCORE_TOP)[0]
-    return Verdict(same=verdict.same, score=min(max(score, 0.0), SCORE_TOP) / SCORE_TOP,
-                   reason=one_line(verdict.reason or ""))
+    # Departure from the paper (docs/methods.md, kgbridge): the model gives a verdict and a
+    # 0-10 score, not a confidence alone; "not the same" is the verdict, and a score beside
+    # it (models often rate how sure they are of the "no") must not pass for confidence
+    # that they are one entity: S_LLM = 0.
+    s_llm = min(max(score, 0.0), SCORE_TOP) / SCORE_TOP if verdict.same else 0.0
+    return Verdict(same=verdict.same, score=s_llm, reason=one_line(verdict.reason or ""))
 
 
 def _entities(items: list[EntityItem]) -> dict[str, ExtractedEntity]:

@@ -1,13 +1,14 @@
-"""The partitioned-KG prompts as ``ChatRequest`` builders: extraction per chunk, entity
-summaries and the document summary per document, and the same-entity adjudication
-per candidate pair.
+"""The partitioned-KG prompts as ``ChatRequest`` builders: extraction and gleaning per
+chunk, entity summaries and the document summary per document, and the same-entity
+adjudication per candidate pair.
 
 Layout matters beyond the model: evidence follows a label (``Passage:``, ``## Entity:``
 blocks, ``Entity summaries:``, ``Entity A:``/``Entity B:`` blocks) and is followed by
 a line starting ``Return``, so that readers of the prompt (the local test server
 included) can tell evidence from instructions. Each prompt holds a marker of its own
-(the JSON keys ``"relations"``, ``"summaries"`` and ``"same"``, and
-``DOC_SUMMARY_MARKER``) that the test server classifies it by.
+(the JSON keys ``"relations"``, ``"summaries"`` and ``"same"``, ``GLEAN_MARKER`` and
+``DOC_SUMMARY_MARKER``) that the test server classifies it by; the gleaning prompt
+also holds ``"relations"``, so a reader must look for its marker first.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ from hopindex.methods.kgbridge.shapes import ExtractionReply, VerdictReply
 
 # Stage labels of the requests (the job records them all under the phase).
 EXTRACT = "kgbridge.extract"
+GLEAN = "kgbridge.glean"
 ENTITY_SUMMARIES = "kgbridge.entity_summaries"
 DOC_SUMMARY = "kgbridge.doc_summary"
 ADJUDICATE = "kgbridge.adjudicate"
 
 EXTRACT_MARKER = '"relations"'
+GLEAN_MARKER = "entities the first reading missed"
 SUMMARIES_MARKER = '"summaries"'
 DOC_SUMMARY_MARKER = "Write the summary of the document"
 ADJUDICATE_MARKER = '"same"'
 
 TITLE_LABEL = "Title:"
 PASSAGE_LABEL = "Passage:"
+LISTED_LABEL = "Entities already listed:"
 ENTITY_HEADER = "## Entity:"
 ENTITY_SUMMARIES_LABEL = "Entity summaries:"
 OPENING_LABEL = "Opening of the document:"
@@ -48,6 +52,21 @@ EXTRACT_INSTRUCTIONS = (
     "- description: what the passage says about the entity, in one or two sentences.\n"
     "- A relation's source and target must be names from your entity list; relation is a "
     "short verb phrase.\n"
+    'Reply with a JSON object of this shape: {"entities": [{"name": "...", "type": "...", '
+    '"description": "..."}], "relations": [{"source": "...", "relation": "...", '
+    '"target": "..."}]}'
+)
+GLEAN_INSTRUCTIONS = (
+    "A first reading of the passage below listed the entities given before it. Read "
+    f"the passage again and find the {GLEAN_MARKER}: named entities (people, "
+    "places, organisations, works, events, products) that the passage mentions and the "
+    "list lacks.\n"
+    "Instructions:\n"
+    "- Name, type and describe each one as the first reading would have; do not repeat "
+    "a listed entity.\n"
+    "- relations: the relations the passage states that involve an entity you found; "
+    "source and target are names from your list or from the listed entities.\n"
+    "- When nothing was missed, reply with empty lists.\n"
     'Reply with a JSON object of this shape: {"entities": [{"name": "...", "type": "...", '
     '"description": "..."}], "relations": [{"source": "...", "relation": "...", '
     '"target": "..."}]}'
@@ -96,6 +115,8 @@ class PairSide:
     summary: str
 
 
+# Departure from the paper (docs/methods.md, kgbridge): one call per chunk for entities and
+# relations together (the published code makes an entity pass and a relation pass).
 def extract_request(title: str, chunk: str) -> ChatRequest:
     user = (f"{EXTRACT_INSTRUCTIONS}\n\n{TITLE_LABEL} {_line(title)}\n"
             f"{PASSAGE_LABEL} {chunk.strip()}\n\n{CLOSING}")
@@ -103,6 +124,21 @@ def extract_request(title: str, chunk: str) -> ChatRequest:
                        response_format=ResponseFormat.JSON, shape=ExtractionReply)
 
 
+# Departure from the paper (docs/methods.md, kgbridge): the paper does not glean; the published
+# code gleans entities only, then extracts relations over the whole list: here the
+# gleaning call returns the missed entities with their relations.
+def glean_request(title: str, chunk: str, listed: Sequence[str]) -> ChatRequest:
+    """The gleaning pass over one chunk: the entity names its extraction listed, and the
+    passage again (the code published with the paper gleans after every extraction)."""
+    names = "\n".join(f"- {_line(name)}" for name in listed) or "- (none)"
+    user = (f"{GLEAN_INSTRUCTIONS}\n\n{TITLE_LABEL} {_line(title)}\n{LISTED_LABEL}\n{names}\n"
+            f"{PASSAGE_LABEL} {chunk.strip()}\n\n{CLOSING}")
+    return ChatRequest(stage=GLEAN, messages=(("user", user),), temperature=0.0,
+                       response_format=ResponseFormat.JSON, shape=ExtractionReply)
+
+
+# Departure from the paper (docs/methods.md, kgbridge): one call summarises all of a
+# document's entities, where the paper calls f_sum once per entity.
 def summaries_request(title: str, entities: Sequence[EntityBrief]) -> ChatRequest:
     """One call for every entity of a document: S_e = LLM(description, first-degree
     triples), batched so that calls grow with documents, not entities."""

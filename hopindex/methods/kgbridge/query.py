@@ -1,4 +1,5 @@
-"""Query side of ``kgbridge``: route, plan, read, reason, answer; at most five LLM calls.
+"""Query side of ``kgbridge``: route, plan, read, then reason in a loop that refines the
+query and routes and plans again; at most 2 + 2·``max_iterations`` LLM calls.
 
 1. Routing (no LLM, ``routing.py``): the documents holding the question's entities and
    those whose summary is nearest the question, fused by rank; the top
@@ -6,33 +7,31 @@
 2. Planning (one call): the model picks one or two primary documents and, from the
    others, auxiliary documents with the entities it needs of them
    (``query_parsing.resolve_plan`` holds it to the routed documents).
-3. Context: each primary document's summary, its ``chunks_per_doc`` passages nearest
-   the question, and, through SAME_AS links, the summary of the same entity in another
-   document for up to ``expansion`` of its linked entities (each entity's best link,
-   one leaving the primary documents first);
-   each auxiliary document's named entities' summaries.
-4. Reasoning (at most ``max_iterations`` calls): the model says whether the context
-   suffices; when not, its sub-question's three nearest passages or entity summaries
-   not yet read join the context.
+3. Reading (``reading.py``): the plan's documents into the working memory.
+4. The loop (the paper's dynamic working memory, §3.3.3), at most ``max_iterations``
+   times: the model says whether the context suffices (one call); when not, its
+   findings and sub-question make the refined query Q(t) = findings ⊕ sub-question
+   (Eq. 11), which is routed (as in 1) and planned (one call, as in 2) again, and the
+   new plan's documents are read (as in 3) into the same memory.
 5. Answer (one call): the shared short-answer prompt over the context and findings.
 
 A failed LLM step (a reply that cannot be used, no reply within the query's deadline,
-a refused request) degrades the step (the plan to the top two routed documents, the
-loop to its end, the answer to None) and is named in ``degraded``; it never fails the
-query. Passages come from the context through provenance: the primary
-documents' passages first, then the documents reached by links, by the plan's
-auxiliaries and by the loop, then the other routed documents, until ``k``.
+a refused request) degrades the step (the first plan to the top two routed documents,
+the loop to its end, the answer to None) and is named in ``degraded``; it never fails
+the query, and after it the query's policy sends no further call. Passages come from
+the context through provenance: primary documents' passages first (every round's),
+then the documents reached by links and as auxiliaries, then the other routed
+documents, until ``k``.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hopindex.backends.protocols import UnitFilter, Vector
+from hopindex.backends.protocols import Vector
 from hopindex.core.errors import LLM_CALL_FAILURES
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import (
@@ -42,8 +41,7 @@ from hopindex.methods.base import (
     RankedPassage,
     SearchContext,
 )
-from hopindex.methods.kgbridge.graphs import LINKS, METHOD
-from hopindex.methods.kgbridge.parsing import entity_key
+from hopindex.methods.kgbridge.graphs import METHOD
 from hopindex.methods.kgbridge.query_parsing import (
     Plan,
     parse_plan,
@@ -51,12 +49,13 @@ from hopindex.methods.kgbridge.query_parsing import (
     resolve_plan,
 )
 from hopindex.methods.kgbridge.query_prompts import (
-    ContextLine,
     DocBrief,
     answer_request,
     plan_request,
+    refined_query,
     sufficiency_request,
 )
+from hopindex.methods.kgbridge.reading import Role, WorkingMemory, step_name
 from hopindex.methods.kgbridge.routing import Route, Router, RouteSource
 from hopindex.methods.kgbridge.settings import KgBridgeSettings
 from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
@@ -66,22 +65,8 @@ from hopindex.methods.retrieval.expansion import expand_to_passages
 if TYPE_CHECKING:
     from hopindex.backends.llm.runner import LlmRunner
 
-GATHER_PER_STEP = 3  # new units a sub-question adds to the context
-_GATHERED_KINDS = UnitFilter(kinds=(UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY))
-_WHAT = {UnitKind.DOC_SUMMARY: "summary", UnitKind.PASSAGE: "passage",
-         UnitKind.ENTITY_SUMMARY: "entity"}
-# The steps a degradation names.
-ROUTE_STEP, PLAN_STEP, CONTEXT_STEP, LINKS_STEP = "route", "plan", "context", "links"
-
-
-class Role(enum.StrEnum):
-    """Why a unit is in the context; also the order passages are reported in."""
-
-    CHUNK = "primary_chunk"
-    SUMMARY = "primary_summary"
-    LINKED = "linked"
-    AUXILIARY = "auxiliary"
-    GATHERED = "gathered"
+# The steps a degradation names (a loop round's carry its number: ``step_name``).
+ROUTE_STEP, PLAN_STEP = "route", "plan"
 
 
 class Stop(enum.StrEnum):
@@ -90,27 +75,22 @@ class Stop(enum.StrEnum):
     SUFFICIENT = "sufficient"
     MAX_ITERATIONS = "max_iterations"
     NO_SUB_QUESTION = "no_sub_question"
-    NOTHING_NEW = "nothing_new"  # the sub-question found no unit not read already
-    INVALID_REPLY = "invalid_reply"
+    NOTHING_NEW = "nothing_new"  # the refined query's plan read no unit not read already
+    INVALID_REPLY = "invalid_reply"  # the sufficiency call failed
+    PLAN_FAILED = "plan_failed"  # the refined query's plan call failed
     DISABLED = "disabled"  # HOPINDEX_KGBRIDGE_MAX_ITERATIONS=0
 
 
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    unit: Unit
-    role: Role
+@dataclass(slots=True)
+class Round:
+    """One routing and plan: the first (0) or an iteration's (its number)."""
 
-    @property
-    def doc_id(self) -> str:
-        return self.unit.source_doc_ids[0] if self.unit.source_doc_ids else ""
-
-    def line(self) -> ContextLine:
-        text = self.unit.text
-        title = str(self.unit.metadata.get("title", ""))
-        if self.unit.kind is UnitKind.DOC_SUMMARY and title:
-            text = f"{title}: {text}"
-        return ContextLine(doc_id=self.doc_id, what=_WHAT.get(self.unit.kind, "unit"),
-                           text=text)
+    number: int
+    query: str
+    vector: Vector
+    route: Route
+    plan: Plan | None = None  # None: its plan call failed, nothing was read
+    added: list[str] = field(default_factory=list)
 
 
 class KgBridgeMethod:
@@ -124,16 +104,14 @@ class KgBridgeMethod:
         llm = self._context.require_llm(self.name)
         settings: KgBridgeSettings = self._context.method_settings(METHOD)
         run = _Run(self._context, index, question, settings, llm)
-        route = run.route()
-        plan = run.plan(route)
-        run.read_plan(route, plan)
+        first = run.plan_round(0, question)
         run.reason()
         answer = run.answer()
         with run.timer.phase(QueryPhase.EXPAND):
-            passages = run.passages(route, options.k)
+            passages = run.passages(options.k)
         result = QueryResult(question=question, method=self.name, index=index,
                              passages=passages, answer=answer,
-                             trace=run.trace(route, plan, answer), degraded=run.degraded,
+                             trace=run.trace(first, answer), degraded=run.degraded,
                              answer_truncated=run.answer_truncated)
         result.usage.add_llm(run.usage.total())
         result.usage.phases_s = run.timer.phases_s
@@ -142,7 +120,7 @@ class KgBridgeMethod:
 
 
 class _Run:
-    """One query's state: the context read so far and what the trace reports."""
+    """One query's state: the working memory and what the trace reports."""
 
     def __init__(self, context: SearchContext, index: str, question: str,
                  settings: KgBridgeSettings, llm: LlmRunner) -> None:
@@ -150,55 +128,68 @@ class _Run:
         self.settings, self.llm = settings, llm
         self.timer = PhaseTimer()
         self.usage = context.query_usage()
-        self.items: list[ContextItem] = []
-        self.seen: set[str] = set()
-        self.findings: list[str] = []
-        self.links: list[dict[str, Any]] = []
-        self.iterations: list[dict[str, Any]] = []
         self.degraded: list[Degradation] = []
+        self.memory = WorkingMemory(context, index, settings, self.timer, self.degraded)
+        self.findings: list[str] = []
+        self.rounds: list[Round] = []
+        self.iterations: list[dict[str, Any]] = []
         self.answer_truncated = False
         self.stopped = Stop.DISABLED
         self.titles: dict[str, str] = {}
-        self.vector: Vector | None = None
 
-    # --- 1. routing --------------------------------------------------------------
+    # --- routing, planning and reading: the first round and each refined one ----
 
-    def route(self) -> Route:
+    def plan_round(self, number: int, query: str) -> Round:
+        """Route ``query``, plan over the routed documents and read the plan. The first
+        plan's failure falls back to the top two routed documents; a loop round's ends
+        the loop (``plan`` None), since the query's policy sends no call after it."""
         with self.timer.phase(QueryPhase.EMBED):
-            self.vector = self.context.embedder.embed_query(self.question)
+            vector = self.context.embedder.embed_query(query)
         route = Router(self.context, self.index, self.timer).route(
-            self.question, self.vector, self.settings.route_top_k)
+            query, vector, self.settings.route_top_k)
         if route.source in (RouteSource.PASSAGES, RouteSource.NONE):
             self.degraded.append(Degradation(
-                ROUTE_STEP, "no question entity and no document summary found in the "
-                            f"index: routed by {route.source.value}"))
+                step_name(ROUTE_STEP, number), "no query entity and no document summary "
+                f"found in the index: routed by {route.source.value}"))
         with self.timer.phase(QueryPhase.LOAD_UNITS):
-            self.titles = {d.doc_id: d.title for d in self.context.documents.get_documents(
-                self.index, [r.doc_id for r in route.docs])}
-        return route
+            self.titles.update({d.doc_id: d.title for d in self.context.documents.get_documents(
+                self.index, [r.doc_id for r in route.docs if r.doc_id not in self.titles])})
+        step = Round(number=number, query=query, vector=vector, route=route)
+        self.rounds.append(step)
+        step.plan = self._plan(step)
+        if step.plan is not None:
+            step.added = self.memory.read_plan(route, step.plan, vector, number)
+        return step
 
-    # --- 2. planning -------------------------------------------------------------
-
-    def plan(self, route: Route) -> Plan:
-        routed = [d.doc_id for d in route.docs]
+    def _plan(self, step: Round) -> Plan | None:
+        routed = [d.doc_id for d in step.route.docs]
         if not routed:
             plan = Plan(primary=(), auxiliary=(), reason="",
                         degraded=("no document was routed: no plan asked",))
-            self._note_plan(plan)
+            self._note_plan(step.number, plan)
             return plan
-        briefs = [self._brief(route, d.doc_id, d.unit) for d in route.docs]
+        briefs = [self._brief(step.route, d.doc_id, d.unit) for d in step.route.docs]
         with self.timer.phase(QueryPhase.JUDGE):
             try:
-                reply = self.llm.complete_json(plan_request(self.question, briefs),
+                reply = self.llm.complete_json(plan_request(step.query, briefs),
                                                parse_plan, self.usage)
                 plan = resolve_plan(reply, routed)
+            # Departure from the paper (docs/methods.md, kgbridge): a failed LLM step
+            # degrades instead of failing the query: the first plan falls back to the top
+            # two routed documents, a refined one ends the loop (no call follows it).
             except LLM_CALL_FAILURES as exc:
+                if step.number > 0:
+                    self.degraded.append(Degradation(
+                        step_name(PLAN_STEP, step.number),
+                        f"plan of the refined query unusable ({exc}): loop stopped"))
+                    return None
                 plan = resolve_plan(None, routed, failure=str(exc))
-        self._note_plan(plan)
+        self._note_plan(step.number, plan)
         return plan
 
-    def _note_plan(self, plan: Plan) -> None:
-        self.degraded.extend(Degradation(PLAN_STEP, note) for note in plan.degraded)
+    def _note_plan(self, number: int, plan: Plan) -> None:
+        self.degraded.extend(Degradation(step_name(PLAN_STEP, number), note)
+                             for note in plan.degraded)
 
     def _brief(self, route: Route, doc_id: str, unit: Unit) -> DocBrief:
         graph = route.graphs.get(doc_id, {})
@@ -210,94 +201,15 @@ class _Run:
                         core_entities=tuple(names.get(k, k)
                                             for k in manifest.get("core_entities", [])))
 
-    # --- 3. the plan's context ---------------------------------------------------
-
-    def read_plan(self, route: Route, plan: Plan) -> None:
-        graphs = route.graphs
-        for doc_id in plan.primary:
-            summary_id = graphs.get(doc_id, {}).get("manifest", {}).get("summary_unit_id")
-            self._add(self._load([summary_id] if summary_id else []), Role.SUMMARY)
-            self._add(self._search(self.vector, self.settings.chunks_per_doc, UnitFilter(
-                kinds=(UnitKind.PASSAGE,), source_doc_ids=(doc_id,))), Role.CHUNK)
-        self._follow_links(route, plan.primary)
-        representative = {d.doc_id: d.unit for d in route.docs}
-        for pick in plan.auxiliary:
-            entities = {str(e["key"]): e for e in graphs.get(pick.doc_id, {}).get("entities", [])}
-            wanted = []
-            for name in pick.entities:
-                entity = entities.get(entity_key(name))
-                if entity is None:
-                    self.degraded.append(Degradation(
-                        CONTEXT_STEP, f"auxiliary document {pick.doc_id!r} has no entity "
-                                      f"named {name!r}"))
-                else:
-                    wanted.append(str(entity["unit_id"]))
-            found = self._load(wanted)
-            if not found:
-                # Nothing of it could be read by name: its summary stands in for it.
-                summary_id = graphs.get(pick.doc_id, {}).get("manifest", {}).get(
-                    "summary_unit_id")
-                found = self._load([summary_id]) if summary_id else []
-                if not found:
-                    found = [representative[pick.doc_id]]
-            self._add(found, Role.AUXILIARY)
-
-    def _follow_links(self, route: Route, primary: Sequence[str]) -> None:
-        """Each primary document's linked entities, core ones first, each by its best
-        link (one leading outside the primary documents, then the highest S_link), at
-        most ``expansion`` per document."""
-        records = self.context.records
-        graphs = route.graphs
-        keys = sorted({str(e["key"]) for d in primary for e in graphs.get(d, {}).get(
-            "entities", [])})
-        if records is None or not keys or self.settings.expansion == 0:
-            return
-        with self.timer.phase(QueryPhase.LOAD_UNITS):
-            linked = records.get_records(self.index, LINKS, keys)
-        followed: list[dict[str, Any]] = []
-        for doc_id in primary:
-            graph = graphs.get(doc_id, {})
-            core = [str(k) for k in graph.get("manifest", {}).get("core_entities", [])]
-            order = list(dict.fromkeys([*core, *(str(e["key"]) for e in graph.get(
-                "entities", []))]))
-            count = 0
-            for key in order:
-                if count == self.settings.expansion:
-                    break
-                ends = [(link, other) for link in linked.get(key, {}).get("links", [])
-                        for mine, other in ((link["a"], link["b"]), (link["b"], link["a"]))
-                        if mine["doc_id"] == doc_id]
-                if not ends:
-                    continue
-                # A link leaving the primary documents brings what they lack.
-                link, other = min(ends, key=lambda e: (e[1]["doc_id"] in primary,
-                                                       -float(e[0]["s_link"]),
-                                                       str(e[0]["link_id"])))
-                count += 1
-                followed.append({"entity": key, "name": str(other["name"]),
-                                 "from_doc": doc_id, "to_doc": str(other["doc_id"]),
-                                 "s_link": float(link["s_link"]),
-                                 "link_id": str(link["link_id"]),
-                                 "unit_id": str(other["unit_id"])})
-        units = {u.unit_id: u for u in self._load([f["unit_id"] for f in followed])}
-        for step in followed:
-            unit = units.get(step["unit_id"])
-            if unit is None:
-                self.degraded.append(Degradation(
-                    LINKS_STEP, f"link {step['link_id']} ({step['entity']}) leads to a unit "
-                                "no longer stored: not followed"))
-                continue
-            self.links.append(step)
-            self._add([unit], Role.LINKED)
-
-    # --- 4. reasoning ------------------------------------------------------------
+    # --- the loop ----------------------------------------------------------------
 
     def reason(self) -> None:
         for number in range(1, self.settings.max_iterations + 1):
             step: dict[str, Any] = {"iteration": number, "sufficient": False, "findings": "",
-                                    "sub_question": "", "units_added": []}
+                                    "sub_question": "", "refined_query": "", "route": None,
+                                    "plan": None, "units_added": []}
             self.iterations.append(step)
-            request = sufficiency_request(self.question, self.lines(), self.findings)
+            request = sufficiency_request(self.question, self.memory.lines(), self.findings)
             with self.timer.phase(QueryPhase.REASON):
                 try:
                     check = self.llm.complete_json(request, parse_sufficiency, self.usage)
@@ -317,25 +229,29 @@ class _Run:
             if not check.sub_question:
                 self.stopped = Stop.NO_SUB_QUESTION
                 return
-            step["units_added"] = self._gather(check.sub_question)
-            if not step["units_added"]:
+            query = refined_query(check.findings, check.sub_question)
+            refined = self.plan_round(number, query)
+            step.update(refined_query=query, route=self._route_trace(refined.route),
+                        plan=None if refined.plan is None else _plan_trace(refined.plan),
+                        units_added=refined.added)
+            if refined.plan is None:
+                self.stopped = Stop.PLAN_FAILED
+                return
+            if not refined.added:
+                # Departure from the paper (docs/methods.md, kgbridge): the paper loops
+                # until the context suffices or T_max; over an unchanged context the
+                # check (temperature 0) would only repeat its verdict, at one call each.
                 self.stopped = Stop.NOTHING_NEW
                 return
             self.stopped = Stop.MAX_ITERATIONS
 
-    def _gather(self, sub_question: str) -> list[str]:
-        with self.timer.phase(QueryPhase.EMBED):
-            vector = self.context.embedder.embed_query(sub_question)
-        found = self._search(vector, GATHER_PER_STEP + len(self.seen), _GATHERED_KINDS)
-        return self._add([u for u in found if u.unit_id not in self.seen][:GATHER_PER_STEP],
-                         Role.GATHERED)
-
-    # --- 5. answer and passages --------------------------------------------------
+    # --- answer, passages and trace ----------------------------------------------
 
     def answer(self) -> str | None:
         with self.timer.phase(QueryPhase.ANSWER):
             reply = llm_step(self.degraded, ANSWER_STEP, lambda: self.llm.complete(
-                answer_request(self.question, self.lines(), self.findings), self.usage))
+                answer_request(self.question, self.memory.lines(), self.findings),
+                self.usage))
         if reply is None:
             return None
         self.answer_truncated = reply.truncated
@@ -344,9 +260,10 @@ class _Run:
             self.degraded.append(Degradation(ANSWER_STEP, "the answer call returned no text"))
         return answer or None
 
-    def passages(self, route: Route, k: int) -> list[RankedPassage]:
-        order = [item.unit for role in Role for item in self.items if item.role is role]
-        order.extend(d.unit for d in route.docs)
+    def passages(self, k: int) -> list[RankedPassage]:
+        items = self.memory.items
+        order = [item.unit for role in Role for item in items if item.role is role]
+        order.extend(d.unit for step in self.rounds for d in step.route.docs)
         units: dict[str, Unit] = {}
         for unit in order:
             units.setdefault(unit.unit_id, unit)
@@ -355,45 +272,22 @@ class _Run:
         return expand_to_passages(self.index, hits, units, self.context.units, k,
                                   documents=self.context.documents)
 
-    def lines(self) -> list[ContextLine]:
-        return [item.line() for item in self.items]
+    def trace(self, first: Round, answer: str | None) -> dict[str, Any]:
+        plan = first.plan
+        assert plan is not None  # the first plan falls back, it is never None
+        return {"route": self._route_trace(first.route), "plan": _plan_trace(plan),
+                "links_followed": self.memory.links,
+                "context": [item.as_trace() for item in self.memory.items],
+                "iterations": self.iterations, "stopped": self.stopped.value,
+                "answer": answer}
 
-    def trace(self, route: Route, plan: Plan, answer: str | None) -> dict[str, Any]:
-        return {
-            "route": {"source": route.source.value, "entities": route.entities,
-                      "docs": [d.as_trace(self.titles.get(d.doc_id, "")) for d in route.docs]},
-            "plan": {"primary": list(plan.primary),
-                     "auxiliary": [{"doc_id": a.doc_id, "entities": list(a.entities)}
-                                   for a in plan.auxiliary],
-                     "reason": plan.reason, "degraded": list(plan.degraded)},
-            "links_followed": self.links,
-            "context": [{"unit_id": i.unit.unit_id, "kind": i.unit.kind.value,
-                         "doc_id": i.doc_id, "role": i.role.value} for i in self.items],
-            "iterations": self.iterations, "stopped": self.stopped.value,
-            "answer": answer}
+    def _route_trace(self, route: Route) -> dict[str, Any]:
+        return {"source": route.source.value, "entities": route.entities,
+                "docs": [d.as_trace(self.titles.get(d.doc_id, "")) for d in route.docs]}
 
-    # --- helpers -----------------------------------------------------------------
 
-    def _add(self, units: Sequence[Unit], role: Role) -> list[str]:
-        added = []
-        for unit in units:
-            if unit.unit_id not in self.seen:
-                self.seen.add(unit.unit_id)
-                self.items.append(ContextItem(unit, role))
-                added.append(unit.unit_id)
-        return added
-
-    def _load(self, unit_ids: Sequence[str]) -> list[Unit]:
-        if not unit_ids:
-            return []
-        with self.timer.phase(QueryPhase.LOAD_UNITS):
-            units = {u.unit_id: u for u in self.context.units.get_units(self.index,
-                                                                         list(unit_ids))}
-        return [units[u] for u in unit_ids if u in units]
-
-    def _search(self, vector: Vector | None, k: int, unit_filter: UnitFilter) -> list[Unit]:
-        if vector is None:
-            return []
-        with self.timer.phase(QueryPhase.DENSE_SEARCH):
-            hits = self.context.vectors.search_vectors(self.index, vector, k, unit_filter)
-        return self._load([h.unit_id for h in hits])
+def _plan_trace(plan: Plan) -> dict[str, Any]:
+    return {"primary": list(plan.primary),
+            "auxiliary": [{"doc_id": a.doc_id, "entities": list(a.entities)}
+                          for a in plan.auxiliary],
+            "reason": plan.reason, "degraded": list(plan.degraded)}

@@ -1,5 +1,6 @@
 """The partitioned-KG query prompts as ``ChatRequest`` builders: the plan over the routed
-documents, the sufficiency check of the reasoning loop, and the answer.
+documents, the sufficiency check of the reasoning loop, the refined query it leads to,
+and the answer.
 
 The context is one line per unit, ``[<doc id> | <what>] <text>`` (``what`` is
 ``summary``, ``passage`` or ``entity``), so that the model can tell which document
@@ -37,7 +38,7 @@ NONE_LINE = "- (none)"
 
 PLAN_INSTRUCTIONS = (
     "You plan how to answer a question from a collection of documents, each with a "
-    "knowledge graph of its own. Below are the documents a first routing step found for "
+    "knowledge graph of its own. Below are the documents a routing step found for "
     "the question, each with its id, title, summary and core entities.\n"
     "- primary: the one or two documents most likely to hold the answer; their summary "
     "and best passages will be read.\n"
@@ -96,6 +97,12 @@ def sufficiency_request(question: str, context: Sequence[ContextLine],
             f"{CONTEXT_LABEL}\n{context_text(context)}\n\n{CLOSING}")
     return ChatRequest(stage=SUFFICIENCY, messages=(("user", user),), temperature=0.0,
                        response_format=ResponseFormat.JSON, shape=SufficiencyReply)
+
+
+def refined_query(findings: str, sub_question: str) -> str:
+    """Q(t) = findings ⊕ sub-question (the paper's Eq. 11): what the context establishes
+    so far, then what is missing, as one text to route and plan by."""
+    return " ".join(part for part in (_line(findings), _line(sub_question)) if part)
 
 
 def answer_request(question: str, context: Sequence[ContextLine],

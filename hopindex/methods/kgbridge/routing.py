@@ -30,6 +30,9 @@ from hopindex.methods.kgbridge.parsing import entity_key
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.fusion import RRF_K
 
+# Departure from the paper (docs/methods.md, kgbridge): "the degree of entity matching" is
+# not defined; here, the question's word spans found as entity keys, a core entity of
+# the manifest counting twice. An index with neither ranking is routed by passages.
 CORE_WEIGHT = 2
 OTHER_WEIGHT = 1
 MAX_NAME_WORDS = 8  # the longest word span of the question tried as an entity name

@@ -1,5 +1,5 @@
-"""``HOPINDEX_KGBRIDGE_*``: which same-name entities are adjudicated, when they link, and
-how much a query routes, reads and iterates."""
+"""``HOPINDEX_KGBRIDGE_*``: whether extraction gleans, which same-name entities are
+adjudicated, when they link, and how much a query routes, reads and iterates."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from hopindex.core.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class KgBridgeSettings:
-    """SAME_AS linking between the per-document graphs, and the query's budget.
+    """Extraction, SAME_AS linking between the per-document graphs, and the query's budget.
+
+    ``gleaning``: after each chunk's extraction, one more call asks the model for the
+    entities it missed (and their relations), merged into the chunk's graph. On by
+    default, as in the code published with the paper, which gleans every chunk; the
+    paper itself does not mention it. It applies to documents extracted after it is
+    set: a stored graph of unchanged text is not extracted again.
 
     A name found in fewer than ``min_docs`` or more than ``max_docs`` documents is not
     linked (the bounds of the code published with the paper: a name in very many
@@ -23,10 +29,13 @@ class KgBridgeSettings:
 
     The query reads ``route_top_k`` routed documents (the code published with the paper
     re-ranks ten), ``chunks_per_doc`` passages of each primary document, the linked
-    summaries of at most ``expansion`` of its entities, and checks sufficiency at most
-    ``max_iterations`` times: with the plan and the answer, at most five calls.
+    summaries of at most ``expansion`` of its entities, and runs at most
+    ``max_iterations`` iterations of its loop (a sufficiency check, then, when the
+    context falls short, a refined query routed and planned again): with the first plan
+    and the answer, at most 2 + 2·``max_iterations`` calls, eight by default.
     """
 
+    gleaning: bool = True
     min_docs: int = 2
     max_docs: int = 10
     alpha: float = 0.7  # weight of the model's score against the embedding cosine
@@ -52,7 +61,7 @@ class KgBridgeSettings:
                         ("chunks_per_doc", self.chunks_per_doc,
                          1 <= self.chunks_per_doc <= 10, "1 to 10"),
                         ("expansion", self.expansion, 0 <= self.expansion <= 50, "0 to 50"),
-                        # The paper's bound: the query's calls stay at most five.
+                        # The paper's T_max: the query's calls stay at most eight.
                         ("max_iterations", self.max_iterations,
                          0 <= self.max_iterations <= 3, "0 to 3"))
                     if not ok]

@@ -27,15 +27,18 @@ class Candidates:
 
 def retrieve_candidates(context: SearchContext, index: str, question: str,
                         options: QueryOptions, *, retrieval: Retrieval,
-                        unit_filter: UnitFilter | None = None) -> Candidates:
+                        unit_filter: UnitFilter | None = None,
+                        vector: Vector | None = None) -> Candidates:
+    """``vector``: the question's embedding when the caller has it already (a further,
+    deeper search for the same question), so it is not embedded again."""
     timer = PhaseTimer()
     lists: list[Sequence[Hit]] = []
     weights: list[float] = []
     engines: dict[str, int] = {}
-    vector: Vector | None = None
     if retrieval in (Retrieval.DENSE, Retrieval.HYBRID):
-        with timer.phase(QueryPhase.EMBED):
-            vector = context.embedder.embed_query(question)
+        if vector is None:
+            with timer.phase(QueryPhase.EMBED):
+                vector = context.embedder.embed_query(question)
         with timer.phase(QueryPhase.DENSE_SEARCH):
             dense = context.vectors.search_vectors(index, vector, options.candidate_count,
                                                    unit_filter)

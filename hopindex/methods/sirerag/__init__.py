@@ -1,11 +1,12 @@
 """``sirerag``: similarity and relatedness trees ("SiReRAG: Indexing Similar and Related
 Information for Multihop Reasoning", arXiv 2412.06206).
 
-``propositions`` is the documents phase (passages, one proposition call per chunk),
-``aggregates`` the groups phase (each entity's propositions as one unit), ``trees``
-the two levels phases (clusters of a level's nodes, one summary per cluster), with
-``clustering`` the clustering step both trees share; ``prompts`` and ``parsing`` hold
-the two LLM calls; ``method`` is the index method and ``query`` the query method.
+``propositions`` is the documents phase (passages, and each chunk's propositions
+from one call or the paper's three, ``extraction``), ``aggregates`` the groups phase
+(each entity's propositions as one unit), ``trees`` the two levels phases (clusters of
+a level's nodes, one summary per cluster), with ``clustering`` the clustering step both
+trees share; ``prompts``, ``paper_prompts`` and ``parsing`` hold the LLM calls;
+``method`` is the index method and ``query`` the query method.
 """
 
 from typing import Any
@@ -35,4 +36,4 @@ def register(registry: MethodRegistry) -> None:
         name=SiReRagMethod.name, factory=SiReRagMethod,
         reads=frozenset({UnitKind.PROPOSITION_AGGREGATE, UnitKind.SUMMARY}),
         llm_use=LlmUse.REQUIRED, options_schema=OPTIONS_SCHEMA, describe_trace=describe_trace,
-        summary="top 20 of both trees' flat pool, one answer call"))
+        summary="top 20 of both trees' flat pool, one answer call (the paper's prompt)"))

@@ -8,6 +8,12 @@ other aggregate already holds it; when every entity of that proposition has it a
 their only one, the first entity (by key) keeps it, so it is neither lost nor
 indexed twice. A proposition naming no entity is in no aggregate.
 
+Two departures from the authors' code (its notebooks build the aggregates): there, an
+entity is skipped whenever its one proposition is listed under any other entity, so a
+proposition every entity of which has it alone is lost; and aggregates of the same
+text (two entities with the same propositions) are indexed once, where here each
+entity keeps its own, as each is a group rebuilt on its own when its documents change.
+
 Which entities skip depends on other entities' counts, which an entity's own
 documents do not decide. An ingest rebuilds the aggregates of the entities its
 documents name, so an entity whose single proposition another entity came to hold

@@ -8,8 +8,9 @@ One pass over a set of nodes:
    neighbours, then a Gaussian mixture whose component count (1 up to
    ``max_components``, and fewer than the nodes) minimises the BIC. Assignment is
    soft: a node joins every component whose posterior exceeds
-   ``membership_threshold``, and always the likeliest one, so no node is left out
-   when many components split its probability.
+   ``membership_threshold``, and only those. A node whose probability many components
+   split, none above the threshold, joins no cluster, as in the authors' code (see
+   ``soft_memberships``): it stays in the pool with no summary above it.
    The search over component counts stops early once ``bic_patience`` counts in a
    row did not lower the BIC (see ``ClusterPolicy``).
 2. Local: inside each global cluster, the same with ``local_neighbors`` neighbours.
@@ -18,7 +19,9 @@ One pass over a set of nodes:
 A cluster whose members' tokens exceed ``max_cluster_tokens`` is clustered again
 (one more pass over its members alone), at most ``max_depth`` times deep. Where that
 cannot help it is cut instead: when the pass leaves it whole, when the depth bound is
-reached, or when its embeddings are all the same. A cut orders the members along
+reached, or when its embeddings are all the same. (The authors' code recurses without a
+depth bound and summarises a cluster that another pass did not shrink whole, over the
+cap: a cut keeps every summary prompt within it.) A cut orders the members along
 their principal axis (node id breaks ties) and packs consecutive runs up to the cap,
 so it repeats exactly and keeps neighbours together. One node over the cap alone stays
 as it is.
@@ -116,8 +119,9 @@ DEFAULT_POLICY = ClusterPolicy()
 def cluster_nodes(node_ids: Sequence[str], embeddings: npt.ArrayLike,
                   token_counts: Sequence[int],
                   policy: ClusterPolicy = DEFAULT_POLICY) -> list[Cluster]:
-    """Soft clusters of the nodes: each a sorted tuple of node ids, none empty, every
-    node in at least one, no two alike, listed in tuple order (by first member).
+    """Soft clusters of the nodes: each a sorted tuple of node ids, none empty, no two
+    alike, listed in tuple order (by first member). A node the mixture puts in no
+    cluster (``soft_memberships``) is in none of them.
 
     ``embeddings`` has one row per node (unit-length float32 in practice);
     ``token_counts`` one count per node. Mismatched lengths, repeated ids, negative
@@ -278,10 +282,18 @@ def _fitted(data: npt.NDArray[np.float64], policy: ClusterPolicy,
 
 def soft_memberships(probabilities: npt.NDArray[np.float64], threshold: float) -> list[Indices]:
     """Per component (a column of ``probabilities``, one row per point), the rows that
-    join it: those above ``threshold``, and each row's likeliest component even when
-    no probability of it passes. Components nobody joins are left out."""
+    join it: those above ``threshold``, and no others. Components nobody joins are
+    left out, and so is a row no probability of which passes the threshold.
+
+    No row is forced into its likeliest component: the authors' code (SiReRAG's
+    ``base.py`` calls LlamaIndex's RAPTOR pack, ``llama_index/packs/raptor/clustering.py``
+    in run-llama/llama_index, ``GMM_cluster``; RAPTOR's own ``raptor/cluster_utils.py``
+    in parthsarthi03/raptor is the same) keeps ``np.where(prob > threshold)`` alone.
+    A row's largest probability is at least one over the component count, so only a
+    mixture of more than ten components (or a row split exactly evenly over ten) can
+    leave a row out.
+    """
     joined = probabilities > threshold
-    joined[np.arange(len(probabilities)), probabilities.argmax(axis=1)] = True
     return [np.flatnonzero(column).astype(np.intp) for column in joined.T if column.any()]
 
 

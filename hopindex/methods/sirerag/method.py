@@ -1,6 +1,7 @@
 """``sirerag`` as an index method: propositions, aggregates, and the two trees.
 
-1. ``propositions`` (documents): passages, and one proposition call per chunk.
+1. ``propositions`` (documents): passages, and per chunk one proposition call or the
+   paper's three extraction calls (``HOPINDEX_SIRERAG_EXTRACTION``).
 2. ``aggregates`` (groups, no LLM): each entity's propositions as one unit.
 3. ``similarity`` and ``relatedness`` (levels): the trees over passages and over
    aggregates, one summary call per cluster. A tree is global, so it is built by the
@@ -29,6 +30,7 @@ from hopindex.methods.plugin import (
     Rebuild,
 )
 from hopindex.methods.sirerag.aggregates import build_aggregates
+from hopindex.methods.sirerag.extraction import Extraction
 from hopindex.methods.sirerag.planning import plan_proposition_calls
 from hopindex.methods.sirerag.propositions import AGGREGATES, METHOD, PROPOSITIONS, run_propositions
 from hopindex.methods.sirerag.trees import Tree, tree_phase
@@ -36,8 +38,14 @@ from hopindex.methods.sirerag.trees import Tree, tree_phase
 
 @dataclass(frozen=True, slots=True)
 class SiReRagSettings:
-    """``HOPINDEX_SIRERAG_*``: the trees' depth and clustering, when they are rebuilt,
-    and how many pool nodes a query retrieves."""
+    """``HOPINDEX_SIRERAG_*``: how propositions are extracted, the trees' depth and
+    clustering, when they are rebuilt, and how many pool nodes a query retrieves."""
+
+    # ``one_call`` (one prompt per chunk) or ``three_step`` (the paper's Figs. 6-8:
+    # coreference rewriting, entities, facts with triplets; three calls per chunk).
+    # One call stays the default: the paper ran neither prompt set at indexing time but
+    # a fine-tuned 7B model distilled from the three, which is one call per chunk.
+    extraction: str = Extraction.ONE_CALL.value
 
     levels: int = 3  # summary levels per tree (the authors' depth)
     seed: int = 0  # UMAP's and the mixture's: the same index gives the same trees
@@ -60,7 +68,9 @@ class SiReRagSettings:
                          1 <= self.cluster_threads <= 32, "1 to 32"),
                         ("rebuild_share", self.rebuild_share, 0 <= self.rebuild_share <= 1,
                          "between 0 and 1"),
-                        ("top_k", self.top_k, 1 <= self.top_k <= 200, "1 to 200"))
+                        ("top_k", self.top_k, 1 <= self.top_k <= 200, "1 to 200"),
+                        ("extraction", self.extraction,
+                         self.extraction in set(Extraction), " or ".join(Extraction)))
                     if not ok]
         if problems:
             raise ConfigError("; ".join(problems))

@@ -1,11 +1,16 @@
-"""SiReRAG's two prompts as ``ChatRequest`` builders: propositions and cluster summaries.
+"""SiReRAG's prompts as ``ChatRequest`` builders: one-call propositions, cluster
+summaries and the answer.
 
-Propositions follow the paper's proposition prompt (its Fig. 8) in one call: the paper
-extracts entities first and then facts with semantic triplets, from which only the
-facts and their entities are used, so here the model lists each proposition's named
-entities directly. The summary prompt is the paper's (RAPTOR's: "summarize the provided
-text, including as many key details as needed"), in the tree-summarisation layout the
-authors' implementation sends it in.
+The one-call proposition prompt is hopindex's own, not the paper's: the paper rewrites
+a chunk resolving coreferences, extracts its entities, then its facts with semantic
+triplets (Figs. 6-8, ``paper_prompts``, ``HOPINDEX_SIRERAG_EXTRACTION=three_step``),
+and uses only the facts and their entities. This prompt asks for those in one call,
+borrowing Fig. 8's definition of a fact and its instructions on names; the model lists
+each proposition's named entities directly instead of writing triplets. The summary
+prompt is the paper's (RAPTOR's: "summarize the provided text, including as many key
+details as needed"), in the tree-summarisation layout the authors' implementation
+sends it in. The answer prompt is the paper's (the same for every method it compares),
+appended to the question as the authors' code does.
 
 Layout matters beyond the model: the passage follows ``Paragraph:`` and is followed by
 a line starting ``Return``, and a cluster's texts sit between two rule lines, one
@@ -18,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hopindex.backends.llm.chat import ChatRequest, ResponseFormat
+from hopindex.methods.retrieval.answer import ANSWER, ANSWER_MAX_TOKENS
 from hopindex.methods.sirerag.shapes import PropositionsReply
 
 PROPOSITIONS = "sirerag.propositions"  # the phase names: LLM usage is recorded per phase
@@ -66,3 +72,20 @@ def summary_request(texts: Sequence[str]) -> ChatRequest:
     user = (f"{SUMMARY_OPENING}\n{SUMMARY_RULE}\n{evidence}\n{SUMMARY_RULE}\n"
             f"{SUMMARY_CLOSING}")
     return ChatRequest(stage=SUMMARIES, messages=(("user", user),), temperature=0.0)
+
+
+# The paper's answer instruction, word for word (its "fewer" included), capitalised as
+# the authors' code appends it to each question.
+PAPER_ANSWER_INSTRUCTION = "Answer this question in as fewer number of words as possible."
+
+
+def paper_answer_request(question: str, contexts: Sequence[str]) -> ChatRequest:
+    """The paper's answer call over the retrieved nodes' texts: the question with the
+    paper's instruction after it, no system prompt; temperature 0 (the authors'), at most
+    ``ANSWER_MAX_TOKENS`` tokens (a bound on cost the paper does not set)."""
+    context = "\n\n".join(c.strip() for c in contexts if c.strip())
+    # A newline inside the question would break the prompt's two-line structure.
+    asked = " ".join(question.split())
+    user = f"Context: {context}\nQuestion: {asked} {PAPER_ANSWER_INSTRUCTION}"
+    return ChatRequest(stage=ANSWER, messages=(("user", user),), temperature=0.0,
+                       max_tokens=ANSWER_MAX_TOKENS)

@@ -1,10 +1,11 @@
-"""SiReRAG's documents phase: a document's passages, and one proposition call per chunk.
+"""SiReRAG's documents phase: a document's passages, and each chunk's propositions.
 
-Each chunk of a document becomes a passage unit (the similarity tree's leaves) and is
-sent once to the model, which lists its propositions with their named entities. The
-propositions are the method's own record of the document (namespace
-``sirerag.propositions``), carrying the document's content hash: a document whose
-record matches its text is never sent again. The entities become the document's
+Each chunk of a document becomes a passage unit (the similarity tree's leaves) and its
+propositions, with their named entities, are extracted by the model: in one call per
+chunk, or in the paper's three (``extraction.py``). The propositions are the method's
+own record of the document (namespace ``sirerag.propositions``), carrying the
+document's content hash and the extraction mode: a document whose record matches its
+text and the mode is never sent again. The entities become the document's
 mentions, so each entity's aggregate is rebuilt when a document naming it changes.
 """
 
@@ -14,13 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.core.errors import HopindexError
 from hopindex.core.ids import content_hash
 from hopindex.core.models import Document, EntityMention, ItemError, MentionSource
 from hopindex.methods.chunking import chunk_document, passage_units
 from hopindex.methods.plugin import DocumentsResult, PhaseContext
-from hopindex.methods.sirerag.parsing import Proposition, parse_propositions
-from hopindex.methods.sirerag.prompts import propositions_request
+from hopindex.methods.sirerag.extraction import Extraction, extract
+from hopindex.methods.sirerag.parsing import Proposition
 
 METHOD = "sirerag"
 PROPOSITIONS = "sirerag.propositions"  # the records' namespace
@@ -51,6 +51,14 @@ class PassagePropositions:
             for p in data["propositions"]))
 
 
+def is_current(record: dict[str, Any] | None, document: Document, mode: Extraction) -> bool:
+    """Whether a document's stored propositions are of its text, extracted in ``mode``
+    (records from before the setting existed were extracted in one call)."""
+    return record is not None and record.get("hash") == content_hash(
+        document.title, document.text) and record.get(
+        "extraction", Extraction.ONE_CALL.value) == mode.value
+
+
 def read_propositions(context: PhaseContext, doc_ids: Sequence[str]
                       ) -> dict[str, list[PassagePropositions]]:
     """Each document's stored propositions, by chunk in document order."""
@@ -60,25 +68,18 @@ def read_propositions(context: PhaseContext, doc_ids: Sequence[str]
 
 
 def run_propositions(context: PhaseContext, documents: list[Document]) -> DocumentsResult:
-    """Passages and propositions of a batch: one call per chunk of each document whose
-    stored propositions are not of its current text."""
+    """Passages and propositions of a batch, extracted (``extraction.py``) for each
+    document whose stored propositions are not of its current text and mode."""
     state, index = context.state, context.index
+    mode = Extraction(context.settings.extraction)
     stored = state.get_records(index, PROPOSITIONS, [d.doc_id for d in documents])
+    # hopindex's shared chunking (2,000 characters, 200 overlap), not the authors'
+    # LlamaIndex sentence splitter: every method's passages are cut the same way.
     bodies_of = {d.doc_id: chunk_document(d) for d in documents}
     passages_of = {d.doc_id: passage_units(d, bodies_of[d.doc_id], METHOD) for d in documents}
-    pending = [d for d in documents
-               if stored.get(d.doc_id, {}).get("hash") != content_hash(d.title, d.text)]
-    requests = [(d.doc_id, number, propositions_request(d.title, body))
-                for d in pending for number, body in enumerate(bodies_of[d.doc_id])]
-    outcomes = (context.require_llm().complete_json_many(
-        [r for _, _, r in requests], parse_propositions, context.usage) if requests else [])
-    found: dict[str, dict[int, list[Proposition]]] = {}
-    failures: dict[str, str] = {}
-    for (doc_id, number, _), outcome in zip(requests, outcomes, strict=True):
-        if isinstance(outcome, HopindexError):
-            failures.setdefault(doc_id, f"chunk {number}: {outcome}")
-        else:
-            found.setdefault(doc_id, {})[number] = outcome
+    pending = [d for d in documents if not is_current(stored.get(d.doc_id), d, mode)]
+    extracted = extract(context, mode, pending, bodies_of)
+    failures = extracted.failures
     result = DocumentsResult(errors=[
         ItemError(item=doc_id, stage=context.phase,
                   reason=f"proposition extraction failed at {reason}")
@@ -87,9 +88,9 @@ def run_propositions(context: PhaseContext, documents: list[Document]) -> Docume
     for document in pending:
         if document.doc_id in failures:
             continue
-        chunks = found.get(document.doc_id, {})
+        chunks = extracted.found.get(document.doc_id, {})
         records[document.doc_id] = {
-            "hash": content_hash(document.title, document.text),
+            "hash": content_hash(document.title, document.text), "extraction": mode.value,
             "passages": [PassagePropositions(u.unit_id, tuple(chunks.get(n, ()))).as_dict()
                          for n, u in enumerate(passages_of[document.doc_id])]}
     if records:

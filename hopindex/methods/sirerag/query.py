@@ -3,10 +3,11 @@
 The pool is every node of both trees: passages, proposition aggregates and the
 summaries of both (``pool=similarity``: passages and the similarity tree's
 summaries only, RAPTOR's pool over the same index, for the paper's TPER). The top
-``top_k`` nodes by cosine are the answer call's context. Passages are reported
-through provenance: walking the nodes in rank order, a passage stands for itself
-and an aggregate or summary for the passages beneath it, those nearest the question
-first, until ``k`` documents are found.
+``top_k`` nodes by cosine are the answer call's context, asked with the paper's answer
+prompt (``answer_prompt=indexrag``: IndexRAG's, which ``indexrag`` and ``ircot`` send).
+Passages are reported through provenance: walking the nodes in rank order, a passage
+stands for itself and an aggregate or summary for the passages beneath it, those
+nearest the question first, until ``k`` documents are found.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,6 +32,7 @@ from hopindex.methods.base import (
 from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import answer_request
+from hopindex.methods.sirerag.prompts import paper_answer_request
 from hopindex.methods.sirerag.propositions import METHOD
 from hopindex.methods.sirerag.trees import PLANS, Tree, passages_beneath, plan_key
 
@@ -38,27 +41,49 @@ POOL_KINDS = (UnitKind.PASSAGE, UnitKind.PROPOSITION_AGGREGATE, UnitKind.SUMMARY
 # tree's summaries (both trees' summaries share a kind the engines filter on).
 _OVERFETCH = 3
 
+E = TypeVar("E", bound=enum.StrEnum)
+
 
 class Pool(enum.StrEnum):
     BOTH = "both"
     SIMILARITY = "similarity"
 
 
+class AnswerPrompt(enum.StrEnum):
+    PAPER = "paper"
+    INDEXRAG = "indexrag"
+
+
+ANSWER_REQUESTS = {AnswerPrompt.PAPER: paper_answer_request,
+                   AnswerPrompt.INDEXRAG: answer_request}
+
 OPTIONS_SCHEMA = {
     "type": "object", "additionalProperties": False,
-    "properties": {"pool": {"type": "string", "enum": [p.value for p in Pool],
-                            "description": "both trees (default) or the similarity tree "
-                                           "alone (RAPTOR's pool, for comparison)"}},
+    "properties": {
+        "pool": {"type": "string", "enum": [p.value for p in Pool],
+                 "description": "both trees (default) or the similarity tree alone "
+                                "(RAPTOR's pool, for comparison)"},
+        "answer_prompt": {"type": "string", "enum": [a.value for a in AnswerPrompt],
+                          "description": "the paper's answer prompt (default) or "
+                                         "IndexRAG's (as indexrag and ircot answer)"}},
 }
 
 
 def pool_of(options: QueryOptions) -> Pool:
-    raw = options.params.get("pool", Pool.BOTH.value)
+    return _choice(options, "pool", Pool, Pool.BOTH)
+
+
+def answer_prompt_of(options: QueryOptions) -> AnswerPrompt:
+    return _choice(options, "answer_prompt", AnswerPrompt, AnswerPrompt.PAPER)
+
+
+def _choice(options: QueryOptions, name: str, kind: type[E], default: E) -> E:
+    raw = options.params.get(name, default.value)
     try:
-        return Pool(str(raw))
+        return kind(str(raw))
     except ValueError:
-        raise InvalidInputError(f"pool must be one of {', '.join(p.value for p in Pool)}, "
-                                f"got {raw!r}", where="options.pool") from None
+        raise InvalidInputError(f"{name} must be one of {', '.join(c.value for c in kind)}, "
+                                f"got {raw!r}", where=f"options.{name}") from None
 
 
 def in_pool(unit: Unit, pool: Pool) -> bool:
@@ -78,10 +103,16 @@ class SiReRagMethod:
         started = time.perf_counter()
         context = self._context
         pool = pool_of(options)
+        ask = ANSWER_REQUESTS[answer_prompt_of(options)]
         llm = context.require_llm(self.name)
+        # At least ``k`` nodes: a caller asking for more passages than the paper's 20
+        # nodes would otherwise get fewer than asked.
         top_k = max(context.method_settings(METHOD).top_k, options.k)
         timer = PhaseTimer()
         with timer.phase(QueryPhase.EMBED):
+            # The question alone: the authors' code embeds it with the answer
+            # instruction appended (the string its query engine gets), which would make
+            # retrieval depend on the answer prompt chosen.
             vector = np.asarray(context.embedder.embed_query(question), dtype=np.float32)
         with timer.phase(QueryPhase.DENSE_SEARCH):
             nodes = self._search(index, vector, top_k, pool)
@@ -89,13 +120,14 @@ class SiReRagMethod:
         degraded: list[Degradation] = []
         with timer.phase(QueryPhase.ANSWER):
             reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                answer_request(question, [u.text for u, _ in nodes]), usage))
+                ask(question, [u.text for u, _ in nodes]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = self._provenance(index, vector, nodes, options.k)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=reply.content.strip() if reply is not None else None,
-            trace={"pool": pool.value, "pool_size": self._pool_size(index, pool),
+            trace={"pool": pool.value, "answer_prompt": answer_prompt_of(options).value,
+                   "pool_size": self._pool_size(index, pool),
                    "nodes": [{"unit_id": u.unit_id, "kind": u.kind.value,
                               "tree": u.metadata.get("tree"), "level": u.level,
                               "score": round(score, 4)} for u, score in nodes]},

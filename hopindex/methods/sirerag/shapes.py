@@ -31,3 +31,25 @@ class PropositionsReply(pydantic.BaseModel):
     """The propositions reply, under the key JSON mode asks for."""
 
     propositions: list[PropositionItem]
+
+
+# The paper's three-step extraction (``paper_prompts``): Figs. 7 and 8 reply with
+# objects keyed n1, n2, ... and f1, f2, ...; each value is read against these shapes
+# one by one, so one misfit costs that entity or fact, not the reply.
+ENTITIES_WHAT = "sirerag.entities entities"
+FACTS_WHAT = "sirerag.facts facts"
+
+
+class EntityItem(pydantic.BaseModel):
+    """One named entity of Fig. 7's reply; its type is asked for but not used."""
+
+    name: str
+    type: Any = None
+
+
+class FactItem(pydantic.BaseModel):
+    """One fact of Fig. 8's reply and its semantic triplets, read one by one."""
+
+    fact: str
+    triplets: Annotated[list[Any] | None, WithJsonSchema(
+        {"type": "array", "items": {"type": "array", "items": {"type": "string"}}})] = None

@@ -36,7 +36,9 @@ from hopindex.methods.sirerag.propositions import AGGREGATES, METHOD
 log = get_logger(__name__)
 
 PLANS = "sirerag.plan"  # the records' namespace: one plan per tree and level
-CHARS_PER_TOKEN = 4  # the LLM client's estimate: clusters are capped in tokens
+# The LLM client's estimate: clusters are capped in tokens (the authors count them with
+# tiktoken; an estimate needs no tokenizer for whichever model is configured).
+CHARS_PER_TOKEN = 4
 _VECTOR_BATCH = 256  # ids per vector read: one engine call each
 
 

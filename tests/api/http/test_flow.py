@@ -51,7 +51,9 @@ def test_ingest_job_events_query_flow(api: Api) -> None:
     answer_s = time.monotonic() - started
     assert accepted.status_code == 202, accepted.text
     job = accepted.json()
-    assert job["state"] == "running" and job["index"] == INDEX
+    # Every job is created queued and starts at its turn: the 202 comes as soon as the
+    # record exists, before or after that step, so either state says "not yet done".
+    assert job["state"] in ("queued", "running") and job["index"] == INDEX
     assert accepted.headers["Location"] == f"/v1/jobs/{job['job_id']}"
     # The 202 checks the records, stores the job and hands it to a thread: about 0.1 s
     # even with the load average at 10 on 2 cores, where the job itself ran 20 s. 5 s is

@@ -39,6 +39,40 @@ def test_entity_pair_forms() -> None:
     assert parse_entity_pair("  ") == ("", "")
 
 
+@pytest.mark.parametrize(("reply", "pair"), [
+    ("Entities: Westminster | 1975", ("Westminster", "1975")),
+    ("**Entities:** Michael Curtiz | Edith Carlmar", ("Michael Curtiz", "Edith Carlmar")),
+    ("**Westminster** | **1975**", ("Westminster", "1975")),
+    ("- `Westminster` | `1975`", ("Westminster", "1975")),
+    ("1. Westminster | 2. 1975", ("Westminster", "1975")),
+    ("**Entity 1**: Westminster | **Entity 2**: 1975", ("Westminster", "1975")),
+    ("e1: Westminster | e2: 1975", ("Westminster", "1975")),
+    ("- **e1:** `Westminster`", ("Westminster", "Westminster")),
+    ("Here they are:\n1. Westminster\n2. 1975", ("Westminster", "1975")),
+    ("Westminster \u2014 1975", ("Westminster", "1975")),
+])
+def test_entity_pair_loses_labels_and_markdown(reply: str, pair: tuple[str, str]) -> None:
+    """A label ("Entities:", "e1:", "**Entity 1**:"), markdown (bold, code marks), a
+    list bullet or number do not end up in the entity searched; entities listed on
+    lines of their own, or split on the em dash the paper's text names, are read too."""
+    assert parse_entity_pair(reply) == pair
+
+
+@pytest.mark.parametrize("name", ["A.C. Milan", "Guns N' Roses", "Star Wars: Episode IV",
+                                  "1. FC K\u00f6ln", "Entity Framework", "R&B"])
+def test_entity_pair_keeps_punctuation_that_belongs_to_the_name(name: str) -> None:
+    """Cleaning stops at the name: inner dots, apostrophes, a colon after a word that
+    is no label, a number before an abbreviation ("1. FC Köln") stay."""
+    assert parse_entity_pair(f"{name} | Other") == (name, "Other")
+    assert parse_entity_pair(f"**{name}** | Other") == (name, "Other")
+
+
+def test_merged_entities_lose_labels_and_markdown() -> None:
+    """The merged call's entity list is cleaned the same way."""
+    got = parse_extracted({"queries": ["q"], "entities": ["**e1:** Westminster", "`1975`"]})
+    assert got.entities == ("Westminster", "1975")
+
+
 def test_merged_reply_carries_queries_and_entities() -> None:
     """The merged call's entities come as a list (or an 'e1 | e2' string)."""
     got = parse_extracted({"queries": ["q1", "q2", "q3"], "entities": ["A", "B"]})

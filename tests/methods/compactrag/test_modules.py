@@ -156,22 +156,19 @@ def test_answer_whitespace_is_collapsed_and_referenced_question_is_ignored() -> 
 # --- Shared parts and the factory -----------------------------------------------------
 
 
-def test_join_contexts_marks_each_units_line() -> None:
-    """The extractor's context holds 'question answer' per unit, one per line, and the
-    offsets returned cut each unit's line back out."""
+def test_join_contexts_marks_each_units_block() -> None:
+    """The extractor's context holds 'question\\nanswer' per unit, units a blank line
+    apart (the authors' layout), and the offsets returned cut each unit's block out."""
     text, spans = join_contexts(EINSTEIN)
-    assert text.splitlines()[0] == "Where was Albert Einstein born? Ulm, Germany"
-    assert [text[start:end] for start, end in spans] == text.splitlines()
+    assert text.split("\n\n")[0] == "Where was Albert Einstein born?\nUlm, Germany"
+    assert [text[start:end] for start, end in spans] == text.split("\n\n")
 
 
-def test_rewrite_prompt_carries_question_entity_and_earlier_question() -> None:
-    """The rewriter's prompt holds the sub-question and the entity, and the earlier
-    question only when one is known."""
-    prompt = rewrite_prompt("Where was he born?", "Albert Einstein", "Who wrote it?")
-    assert "Question: Where was he born?" in prompt
-    assert "Entity: Albert Einstein" in prompt
-    assert "Earlier question: Who wrote it?" in prompt
-    assert "Earlier question" not in rewrite_prompt("Where was he born?", "X", None)
+def test_rewrite_prompt_is_the_authors_layout() -> None:
+    """The rewriter's input is 'Q: <sub-question> | prev_answer: <answer>', whitespace
+    collapsed, as the authors' rewriter is trained on."""
+    assert rewrite_prompt("Where was  he\nborn?", " Albert Einstein ") == (
+        "Q: Where was he born? | prev_answer: Albert Einstein")
 
 
 def test_open_modules_defaults_to_the_model_free_modules() -> None:

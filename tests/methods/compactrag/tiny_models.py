@@ -37,26 +37,29 @@ def _word_level_tokenizer(specials: list[str], template: str, pair: str | None,
                                    pad_token=pad, unk_token=unk)
 
 
-def save_tiny_extractor(folder: Path) -> None:
+def save_tiny_extractor(folder: Path, max_length: int = 64) -> None:
+    """``max_length``: the tokens the model and its tokenizer take (64 keeps the tests
+    fast; 512, RoBERTa-base's size, shows the extractor's own limit at work)."""
     import torch
     from transformers import BertConfig, BertForQuestionAnswering
 
     tokenizer = _word_level_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
-                                      "[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1", 64,
-                                      pad="[PAD]", unk="[UNK]")
+                                      "[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1",
+                                      max_length, pad="[PAD]", unk="[UNK]")
     torch.manual_seed(0)
     model = BertForQuestionAnswering(BertConfig(
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64))
+        intermediate_size=64, max_position_embeddings=max_length))
     tokenizer.save_pretrained(folder)
     model.save_pretrained(folder)
 
 
-def save_tiny_rewriter(folder: Path) -> None:
+def save_tiny_rewriter(folder: Path, max_length: int = 128) -> None:
+    """``max_length``: the tokens its tokenizer takes in (flan-t5's is 512)."""
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
-    tokenizer = _word_level_tokenizer(["</s>", "<pad>", "<unk>"], "$A </s>", None, 128,
+    tokenizer = _word_level_tokenizer(["</s>", "<pad>", "<unk>"], "$A </s>", None, max_length,
                                       pad="<pad>", unk="<unk>")
     tokenizer.eos_token = "</s>"
     torch.manual_seed(0)

@@ -18,7 +18,8 @@ from hopindex.core.ids import doc_id_from_title
 from hopindex.core.models import JobState, UnitKind
 from hopindex.core.settings import CacheMode
 from hopindex.methods.base import QueryOptions
-from hopindex.methods.chunking import chunk_document
+from hopindex.methods.indexrag.method import IndexRagSettings
+from hopindex.methods.indexrag.units import stage1_inputs
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
@@ -51,7 +52,7 @@ def test_a_document_whose_extraction_fails_for_good_fails_alone(
     hashes = service.backends.state.document_hashes("curie")
     assert hashes["broken"] == ""  # retried by the next ingest
     assert all(h for d, h in hashes.items() if d != "broken")
-    # one call per chunk, plus the single repair attempt for the broken one
+    # one call per document, plus the single repair attempt for the broken one
     assert server.stats.by_kind["stage1"] == len(CURIE_CORPUS) + 2
 
 
@@ -177,7 +178,7 @@ def test_twenty_percent_injected_faults_still_index_every_document(
         start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
     """HotpotQA-100 with 10% 429s and 10% 500s (cache off, so every call reaches the
     server): the job succeeds, every document is indexed, stage 1 still answers each
-    chunk once, and the retries on the job equal the faults the server injected."""
+    document once, and the retries on the job equal the faults the server injected."""
     server = start_server(fail_429=0.1, fail_500=0.1, fault_retry_after_s=0.01, seed=7)
     # Embeddings from the test server too: the point is the LLM calls (the embedding
     # requests meet the same faults and retry, which makes the test no easier), and
@@ -191,7 +192,9 @@ def test_twenty_percent_injected_faults_still_index_every_document(
     hashes = service.backends.state.document_hashes("hotpot")
     assert len(hashes) > 900 and all(hashes.values())
     documents = service.get_documents("hotpot", sorted(hashes))
-    assert job.llm["indexrag.stage1"].calls == sum(len(chunk_document(d)) for d in documents)
+    limit = IndexRagSettings().max_document_tokens
+    assert job.llm["indexrag.stage1"].calls == sum(len(stage1_inputs(d, limit))
+                                                    for d in documents)
     stats = server.stats
     faults = (stats.count(Endpoint.CHAT, Outcome.RATE_LIMITED)
               + stats.count(Endpoint.CHAT, Outcome.SERVER_ERROR))

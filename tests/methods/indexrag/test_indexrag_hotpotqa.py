@@ -16,10 +16,14 @@ import pytest
 from hopindex.api.service import Hopindex
 from hopindex.core.models import Document, Job, JobState, UnitKind
 from hopindex.methods.base import QueryOptions
-from hopindex.methods.chunking import chunk_document
 from hopindex.methods.indexrag.indexing import plan_bridges
+from hopindex.methods.indexrag.method import IndexRagSettings
 from hopindex.methods.indexrag.parsing import ExtractedFacts, QaPair
-from hopindex.methods.indexrag.units import doc_facts_from_units, document_entities
+from hopindex.methods.indexrag.units import (
+    doc_facts_from_units,
+    document_entities,
+    stage1_inputs,
+)
 from hopindex.methods.registry import method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_limits import Endpoint, LlmServerStats, Outcome
@@ -78,13 +82,19 @@ def test_ingest_succeeds_with_every_document_indexed(ingested: Ingested) -> None
     assert bridges and all(len(u.source_doc_ids) >= 2 for u in bridges)
 
 
-def test_stage1_makes_exactly_one_call_per_chunk(ingested: Ingested) -> None:
-    """Stage-1 calls = the chunks of the corpus (documents over 2,000 characters split),
-    as the server counted them and as the job reports them."""
-    chunks = sum(len(chunk_document(d)) for d in ingested.documents)
-    assert chunks > len(ingested.documents)  # some documents are long enough to split
-    assert ingested.stats.by_kind["stage1"] == chunks
-    assert ingested.job.llm["indexrag.stage1"].calls == chunks
+def _inputs(documents: list[Document]) -> int:
+    limit = IndexRagSettings().max_document_tokens
+    return sum(len(stage1_inputs(d, limit)) for d in documents)
+
+
+def test_stage1_makes_exactly_one_call_per_document(ingested: Ingested) -> None:
+    """Stage-1 calls = the documents of the corpus, each sent whole as the paper does
+    (even the five over 2,000 characters: all are under the token limit), as the
+    server counted them and as the job reports them."""
+    assert _inputs(ingested.documents) == len(ingested.documents)
+    assert max(len(d.text) for d in ingested.documents) > 2000
+    assert ingested.stats.by_kind["stage1"] == len(ingested.documents)
+    assert ingested.job.llm["indexrag.stage1"].calls == len(ingested.documents)
 
 
 def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> None:
@@ -178,9 +188,8 @@ def test_same_documents_in_a_new_index_come_from_the_response_cache(
     raw = [_raw(d) for d in subset]
     job = ingested.service.ingest_documents("hotpot-subset", raw)
     after = ingested.server.stats
-    chunks = sum(len(chunk_document(d)) for d in subset)
     assert job.state is JobState.SUCCEEDED
-    assert job.llm["indexrag.stage1"].cache_hits == chunks
+    assert job.llm["indexrag.stage1"].cache_hits == _inputs(subset)
     assert job.llm["indexrag.stage1"].calls == 0
     assert after.by_kind["stage1"] == before.by_kind["stage1"]
 
@@ -188,7 +197,7 @@ def test_same_documents_in_a_new_index_come_from_the_response_cache(
 def test_changed_document_recomputes_only_what_it_touches(ingested: Ingested) -> None:
     """Changing one document costs its own stage-1 calls and stage-2 calls for the
     entities it touches, not a rebuild; the server's delta equals the job's usage."""
-    document = next(d for d in ingested.documents if len(chunk_document(d)) == 1)
+    document = ingested.documents[0]
     changed = replace(document, text=document.text + " It was later renamed Hopindex Hall.")
     before = ingested.server.stats
     job = ingested.service.ingest_documents(INDEX, [_raw(changed)])

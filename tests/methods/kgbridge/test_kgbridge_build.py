@@ -54,20 +54,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         server.stop()
 
 
-def test_one_call_per_chunk_then_two_per_document_then_one_per_pair(built: Built) -> None:
-    """Extraction once per chunk, entity summaries once per document with an entity,
-    the document summary once per document, and one adjudication per candidate pair
-    (none filtered by the default bound), as the server counted them."""
+def test_two_calls_per_chunk_then_two_per_document_then_one_per_pair(built: Built) -> None:
+    """Extraction and gleaning (on by default) once per chunk each, entity summaries
+    once per document with an entity, the document summary once per document, and one
+    adjudication per candidate pair (none filtered by the default bound), as the server
+    counted them: with no repair, 2 per chunk + 2 per document."""
     assert built.job.state is JobState.SUCCEEDED, built.job.reason
     documents = built.service.get_documents(INDEX, [d.doc_id or "" for d in CORPUS])
     chunks = sum(len(chunk_document(d)) for d in documents)
     assert chunks == len(CORPUS) + 1  # the Byron document is two chunks
     records = built.service.backends.state.get_records(INDEX, LINKS, sorted(CANDIDATE_KEYS))
     assert set(records) == CANDIDATE_KEYS
-    assert built.calls == {"kg_extract": chunks, "kg_entity_summaries": len(CORPUS) - 1,
+    assert built.calls == {"kg_extract": chunks, "kg_glean": chunks,
+                           "kg_entity_summaries": len(CORPUS) - 1,
                            "kg_doc_summary": len(CORPUS), "kg_adjudicate": 4}
     assert [r["adjudicated"] for r in records.values()] == [1, 1, 1, 1]
-    assert built.job.llm["kgbridge.graphs"].calls == chunks + 2 * len(CORPUS) - 1
+    assert built.job.llm["kgbridge.graphs"].calls == 2 * chunks + 2 * len(CORPUS) - 1
     assert built.job.llm["kgbridge.links"].calls == 4
 
 
@@ -159,16 +161,16 @@ def test_reingesting_the_unchanged_corpus_calls_no_model(built: Built) -> None:
 
 
 def test_a_change_that_keeps_the_summaries_costs_only_its_extraction(built: Built) -> None:
-    """A sentence naming nothing added to a document: its chunk is extracted again, and
-    its entity summaries, its summary and its names' adjudications ask the same
-    questions, answered by the response cache."""
+    """A sentence naming nothing added to a document: its chunk is extracted and gleaned
+    again, and its entity summaries, its summary and its names' adjudications ask the
+    same questions, answered by the response cache."""
     before = dict(built.server.stats.by_kind)
     job = built.service.ingest_documents(INDEX, [raw(
         ENGINE.title, ENGINE.text + " It was never finished.", doc_id="engine")])
     assert job.state is JobState.SUCCEEDED, job.reason
     after = built.server.stats.by_kind
     assert {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)} \
-        == {"kg_extract": 1}
+        == {"kg_extract": 1, "kg_glean": 1}
     assert job.llm["kgbridge.graphs"].cache_hits == 2  # entity summaries, document summary
     # Charles Babbage was touched too, but is in one document: no pair to ask about.
     assert job.llm["kgbridge.links"].cache_hits == 2

@@ -44,7 +44,7 @@ def test_an_extraction_that_stays_invalid_fails_its_document_alone(
     service = kg_service(make_llm_service, fixed)
     job = service.repair_index(INDEX)
     assert job.state is JobState.SUCCEEDED, job.reason
-    assert fixed.stats.by_kind == {"kg_extract": 1, "kg_entity_summaries": 1,
+    assert fixed.stats.by_kind == {"kg_extract": 1, "kg_glean": 1, "kg_entity_summaries": 1,
                                    "kg_doc_summary": 1}
     kinds = {u.kind for u in service.backends.state.units_of_documents(INDEX, ["broken"])}
     assert kinds == {UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY, UnitKind.DOC_SUMMARY}

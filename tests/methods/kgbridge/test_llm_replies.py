@@ -10,6 +10,7 @@ from hopindex.methods.kgbridge import prompts
 from hopindex.methods.kgbridge.parsing import (
     parse_doc_summary,
     parse_extraction,
+    parse_gleaning,
     parse_summaries,
     parse_verdict,
 )
@@ -25,10 +26,29 @@ def _reply(request: ChatRequest) -> tuple[TaskKind, str]:
 
 def test_the_server_knows_the_prompts_markers() -> None:
     """The markers the server classifies by are the ones the prompts carry."""
-    assert (prompts.EXTRACT_MARKER, prompts.SUMMARIES_MARKER, prompts.DOC_SUMMARY_MARKER,
+    assert (prompts.EXTRACT_MARKER, prompts.GLEAN_MARKER, prompts.LISTED_LABEL,
+            prompts.SUMMARIES_MARKER, prompts.DOC_SUMMARY_MARKER,
             prompts.ADJUDICATE_MARKER) == (
-        llm_kgbridge.EXTRACT_MARKER, llm_kgbridge.SUMMARIES_MARKER,
-        llm_kgbridge.DOC_SUMMARY_MARKER, llm_kgbridge.ADJUDICATE_MARKER)
+        llm_kgbridge.EXTRACT_MARKER, llm_kgbridge.GLEAN_MARKER, llm_kgbridge.LISTED_LABEL,
+        llm_kgbridge.SUMMARIES_MARKER, llm_kgbridge.DOC_SUMMARY_MARKER,
+        llm_kgbridge.ADJUDICATE_MARKER)
+
+
+def test_gleaning_reply_finds_the_quoted_phrases_the_extraction_missed() -> None:
+    """The gleaning prompt is told apart from the extraction's (it holds its marker
+    too); its reply lists the quoted phrase not listed already, related to the listed
+    name sharing its sentence, and nothing when the phrase was listed."""
+    passage = 'Ada Lovelace wrote "the notes" in London.'
+    kind, content = _reply(prompts.glean_request("T", passage, ["Ada Lovelace", "London"]))
+    assert kind is TaskKind.KG_GLEAN
+    listed = parse_extraction({"entities": [{"name": "Ada Lovelace"}, {"name": "London"}],
+                               "relations": []}).entities
+    graph = parse_gleaning(json.loads(content), listed=listed)
+    assert [e.name for e in graph.entities] == ["the notes"]
+    assert {(r.source, r.target) for r in graph.relations} == {
+        ("ada lovelace", "the notes"), ("london", "the notes")}
+    _, again = _reply(prompts.glean_request("T", passage, ["Ada Lovelace", "the notes"]))
+    assert json.loads(again) == {"entities": [], "relations": []}
 
 
 def test_extraction_reply_lists_names_and_co_occurrences() -> None:
@@ -69,7 +89,7 @@ def test_doc_summary_reply_is_text_from_the_entity_summaries_or_the_opening() ->
 
 def test_adjudication_tells_namesakes_apart() -> None:
     """Two summaries sharing a word beyond the name: the same, score 9; sharing only
-    the name: different, score 2."""
+    the name: different, score 2, which is S_LLM 0 (the verdict is "not the same")."""
     same = prompts.adjudicate_request(
         PairSide("Ada Lovelace", "A", "Ada Lovelace wrote programs for a computer."),
         PairSide("Ada Lovelace", "B", "Ada Lovelace wrote programs as a mathematician."))
@@ -81,4 +101,5 @@ def test_adjudication_tells_namesakes_apart() -> None:
         PairSide("John Smith", "John Smith (footballer)", "John Smith scored ninety goals."),
         PairSide("John Smith", "John Smith (painter)", "John Smith painted landscapes."))
     verdict = parse_verdict(json.loads(_reply(namesakes)[1]))
-    assert (verdict.same, verdict.score) == (False, 0.2)
+    assert (verdict.same, verdict.score) == (False, 0.0)
+    assert json.loads(_reply(namesakes)[1])["score"] == llm_kgbridge.DIFFERENT_SCORE

@@ -160,7 +160,7 @@ def test_the_manifest_ranks_documents_by_question_entities_core_ones_twice() -> 
     ({"expansion": -1}, "HOPINDEX_KGBRIDGE_EXPANSION"),
     ({"max_iterations": 4}, "HOPINDEX_KGBRIDGE_MAX_ITERATIONS"),
 ])
-def test_query_settings_out_of_range_name_their_variable(values: dict[str, int],
+def test_query_settings_out_of_range_name_their_variable(values: dict[str, Any],
                                                          variable: str) -> None:
     """Each query setting is checked, naming its variable; the defaults are the paper's."""
     with pytest.raises(ConfigError, match=variable):

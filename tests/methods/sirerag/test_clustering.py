@@ -9,7 +9,7 @@ recursion and the fixed paths are checked exactly and fast.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -185,8 +185,9 @@ def test_the_patient_bic_search_chooses_what_the_full_search_chooses() -> None:
 # The rules, with stand-ins for UMAP or the mixture.
 
 def test_a_node_likely_in_two_components_joins_both() -> None:
-    """Memberships above 0.1 are all kept; one below everywhere still joins its
-    likeliest component; a component nobody joins is left out."""
+    """Memberships above 0.1 are all kept; a component nobody joins is left out; a node
+    below 0.1 everywhere joins nothing: it is not forced into its likeliest component,
+    as the authors' code (the LlamaIndex RAPTOR pack's ``GMM_cluster``) does not."""
     probabilities = np.array([
         [0.55, 0.45, 0.0, 0.0],
         [0.95, 0.05, 0.0, 0.0],
@@ -195,7 +196,39 @@ def test_a_node_likely_in_two_components_joins_both() -> None:
     assert [list(c) for c in soft_memberships(probabilities, 0.1)] == [[0, 1], [0, 2], [2]]
     flat = np.full((1, 20), 0.05)
     flat[0, 4] = 0.06
-    assert [list(c) for c in soft_memberships(flat, 0.1)] == [[0]]
+    assert soft_memberships(flat, 0.1) == []
+    spread = np.vstack([np.eye(12)[0], np.full(12, 1 / 12)])
+    assert [list(c) for c in soft_memberships(spread, 0.1)] == [[0]]
+
+
+class _SpreadMixture:
+    """A fitted mixture of twelve components: a point's first coordinate says where it
+    lies, 0 and 1 wholly in components 0 and 1, 2 spread evenly over all twelve."""
+
+    def predict_proba(self, data: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        rows = np.full((len(data), 12), 1 / 12)
+        for row, group in enumerate(data[:, 0].round().astype(int)):
+            if group < 2:
+                rows[row] = np.eye(12)[group]
+        return rows
+
+
+def test_a_node_no_cluster_is_likely_for_is_in_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``cluster_nodes``: the node the mixture spreads over twelve components
+    (1/12 each, under 0.1) is in no cluster; the others form their two. It stays a leaf
+    with no summary above it, as in the authors' code."""
+    def fitted(data: npt.NDArray[np.float64], policy: ClusterPolicy,
+               pool: object) -> Iterator[tuple[_SpreadMixture, float]]:
+        yield _SpreadMixture(), 0.0
+
+    monkeypatch.setattr(clustering, "reduce_points", passthrough)
+    monkeypatch.setattr(clustering, "_fitted", fitted)
+    groups = [0] * 12 + [1] * 12 + [2]
+    vectors = np.array([[g, 0.01 * i, 1.0] for i, g in enumerate(groups)], dtype=np.float32)
+    ids = names(len(groups))
+    clusters = cluster_nodes(ids, vectors, [1] * len(ids))
+    assert clusters == [tuple(ids[:12]), tuple(ids[12:24])]
+    assert ids[24] not in {i for c in clusters for i in c}
 
 
 def test_soft_memberships_reach_the_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
