@@ -3,7 +3,9 @@
 The reference digests (tests/methods/data/units_before_plugins.json) were taken from
 HotpotQA-100 built by the runtime that branched on the method's name; the same build
 now must give the same unit ids, kinds and texts, for ``extractive`` and for
-``indexrag`` against the local test LLM server.
+``indexrag`` against the local test LLM server. IndexRAG's reference was taken again
+when its stage 1 began sending whole documents (a change of the method, not of the
+runtime); any later change of either digest must be such a change, said in the file.
 """
 
 from __future__ import annotations
