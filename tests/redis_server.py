@@ -13,12 +13,15 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from hopindex.testing.redis_server import redis_answers, running_redis
 
 DEFAULT_URL = "redis://127.0.0.1:6379/15"
+# Nothing listens on port 1: running_redis then starts a server of the caller's own.
+_NOTHING_THERE = "redis://127.0.0.1:1/0"
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +37,14 @@ def redis_url() -> Iterator[str]:
 def unique_key(prefix: str = "test") -> str:
     """A key no other test (or earlier run) uses."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def private_redis_server() -> Iterator[str]:
+    """The URL of a ``redis-server`` of the caller's own, stopped on exit: its queues and
+    keys are shared with no other test, run or user. Skips the test when
+    ``redis-server`` is not installed."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    with running_redis(_NOTHING_THERE, database=0) as (url, _):
+        yield url

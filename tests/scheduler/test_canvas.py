@@ -5,7 +5,6 @@ twice."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -17,23 +16,19 @@ from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.progress import settle
 from hopindex.scheduler.submit import new_job
 from hopindex.scheduler.task_names import FINALIZE, PURGE
-from hopindex.testing.redis_server import running_redis
 from hopindex.workers.queues import Queue
 from tests.conftest import ServiceFactory
+from tests.redis_server import private_redis_server
 
 pytestmark = pytest.mark.integration
 
-# Nothing listens on port 1: running_redis starts a private server, whose queues only
-# this module's messages reach.
-_NO_REDIS = "redis://127.0.0.1:1/0"
 INDEX = "fanned"
 
 
 @pytest.fixture(scope="module")
 def broker_url() -> Iterator[str]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with running_redis(_NO_REDIS, database=0) as (url, _):
+    """A Redis whose queues only this module's messages reach."""
+    with private_redis_server() as url:
         yield url
 
 

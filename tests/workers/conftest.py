@@ -18,27 +18,23 @@ from hopindex.backends.registry import open_keyword_index, open_vector_store
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
-from hopindex.testing.redis_server import RedisServer, running_redis
+from hopindex.testing.redis_server import RedisServer
 from hopindex.testing.workers import BeatProcess, HopindexProcess, WorkerProcess
 from tests import waiting
 
 # start_server is a fixture: imported so these tests start LLM test servers the same way.
 from tests.methods.indexrag.conftest import llm_settings, start_server  # noqa: F401
+from tests.redis_server import private_redis_server
 
 INDEX = "hotpot"
 JOB_TIMEOUT_S = 600.0
-# Nothing listens on port 1: running_redis starts a private server, so no test
-# shares queues with another run or with the user's own Redis.
-_NO_REDIS = "redis://127.0.0.1:1/0"
 
 
 @pytest.fixture(scope="module")
 def private_redis() -> Iterator[str]:
-    import shutil
-
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with running_redis(_NO_REDIS, database=0) as (url, _):
+    """A Redis of the module's own, so no test shares queues with another run or with
+    the user's own Redis."""
+    with private_redis_server() as url:
         yield url
 
 

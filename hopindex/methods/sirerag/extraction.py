@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Document
@@ -51,6 +52,7 @@ class Extraction(enum.StrEnum):
 CALLS_PER_CHUNK = {Extraction.ONE_CALL: 1, Extraction.THREE_STEP: 3}
 
 Chunk = tuple[str, int]  # (document id, chunk number)
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -63,6 +65,22 @@ class Extracted:
     def fail(self, chunk: Chunk, step: str, error: HopindexError) -> None:
         doc_id, number = chunk
         self.failures.setdefault(doc_id, f"chunk {number} ({step} step): {error}")
+
+    def keep(self, step: str, chunks: Sequence[Chunk],
+             outcomes: Sequence[T | HopindexError]) -> dict[Chunk, T]:
+        """Each chunk's outcome of ``step``; a chunk whose call failed fails its
+        document, named with the step."""
+        kept: dict[Chunk, T] = {}
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
+            if isinstance(outcome, HopindexError):
+                self.fail(chunk, step, outcome)
+            else:
+                kept[chunk] = outcome
+        return kept
+
+    def add(self, kept: dict[Chunk, list[Proposition]]) -> None:
+        for (doc_id, number), propositions in kept.items():
+            self.found.setdefault(doc_id, {})[number] = propositions
 
 
 def extract(context: PhaseContext, mode: Extraction, documents: Sequence[Document],
@@ -81,11 +99,7 @@ def _one_call(context: PhaseContext, chunks: list[Chunk], titles: dict[str, str]
     outcomes = (context.require_llm().complete_json_many(requests, parse_propositions,
                                                          context.usage) if requests else [])
     extracted = Extracted()
-    for chunk, outcome in zip(chunks, outcomes, strict=True):
-        if isinstance(outcome, HopindexError):
-            extracted.fail(chunk, "propositions", outcome)
-        else:
-            extracted.found.setdefault(chunk[0], {})[chunk[1]] = outcome
+    extracted.add(extracted.keep("propositions", chunks, outcomes))
     return extracted
 
 
@@ -101,29 +115,15 @@ def _three_steps(context: PhaseContext, chunks: list[Chunk], titles: dict[str, s
     rewrites = llm.complete_text_many(
         [rewrite_request(text(c, c[1] - 1) if c[1] else "", text(c, c[1])) for c in chunks],
         parse_rewrite, usage) if chunks else []
-    rewritten: dict[Chunk, str] = {}
-    for chunk, text_or_error in zip(chunks, rewrites, strict=True):
-        if isinstance(text_or_error, HopindexError):
-            extracted.fail(chunk, "coreference", text_or_error)
-        else:
-            rewritten[chunk] = text_or_error
+    rewritten = extracted.keep("coreference", chunks, rewrites)
     # A document that failed is not asked more: its record is not written anyway.
     asked = [c for c in chunks if c in rewritten and c[0] not in extracted.failures]
     named = llm.complete_json_many([entities_request(rewritten[c]) for c in asked],
                                    parse_entities, usage) if asked else []
-    entities: dict[Chunk, tuple[str, ...]] = {}
-    for chunk, found in zip(asked, named, strict=True):
-        if isinstance(found, HopindexError):
-            extracted.fail(chunk, "entities", found)
-        else:
-            entities[chunk] = found
+    entities = extracted.keep("entities", asked, named)
     asked = [c for c in asked if c in entities and c[0] not in extracted.failures]
     facts = llm.complete_json_many(
         [facts_request(rewritten[c], entities[c]) for c in asked],
         [facts_parser(entities[c]) for c in asked], usage) if asked else []
-    for chunk, outcome in zip(asked, facts, strict=True):
-        if isinstance(outcome, HopindexError):
-            extracted.fail(chunk, "facts", outcome)
-        else:
-            extracted.found.setdefault(chunk[0], {})[chunk[1]] = outcome
+    extracted.add(extracted.keep("facts", asked, facts))
     return extracted

@@ -5,25 +5,18 @@ readiness checks the broker."""
 from __future__ import annotations
 
 import gc
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
-from hopindex.testing.redis_server import running_redis
 from tests.api.http.conftest import Api, ApiFactory, sample_documents
+from tests.redis_server import private_redis_server
 
 pytestmark = pytest.mark.integration
 
-# Nothing listens on port 1: running_redis starts a private server.
-_NO_REDIS = "redis://127.0.0.1:1/0"
-
-
 @pytest.fixture(scope="module")
 def broker_url() -> Iterator[str]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with running_redis(_NO_REDIS, database=0) as (url, _):
+    with private_redis_server() as url:
         yield url
         # Results subscribed to from the API's threads unsubscribe when collected: let
         # them, while this Redis still answers (the service closed before this runs).
