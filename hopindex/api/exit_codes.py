@@ -6,62 +6,25 @@ what shells and click already mean: 2 for a command line that does not parse, 13
 for Ctrl-C. Partial success (3) has no sysexits value; it is the one code that
 means some of the work landed.
 
-Every error of hopindex's own hierarchy maps here, by type, and a remote server's
-error answer by its code and HTTP status, so a command exits the same whether it
-ran locally or through ``--api``.
+Every error of hopindex's own hierarchy carries its exit code (core/errors.py), and a
+remote server's error answer maps by its code and HTTP status to the same one, so a
+command exits the same whether it ran locally or through ``--api``. ``ExitCode``
+lives beside the errors and is named here too.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from hopindex.api.remote import RemoteApiError
 from hopindex.backends.llm.reachability import is_unreachable
-from hopindex.core.errors import (
-    BackendError,
-    BackendUnavailableError,
-    ConfigError,
-    HopindexError,
-    IndexBusyError,
-    InvalidInputError,
-    JobCancelledError,
-    JobFailedError,
-    JobFinishedError,
-    LlmAuthenticationError,
-    NotFoundError,
-    PermanentStageError,
-    RetryableStageError,
-)
+from hopindex.core.errors import SERVER_FAULT, ExitCode, HopindexError, error_types
 from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts, is_repairable
 from hopindex.core.redact import redact_text
 
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    # A bug, or a failure of no kind below: the message names the exception.
-    INTERNAL = 1
-    # The command line does not parse (unknown command or option, missing or ill-typed
-    # argument), or a destructive command was not confirmed.
-    USAGE = 2
-    # Some documents or items failed; the rest landed (the job lists each failure).
-    PARTIAL = 3
-    # EX_DATAERR: the input is wrong: a record, a file, a name or a value given.
-    DATA_ERROR = 65
-    # EX_NOINPUT: the index, job, document, link or webhook named does not exist.
-    NOT_FOUND = 66
-    # EX_UNAVAILABLE: a service (Redis, an engine, the API server, the LLM or embedding
-    # provider) is unreachable or failing, or a job failed for it.
-    UNAVAILABLE = 69
-    # EX_TEMPFAIL: the index is busy with running jobs, or the job was cancelled or
-    # paused on its LLM budget; the same command (or a resume) can succeed later.
-    TEMPORARY = 75
-    # EX_NOPERM: the API server refused the key (remote mode).
-    NO_PERMISSION = 77
-    # EX_CONFIG: a setting is missing or wrong (the message names the variable).
-    CONFIG = 78
-    # 128 + SIGINT: stopped with Ctrl-C.
-    INTERRUPTED = 130
+# ExitCode is named here too: the commands and their tests read exit codes from here.
+__all__ = ["HTTP_CLIENT_ERRORS", "ExitCode", "Outcome", "input_refused", "job_outcome",
+           "nothing_deleted", "outcome_of", "provider_unreachable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,30 +39,6 @@ class Outcome:
     reason: str = ""
 
 
-# Most specific first: the first type that matches decides. The codes are the HTTP
-# API's for the same types (api/http/errors.py), so local and remote errors read alike.
-_BY_TYPE: tuple[tuple[type[HopindexError], ExitCode, str], ...] = (
-    (JobFinishedError, ExitCode.DATA_ERROR, "job_finished"),
-    (InvalidInputError, ExitCode.DATA_ERROR, "invalid_input"),
-    (NotFoundError, ExitCode.NOT_FOUND, "not_found"),
-    (JobCancelledError, ExitCode.TEMPORARY, "job_cancelled"),
-    (IndexBusyError, ExitCode.TEMPORARY, "index_busy"),
-    (LlmAuthenticationError, ExitCode.CONFIG, "llm_refused"),
-    (ConfigError, ExitCode.CONFIG, "not_configured"),
-    (BackendUnavailableError, ExitCode.UNAVAILABLE, "unavailable"),
-    (RetryableStageError, ExitCode.UNAVAILABLE, "unavailable"),
-    (PermanentStageError, ExitCode.UNAVAILABLE, "upstream_failed"),
-    (BackendError, ExitCode.UNAVAILABLE, "backend_failed"),
-    (JobFailedError, ExitCode.INTERNAL, "job_failed"),
-)
-
-# A server's error codes whose meaning its HTTP status does not carry alone.
-_REMOTE_CODES = {
-    "index_busy": ExitCode.TEMPORARY,
-    "job_cancelled": ExitCode.TEMPORARY,
-    "not_configured": ExitCode.CONFIG,
-    "llm_refused": ExitCode.CONFIG,
-}
 # 429 (a server busy with its one embedded job, too many streams or failed keys) is
 # a "try again later", not a fault of the input.
 _REMOTE_STATUSES = {401: ExitCode.NO_PERMISSION, 403: ExitCode.NO_PERMISSION,
@@ -111,15 +50,17 @@ def outcome_of(exc: HopindexError) -> Outcome:
     """The exit code and error code of one of hopindex's own errors."""
     if isinstance(exc, RemoteApiError):
         return Outcome(_remote_exit_code(exc), exc.code)
-    for kind, exit_code, code in _BY_TYPE:
-        if isinstance(exc, kind):
-            return Outcome(exit_code, code)
-    return Outcome(ExitCode.INTERNAL, "internal")
+    return Outcome(type(exc).exit_code, type(exc).code)
 
 
 def _remote_exit_code(exc: RemoteApiError) -> ExitCode:
-    if exc.code in _REMOTE_CODES:
-        return _REMOTE_CODES[exc.code]
+    # The server's code names the error type it answered for (each type carries its
+    # code, HTTP status and exit code); codes it answers only as its own fault (a 500)
+    # and codes of no type (a busy slot, a refused key) go by the status.
+    by_code = {kind.code: kind.exit_code for kind in error_types()
+               if kind.http_status != SERVER_FAULT}
+    if exc.code in by_code:
+        return by_code[exc.code]
     if exc.status in _REMOTE_STATUSES:
         return _REMOTE_STATUSES[exc.status]
     if exc.status in HTTP_CLIENT_ERRORS:

@@ -1,16 +1,63 @@
-"""One error root; whether an error is worth retrying is part of its type."""
+"""One error root. What an error means to each door is part of its type: its stable
+``code`` (the HTTP API's error code and the CLI's ``--json`` code), the HTTP status it is
+answered with, the CLI's exit code, and whether it is worth retrying. The HTTP error
+mapping, the exit codes and the reading of a remote server's answers all read these;
+a subclass inherits its parent's unless it says otherwise."""
 
 from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What ``hopindex`` exits with: sysexits(3) where one fits (api/exit_codes.py)."""
+
+    OK = 0
+    # A bug, or a failure of no kind below: the message names the exception.
+    INTERNAL = 1
+    # The command line does not parse (unknown command or option, missing or ill-typed
+    # argument), or a destructive command was not confirmed.
+    USAGE = 2
+    # Some documents or items failed; the rest landed (the job lists each failure).
+    PARTIAL = 3
+    # EX_DATAERR: the input is wrong: a record, a file, a name or a value given.
+    DATA_ERROR = 65
+    # EX_NOINPUT: the index, job, document, link or webhook named does not exist.
+    NOT_FOUND = 66
+    # EX_UNAVAILABLE: a service (Redis, an engine, the API server, the LLM or embedding
+    # provider) is unreachable or failing, or a job failed for it.
+    UNAVAILABLE = 69
+    # EX_TEMPFAIL: the index is busy with running jobs, or the job was cancelled or
+    # paused on its LLM budget; the same command (or a resume) can succeed later.
+    TEMPORARY = 75
+    # EX_NOPERM: the API server refused the key (remote mode).
+    NO_PERMISSION = 77
+    # EX_CONFIG: a setting is missing or wrong (the message names the variable).
+    CONFIG = 78
+    # 128 + SIGINT: stopped with Ctrl-C.
+    INTERRUPTED = 130
+
+
+# The HTTP status of an error that is the server's own fault: answered as a generic
+# 500 ``internal`` under the request id, its message kept for the log.
+SERVER_FAULT = 500
 
 
 class HopindexError(Exception):
     """Root of every error hopindex raises on purpose."""
 
     retryable: bool = False
+    code: str = "internal"
+    http_status: int = SERVER_FAULT
+    exit_code: ExitCode = ExitCode.INTERNAL
 
 
 class ConfigError(HopindexError):
     """A setting is missing or malformed; names the environment variable."""
+
+    # A request asking for something this deployment is not set up for (an LLM method
+    # without a model): the request can change, so a 4xx.
+    code, http_status, exit_code = "not_configured", 422, ExitCode.CONFIG
 
 
 class InvalidInputError(HopindexError):
@@ -18,6 +65,8 @@ class InvalidInputError(HopindexError):
 
     ``where`` names the file, line or field so the message can be acted on.
     """
+
+    code, http_status, exit_code = "invalid_input", 400, ExitCode.DATA_ERROR
 
     def __init__(self, message: str, *, where: str = "") -> None:
         self.where = where
@@ -28,6 +77,9 @@ class JobFinishedError(InvalidInputError):
     """The job has already ended (succeeded, partial, failed or cancelled), so it can
     no longer be cancelled: a conflict with its state, not a malformed request."""
 
+    # A job that ended before the request reached it: the request was well formed.
+    code, http_status = "job_finished", 409
+
 
 class InvalidIndexNameError(InvalidInputError):
     """An index name outside the one safe pattern (it becomes paths and collection names)."""
@@ -36,13 +88,20 @@ class InvalidIndexNameError(InvalidInputError):
 class NotFoundError(HopindexError):
     """An index, job, document or unit that does not exist."""
 
+    code, http_status, exit_code = "not_found", 404, ExitCode.NOT_FOUND
+
 
 class BackendError(HopindexError):
     """A storage or model backend failed."""
 
+    # Answered as the server's fault over HTTP; the CLI names the failing service.
+    code, exit_code = "backend_failed", ExitCode.UNAVAILABLE
+
 
 class BackendUnavailableError(BackendError):
     """A backend could not be reached; trying again later may work."""
+
+    code, http_status = "unavailable", 503
 
     retryable = True
 
@@ -54,6 +113,8 @@ class StageError(HopindexError):
 class RetryableStageError(StageError):
     """A transient failure: the task is retried after ``retry_after_s``."""
 
+    code, http_status, exit_code = "unavailable", 503, ExitCode.UNAVAILABLE
+
     retryable = True
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
@@ -64,14 +125,20 @@ class RetryableStageError(StageError):
 class PermanentStageError(StageError):
     """A failure that retrying cannot fix: recorded on the job, the rest goes on."""
 
+    code, http_status, exit_code = "upstream_failed", 502, ExitCode.UNAVAILABLE
+
 
 class JobCancelledError(HopindexError):
     """The job was cancelled; remaining work is not scheduled."""
+
+    code, http_status, exit_code = "job_cancelled", 409, ExitCode.TEMPORARY
 
 
 class JobFailedError(HopindexError):
     """Planning or launching a job raised an error of another kind (a bug, a driver's
     error); the job, when it was created, is failed with the same reason."""
+
+    code = "job_failed"
 
 
 class IndexBusyError(HopindexError):
@@ -79,9 +146,13 @@ class IndexBusyError(HopindexError):
     wait for its turn (``--no-wait``, a server without workers) is refused; retry once
     they end."""
 
+    code, http_status, exit_code = "index_busy", 409, ExitCode.TEMPORARY
+
 
 class LlmAuthenticationError(ConfigError):
     """The LLM provider refused the API key: retrying cannot help, fix the setting."""
+
+    code, http_status = "llm_refused", 502
 
 
 class LlmOutputError(PermanentStageError):
@@ -131,3 +202,15 @@ class BudgetExhaustedError(JobPausedError):
 # it and the job goes on (backends/llm/runner.py); a query degrades that step
 # (methods/llm_steps.py). A refused key is a ConfigError, never among these.
 LLM_CALL_FAILURES: tuple[type[HopindexError], ...] = (PermanentStageError, LlmUnavailableError)
+
+
+def error_types() -> list[type[HopindexError]]:
+    """Every error type of the hierarchy defined so far, the root first."""
+    found: list[type[HopindexError]] = []
+    pending: list[type[HopindexError]] = [HopindexError]
+    while pending:
+        kind = pending.pop(0)
+        if kind not in found:
+            found.append(kind)
+            pending.extend(kind.__subclasses__())
+    return found

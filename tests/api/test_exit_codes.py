@@ -10,10 +10,12 @@ import pytest
 
 from hopindex.api.cli_errors import one_line
 from hopindex.api.exit_codes import ExitCode, job_outcome, outcome_of
+from hopindex.api.http.errors import from_hopindex_error
 from hopindex.api.links import NoLinksError
 from hopindex.api.remote import RemoteApiError, RemoteUnavailableError
 from hopindex.backends.engine_lock import EnginesOwnedError
 from hopindex.core.errors import (
+    SERVER_FAULT,
     BackendError,
     BackendUnavailableError,
     ConfigError,
@@ -29,6 +31,7 @@ from hopindex.core.errors import (
     LlmUnavailableError,
     NotFoundError,
     PermanentStageError,
+    error_types,
 )
 from hopindex.core.models import ItemError, Job, JobKind, JobState, StageCounts
 
@@ -143,3 +146,40 @@ def test_a_delete_that_found_none_of_its_ids_is_not_found() -> None:
 def test_an_error_message_is_one_line() -> None:
     """Line breaks inside a message (a backend's multi-line error) fold into one line."""
     assert one_line("first\n  second\r\n\nthird ") == "first second third"
+
+
+def _instance(kind: type[HopindexError]) -> HopindexError | None:
+    """An error of ``kind`` with a plain message, when its constructor takes one."""
+    try:
+        return kind("what went wrong")
+    except TypeError:  # a kind that needs more (a job id, a status): not answered by code
+        return None
+
+
+def test_one_table_every_door_reads() -> None:
+    """Each error type carries its code, HTTP status and exit code: the HTTP answer and
+    the CLI's outcome of an error come from its type and name the same code, one code
+    never means two statuses or two exit codes, and a server's answer with that code
+    exits as the error raised locally does."""
+    kinds = [k for k in error_types() if k is not RemoteApiError
+             and not issubclass(k, RemoteApiError)]
+    assert NoLinksError in kinds and EnginesOwnedError in kinds  # every module's types
+    meanings: dict[str, set[tuple[int, ExitCode]]] = {}
+    for kind in kinds:
+        meanings.setdefault(kind.code, set()).add((kind.http_status, kind.exit_code))
+        error = _instance(kind)
+        if error is None:
+            continue
+        outcome = outcome_of(error)
+        assert (outcome.code, outcome.exit_code) == (kind.code, kind.exit_code), kind
+        answer = from_hopindex_error(error)
+        if kind.http_status == SERVER_FAULT:
+            assert answer is None, kind  # answered as a generic 500 under the request id
+            continue
+        assert answer is not None and (answer.status, answer.code) == (
+            kind.http_status, kind.code), kind
+        remote = outcome_of(RemoteApiError(kind.http_status, kind.code, str(error)))
+        assert remote.exit_code is kind.exit_code, kind
+    answered = {code: seen for code, seen in meanings.items()
+                if any(status != SERVER_FAULT for status, _ in seen)}
+    assert all(len(seen) == 1 for seen in answered.values()), answered

@@ -13,17 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.core.errors import (
-    BackendUnavailableError,
-    ConfigError,
+    SERVER_FAULT,
     HopindexError,
-    IndexBusyError,
     InvalidInputError,
-    JobCancelledError,
-    JobFinishedError,
     LlmAuthenticationError,
-    NotFoundError,
-    PermanentStageError,
-    RetryableStageError,
 )
 from hopindex.core.redact import redact_text
 
@@ -73,32 +66,12 @@ def error_response(error: ApiError, request_id: str | None = None) -> web.Respon
                         headers=headers)
 
 
-# Most specific first: the first type that matches decides the answer.
-_ANSWERS: tuple[tuple[type[HopindexError], int, str], ...] = (
-    # A job that ended before the request reached it: the request was well formed.
-    (JobFinishedError, 409, "job_finished"),
-    (InvalidInputError, 400, "invalid_input"),
-    (NotFoundError, 404, "not_found"),
-    (JobCancelledError, 409, "job_cancelled"),
-    (IndexBusyError, 409, "index_busy"),
-    (LlmAuthenticationError, 502, "llm_refused"),
-    # A request asking for something this deployment is not set up for (an LLM method
-    # without a model): the request can change, so a 4xx.
-    (ConfigError, 422, "not_configured"),
-    (BackendUnavailableError, 503, "unavailable"),
-    (RetryableStageError, 503, "unavailable"),
-    (PermanentStageError, 502, "upstream_failed"),
-)
-
-
 def from_hopindex_error(exc: HopindexError) -> ApiError | None:
     """The answer for one of hopindex's own errors; None for those that are the
     server's fault (a 500, logged with the request id)."""
-    found = next(((status, code) for kind, status, code in _ANSWERS if isinstance(exc, kind)),
-                 None)
-    if found is None:
+    status, code = type(exc).http_status, type(exc).code
+    if status == SERVER_FAULT:
         return None
-    status, code = found
     # The provider's message may echo the key's prefix: say what happened, not more.
     message = ("the LLM provider refused this server's API key"
                if isinstance(exc, LlmAuthenticationError) else redact_text(str(exc)))
