@@ -1,11 +1,14 @@
 """The query methods' own options (``QueryOptions.params``) as the registry describes
-them: what the HTTP API checks a query's ``options`` against and the CLI lists for
+them: what every query is checked against (an option its method does not take is
+refused alike by the CLI, the HTTP API and a local call), and what the CLI lists for
 ``--param``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from hopindex.core.errors import InvalidInputError
 from hopindex.methods.registry import get_query_method, query_method_names
 
 
@@ -19,3 +22,15 @@ def option_schemas() -> dict[str, dict[str, Any]]:
         if schema:
             found[name] = dict(schema)
     return found
+
+
+def check_option_names(method: str, names: Iterable[str]) -> None:
+    """``InvalidInputError`` naming ``params.NAME`` for an option ``method`` does not
+    take (a method without options takes none, rather than ignoring them)."""
+    schema = option_schemas().get(method, {})
+    known = tuple(schema.get("properties", {}))
+    for name in names:
+        if name not in known:
+            listed = f"known: {', '.join(known)}" if known else "it takes none"
+            raise InvalidInputError(f"unknown option {name!r} for method {method!r}; "
+                                    f"{listed}", where=f"params.{name}")

@@ -10,6 +10,7 @@ from typing import Any
 
 from hopindex.api.index_health import IndexHealth
 from hopindex.api.links import links_of, reject
+from hopindex.api.method_options import check_option_names
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.embedder.loading import timed_loads
 from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
@@ -188,12 +189,13 @@ class Hopindex:
             info = self._require_index(index)
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
+            options = options or QueryOptions()
+            check_option_names(method, options.params)
             warnings = self._health.warnings(index)
             search = self._search_context()  # opening the engines is not the query's time
             with timed_loads() as loads, metered_embeddings() as meter:
                 started = time.perf_counter()
-                result = spec.factory(search).run_query(index, question,
-                                                        options or QueryOptions())
+                result = spec.factory(search).run_query(index, question, options)
                 elapsed = time.perf_counter() - started
             # The embedder's first use loads its model inside the query: reported apart,
             # so latency_s (and the latency histogram) measure the query alone.

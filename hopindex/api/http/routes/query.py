@@ -25,7 +25,7 @@ from hopindex.api.http.params import (
     read_json_object,
 )
 from hopindex.api.http.routing import Guard, Route, context
-from hopindex.api.method_options import option_schemas
+from hopindex.api.method_options import check_option_names, option_schemas
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import (
@@ -75,14 +75,14 @@ def query_options(body: dict[str, Any]) -> QueryOptions:
 
 
 def check_options(params: Mapping[str, ParamValue], method: str) -> None:
-    """400 naming ``options.NAME`` for an option ``method`` does not take."""
+    """400 naming ``options.NAME`` for an option ``method`` does not take (the rule
+    every door obeys) or of the wrong JSON type (this door's own: JSON carries types)."""
+    try:
+        check_option_names(method, params)
+    except InvalidInputError as exc:
+        raise _as_option_error(exc) from None
     properties = option_schemas().get(method, {}).get("properties", {})
-    known = tuple(properties)
     for name, value in params.items():
-        if name not in known:
-            listed = f"known: {', '.join(known)}" if known else "it takes none"
-            raise bad_request(f"unknown option {name!r} for method {method!r}; {listed}",
-                              field=f"options.{name}")
         # JSON carries types: a number option is a JSON number, a choice a string (the
         # CLI's --param KEY=VALUE strings are converted by the method, not here).
         wants_text = properties[name]["type"] == "string"
@@ -111,6 +111,12 @@ def answer(service: Hopindex, index: str, question: str, method: str | None,
         field = "options." + exc.where.removeprefix(_PARAMS_WHERE)
         raise bad_request(f"{field}: {str(exc).removeprefix(f'{exc.where}: ')}",
                           field=field) from None
+
+
+def _as_option_error(exc: InvalidInputError) -> ApiError:
+    """The method's ``params.NAME`` error as the API names it: ``options.NAME``."""
+    return bad_request(str(exc).removeprefix(f"{exc.where}: "),
+                       field="options." + exc.where.removeprefix(_PARAMS_WHERE))
 
 
 async def read_query_body(request: web.Request) -> dict[str, Any]:

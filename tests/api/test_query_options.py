@@ -1,0 +1,45 @@
+"""A query option its method does not take is refused by the service itself, so every
+door (a local call, the CLI, the HTTP API) refuses it alike, naming ``params.NAME``:
+a method without options takes none rather than ignoring them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hopindex.api.cli import main
+from hopindex.api.exit_codes import ExitCode
+from hopindex.core.errors import InvalidInputError
+from hopindex.methods.base import QueryOptions
+from tests.conftest import CURIE_CORPUS, ServiceFactory
+
+INDEX = "curie"
+
+
+def test_an_option_the_method_does_not_take_is_refused_locally(
+        make_service: ServiceFactory) -> None:
+    """naive takes no option: one given is an error naming it (it was ignored); hops
+    names the options it knows; a known one still answers."""
+    service = make_service()
+    service.ingest_documents(INDEX, CURIE_CORPUS)
+    with pytest.raises(InvalidInputError, match="it takes none") as refused:
+        service.query(INDEX, "Where did Marie Curie work?", "naive",
+                      QueryOptions(params={"condition": "A"}))
+    assert refused.value.where == "params.condition"
+    with pytest.raises(InvalidInputError, match=r"known: .*walk") as unknown:
+        service.query(INDEX, "Where did Marie Curie work?", "hops",
+                      QueryOptions(params={"nonsense": 1}))
+    assert unknown.value.where == "params.nonsense"
+    answered = service.query(INDEX, "Where did Marie Curie work?", "hops",
+                             QueryOptions(params={"walk": "off"}))
+    assert answered.passages
+    settings_dir = service.settings.data_dir
+    service.close()
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(settings_dir)})
+    shown = cli.invoke(main, ["query", "--index", INDEX, "--method", "naive", "--param",
+                              "x=1", "--json", "Where did Marie Curie work?"])
+    assert shown.exit_code == ExitCode.DATA_ERROR, shown.output
+    error = json.loads(shown.stderr)["error"]
+    assert error["field"] == "params.x" and "it takes none" in error["message"]
