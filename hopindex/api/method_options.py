@@ -15,20 +15,19 @@ from hopindex.methods.registry import get_query_method, query_method_names
 def option_schemas() -> dict[str, dict[str, Any]]:
     """Each query method's options as a JSON Schema object, for the methods that take
     any; a method whose spec has no ``options_schema`` takes none."""
-    found: dict[str, dict[str, Any]] = {}
-    for name in query_method_names():
-        # Read with getattr: the field is optional on a method's spec.
-        schema = getattr(get_query_method(name), "options_schema", None)
-        if schema:
-            found[name] = dict(schema)
-    return found
+    return {name: schema for name in query_method_names() if (schema := option_schema(name))}
+
+
+def option_schema(method: str) -> dict[str, Any]:
+    """``method``'s options as a JSON Schema object; empty when it takes none."""
+    # Read with getattr: the field is optional on a method's spec.
+    return dict(getattr(get_query_method(method), "options_schema", None) or {})
 
 
 def check_option_names(method: str, names: Iterable[str]) -> None:
     """``InvalidInputError`` naming ``params.NAME`` for an option ``method`` does not
     take (a method without options takes none, rather than ignoring them)."""
-    schema = option_schemas().get(method, {})
-    known = tuple(schema.get("properties", {}))
+    known = tuple(option_schema(method).get("properties", {}))
     for name in names:
         if name not in known:
             listed = f"known: {', '.join(known)}" if known else "it takes none"

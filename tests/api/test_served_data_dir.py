@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,10 @@ from hopindex.api.service import Hopindex
 from hopindex.api.transfer import export_index
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
-from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from hopindex.testing.llm_server import LlmTestServer
+
+# The module's test server (a fixture, imported to be used by name).
+from tests.api.http.conftest import llm  # noqa: F401
 from tests.conftest import CURIE_CORPUS
 from tests.workers.test_engine_owner import serving
 
@@ -48,23 +50,14 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def embeddings() -> Iterator[LlmTestServer]:
-    """Embeddings from the test server: no process here loads a model."""
-    server = LlmTestServer(LlmServerConfig()).start_in_thread()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, embeddings: LlmTestServer) -> Served:
+def served(tmp_path_factory: pytest.TempPathFactory, llm: LlmTestServer) -> Served:  # noqa: F811
     """A data dir holding index ``curie`` (four documents, extractive), and its export
-    written locally before any server ran."""
+    written locally before any server ran. Embeddings come from the test server: no
+    process here loads a model."""
     root = tmp_path_factory.mktemp("served")
-    settings = Settings(data_dir=root / "data", llm_base_url=embeddings.base_url,
+    settings = Settings(data_dir=root / "data", llm_base_url=llm.base_url,
                         llm_api_key="test-key",
-                        embedder_url=f"openai://{embeddings.config.embedding_model}").resolved()
+                        embedder_url=f"openai://{llm.config.embedding_model}").resolved()
     with Hopindex(settings) as service:
         job = service.ingest_documents(INDEX, CURIE_CORPUS[:4])
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason

@@ -25,7 +25,7 @@ from hopindex.api.http.params import (
     read_json_object,
 )
 from hopindex.api.http.routing import Guard, Route, context
-from hopindex.api.method_options import check_option_names, option_schemas
+from hopindex.api.method_options import check_option_names, option_schema
 from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import (
@@ -81,7 +81,7 @@ def check_options(params: Mapping[str, ParamValue], method: str) -> None:
         check_option_names(method, params)
     except InvalidInputError as exc:
         raise _as_option_error(exc) from None
-    properties = option_schemas().get(method, {}).get("properties", {})
+    properties = option_schema(method).get("properties", {})
     for name, value in params.items():
         # JSON carries types: a number option is a JSON number, a choice a string (the
         # CLI's --param KEY=VALUE strings are converted by the method, not here).
