@@ -50,13 +50,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, write_result
+from common import OUT, ROOT, local_client, write_result
 
 from hopindex.api.http.keys import HashScheme, key_file_entry, key_id, new_key
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.evaluation.metrics import percentile
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 INDEX = "hotpot"
 METHOD = "extractive"
@@ -72,16 +71,17 @@ def sample(name: str) -> Any:
 
 
 def ensure_index() -> None:
-    with Hopindex(Settings(data_dir=DATA).resolved()) as service:
+    # Before the server starts: this process opens the data dir's engines itself.
+    with local_client(settings=Settings(data_dir=DATA).resolved()) as client:
         corpus = sample("corpus.json")
-        hashes = service.backends.state.document_hashes(INDEX)
+        hashes = client.service.backends.state.document_hashes(INDEX)
         if len(hashes) >= len(corpus) and all(hashes.values()):
             return
         print(f"building the {INDEX} index ({len(corpus)} documents)", flush=True)
-        service.ingest_documents(INDEX, [
+        client.ingest_read(INDEX, ReadResult(documents=[
             RawDocument(doc_id=None, title=title, text="".join(sentences), metadata={},
                         origin=f"corpus.json[{i}]")
-            for i, (title, sentences) in enumerate(corpus.items())])
+            for i, (title, sentences) in enumerate(corpus.items())]))
 
 
 def free_port() -> int:

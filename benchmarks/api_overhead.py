@@ -1,5 +1,6 @@
 """What the HTTP API adds to a query: the same questions on the same index, asked in-process
-(``Hopindex.query``) and through the API on loopback, side by side in one run.
+(``Client.local``'s ``query``, the call the server makes for each request) and through the
+API on loopback, side by side in one run.
 
 The server runs in this process (the embedded engines allow one process, so that is
 the only way both paths read the same index), with an API key, so authentication,
@@ -28,15 +29,14 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, write_result
+from common import OUT, local_client, write_result
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.evaluation.metrics import percentile
-from hopindex.methods.base import QueryOptions
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 INDEX = "hotpot"
 METHOD = "extractive"
@@ -49,17 +49,17 @@ def sample(name: str) -> object:
     return json.loads((files("hopindex") / "sample" / "hotpotqa-100" / name).read_text())
 
 
-def ensure_index(service: Hopindex) -> None:
+def ensure_index(client: LocalClient) -> None:
     corpus = sample("corpus.json")
     assert isinstance(corpus, dict)
-    hashes = service.backends.state.document_hashes(INDEX)
+    hashes = client.service.backends.state.document_hashes(INDEX)
     if len(hashes) >= len(corpus) and all(hashes.values()):
         return
     print(f"building the {INDEX} index ({len(corpus)} documents)", flush=True)
     records = [RawDocument(doc_id=None, title=title, text="".join(sentences), metadata={},
                            origin=f"corpus.json[{i}]")
                for i, (title, sentences) in enumerate(corpus.items())]
-    service.ingest_documents(INDEX, records)
+    client.ingest_read(INDEX, ReadResult(documents=records))
 
 
 class ApiCaller:
@@ -116,13 +116,13 @@ def main() -> None:
     assert isinstance(questions_data, list)
     questions = [q["question"] for q in questions_data]
     settings = Settings(data_dir=OUT / "api-data").resolved()
-    options = QueryOptions(k=K)
-    with Hopindex(settings) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as server:
-        ensure_index(service)
+    # The server serves the same service: the embedded engines allow one process.
+    with local_client(settings=settings) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as server:
+        ensure_index(client)
         api = ApiCaller(server.url)
         for q in questions[:10]:  # warm the model, the searchers and the connection
-            service.query(INDEX, q, METHOD, options)
+            client.query(INDEX, q, method=METHOD, k=K)
             api.query(q)
         local_ms: list[float] = []
         api_ms: list[float] = []
@@ -130,7 +130,7 @@ def main() -> None:
             for which in ((0, 1) if i % 2 else (1, 0)):
                 t0 = time.perf_counter()
                 if which == 0:
-                    service.query(INDEX, q, METHOD, options)
+                    client.query(INDEX, q, method=METHOD, k=K)
                     local_ms.append((time.perf_counter() - t0) * 1000)
                 else:
                     api.query(q)
@@ -138,7 +138,7 @@ def main() -> None:
         api.close()
 
         def local_caller() -> Callable[[str], object]:
-            return lambda q: service.query(INDEX, q, METHOD, options)
+            return lambda q: client.query(INDEX, q, method=METHOD, k=K)
 
         def api_caller() -> Callable[[str], object]:
             return ApiCaller(server.url).query

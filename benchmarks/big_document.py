@@ -5,8 +5,8 @@ most 1,500 MB (the process's ``VmHWM``, models included), and seconds per MB wit
 ±30 % of their mean at every size (the spread is printed).
 
 What is measured: each size in a fresh child process (so no peak carries over), which
-opens the service over a fresh data dir, loads spaCy and the embedder, then times
-``Hopindex.ingest_paths`` on one ``.txt`` file holding the text; the ingest's seconds
+opens the client over a fresh data dir, loads spaCy and the embedder, then times
+``client.ingest`` of one ``.txt`` file holding the text; the ingest's seconds
 exclude the model loads, whose few seconds would weigh on the small sizes only. The
 child also reports how long spaCy and the embedder ran inside the ingest.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, WIKI_CORPUS, high_water_mb, read_json, write_result
+from common import OUT, WIKI_CORPUS, high_water_mb, local_client, read_json, write_result
 
 INDEX = "big"
 SIZES_MB = (1, 2, 5, 10)
@@ -101,12 +101,11 @@ def _cpu_s() -> float:
 
 def child(path: Path) -> None:
     """Ingest ``path`` into a fresh index; print figures as JSON."""
-    from hopindex.api.service import Hopindex
     from hopindex.core.models import JobState
-    from hopindex.methods.registry import load_settings
 
-    with Hopindex(load_settings()) as service:
-        nlp, embedder = service.backends.nlp, service.backends.embedder
+    with local_client() as client:  # the data dir measure() set in the environment
+        backends = client.service.backends
+        nlp, embedder = backends.nlp, backends.embedder
         nlp.analyze_texts(["Warm up the pipeline."])
         embedder.embed_texts(["Warm up the model."])
         nlp_s, embed_s = [0.0], [0.0]
@@ -114,11 +113,11 @@ def child(path: Path) -> None:
         nlp.analyze_texts = _timed(nlp.analyze_texts, nlp_s)  # type: ignore[method-assign]
         embedder.embed_texts = _timed(embedder.embed_texts, embed_s)  # type: ignore[method-assign]
         started, cpu_started = time.perf_counter(), _cpu_s()
-        job = service.ingest_paths(INDEX, [path], method="extractive")
+        job = client.ingest(INDEX, [path], method="extractive")
         ingest_s, cpu_s = time.perf_counter() - started, _cpu_s() - cpu_started
         if job.state is not JobState.SUCCEEDED or job.errors:
             sys.exit(f"job {job.job_id} {job.state.value}: {job.errors[:3]}")
-        state = service.backends.state
+        state = backends.state
         units = state.count_units(INDEX)
         passages = {u.text for u in state.units_of_documents(INDEX, sorted(
             state.document_hashes(INDEX)))}

@@ -31,14 +31,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, WIKI_CORPUS, read_json, write_result
+from common import OUT, ROOT, WIKI_CORPUS, local_client, read_json, write_result
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.settings import CacheMode, Settings
 from hopindex.evaluation.metrics import percentile
 from hopindex.methods.base import QueryOptions
 from hopindex.methods.phases import QueryPhase
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 TWOWIKI = "twowiki"
 HOTPOT = "hotpot"
@@ -99,8 +99,8 @@ def run_eval(base_url: str) -> dict[str, Any]:
 
 
 def ensure_2wiki(settings: Settings) -> None:
-    with Hopindex(settings) as service:
-        if service.backends.state.get_index(TWOWIKI) is not None:
+    with local_client(settings=settings) as client:
+        if client.service.backends.state.get_index(TWOWIKI) is not None:
             return
         corpus = read_json(WIKI_CORPUS)
         print(f"building the 2Wiki index ({len(corpus)} passages; ingest_2wiki.py builds the "
@@ -108,15 +108,15 @@ def ensure_2wiki(settings: Settings) -> None:
         records = [RawDocument(doc_id=None, title=r["title"], text=r["text"], metadata={},
                                origin=f"corpus.json[{i}]") for i, r in enumerate(corpus)]
         started = time.perf_counter()
-        service.ingest_documents(TWOWIKI, records, method="extractive")
+        client.ingest_read(TWOWIKI, ReadResult(documents=records), method="extractive")
         print(f"built in {time.perf_counter() - started:.0f}s", flush=True)
 
 
-def measure(service: Hopindex, index: str, questions: list[str],
+def measure(client: LocalClient, index: str, questions: list[str],
             params: dict[str, str]) -> dict[str, Any]:
     options = QueryOptions(k=5, params=params)
     for q in questions[:10]:  # warm the model, the searchers and the connection pool
-        service.query(index, q, "bridgerag", options)
+        client.query(index, q, method="bridgerag", k=options.k, options=options)
     total_ms: list[float] = []
     llm_ms: list[float] = []
     overhead_ms: list[float] = []
@@ -125,7 +125,7 @@ def measure(service: Hopindex, index: str, questions: list[str],
     searches: list[int] = []
     for q in questions:
         started = time.perf_counter()
-        result = service.query(index, q, "bridgerag", options)
+        result = client.query(index, q, method="bridgerag", k=options.k, options=options)
         total = (time.perf_counter() - started) * 1000
         llm = sum(s for name, s in result.usage.phases_s.items() if name in LLM_PHASES)
         total_ms.append(total)
@@ -166,14 +166,14 @@ def main() -> None:
         step = max(1, len(corpus) // args.queries)
         wiki_questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
                           for i, r in enumerate(corpus[::step][: args.queries])]
-        with Hopindex(wiki) as service:
+        with local_client(settings=wiki) as client:
             for label, params in (("2wiki", {}), ("2wiki_merged", {"extraction": "merged"})):
-                figures[label] = measure(service, TWOWIKI, wiki_questions, params)
+                figures[label] = measure(client, TWOWIKI, wiki_questions, params)
         hotpot = llm_settings(OUT / "bridgerag-hotpot-data", base_url)
         if (hotpot.data_dir / "state.sqlite3").exists():
             questions = [q["question"] for q in json.loads((SAMPLE / "questions.json").read_text())]
-            with Hopindex(hotpot) as service:
-                figures["hotpotqa_100"] = measure(service, HOTPOT, questions, {})
+            with local_client(settings=hotpot) as client:
+                figures["hotpotqa_100"] = measure(client, HOTPOT, questions, {})
     for label in ("2wiki", "2wiki_merged", "hotpotqa_100"):
         if label in figures:
             f = figures[label]

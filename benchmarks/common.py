@@ -1,4 +1,9 @@
-"""Shared helpers for the benchmark scripts: where data lives, how results are written."""
+"""Shared helpers for the benchmark scripts: where data lives, how results are written,
+the client a benchmark drives hopindex through.
+
+Standard library only at import: the peers' venv (benchmarks/peers/) imports this
+module without hopindex installed.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,11 @@ import resource
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hopindex.api.client.local import LocalClient
+    from hopindex.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
@@ -19,6 +28,21 @@ OUT = ROOT / "benchmarks" / "out"
 WIKI_CORPUS = DATA / "2wiki-corpus.json.gz"
 WIKI_QUESTIONS = DATA / "2wiki-100-questions.json.gz"
 SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"  # HotpotQA-100, bundled
+
+
+def local_client(data_dir: Path | None = None, *, settings: Settings | None = None
+                 ) -> LocalClient:
+    """``Client.local`` over ``settings`` (or the environment's with ``data_dir``): the
+    service in this process, its internals at ``client.service`` for what a benchmark
+    times apart. A server owning the data dir is refused (``DataDirInUseError``) rather
+    than gone through: every figure here is of this process's service, not of an HTTP
+    round trip."""
+    from hopindex import Client
+    from hopindex.api.client.local import LocalClient
+
+    client = Client.local(data_dir, settings=settings, through_server=False)
+    assert isinstance(client, LocalClient)  # through_server=False: never a RemoteClient
+    return client
 
 
 def dataset_files(corpus: str) -> tuple[Path, Path]:

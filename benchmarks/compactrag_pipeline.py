@@ -38,12 +38,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, dataset_files, high_water_mb, write_result
+from common import OUT, ROOT, dataset_files, high_water_mb, local_client, write_result
 from query_log import QueryLog
 
 sys.path.insert(0, str(ROOT))  # the tiny local models are the tests' own
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job
 from hopindex.core.settings import CacheMode, Settings
 from hopindex.evaluation.datasets import Question, load_questions
@@ -51,7 +51,7 @@ from hopindex.evaluation.metrics import percentile
 from hopindex.evaluation.report import MethodReport
 from hopindex.evaluation.runner import evaluate_method
 from hopindex.evaluation.token_curve import TokenCurve, break_even
-from hopindex.methods.base import QueryResult
+from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.compactrag.method import RECORDS
 from hopindex.methods.compactrag.modules import EXTRACTOR_VARIABLE, REWRITER_VARIABLE
@@ -101,24 +101,24 @@ def main() -> None:
                                "torch_threads": args.torch_threads}
     server = LlmTestServer(LlmServerConfig(latency_s=0)).start_in_thread()
     try:
-        with _service(data_dir, server, {}, wipe=not args.reuse_index) as service:
+        with _client(data_dir, server, {}, wipe=not args.reuse_index) as client:
             if not args.reuse_index:
-                job, wall_s, calls = _build(service, server, index, corpus_path, "compactrag")
-                figures["build"] = _build_figures(service, index, job, wall_s, calls)
-            elif index not in {i.name for i in service.list_indexes()}:
+                job, wall_s, calls = _build(client, server, index, corpus_path, "compactrag")
+                figures["build"] = _build_figures(client, index, job, wall_s, calls)
+            elif index not in {i.name for i in client.indexes.list_indexes()}:
                 sys.exit(f"--reuse-index: no index {index!r} under {data_dir}; run once "
                          "without it")
             load["after_build"] = os.getloadavg()[0]
-            figures["queries_model_free"] = _queries(service, server, index, questions)
+            figures["queries_model_free"] = _queries(client, server, index, questions)
         models = _tiny_models()
         method_env = {EXTRACTOR_VARIABLE: str(models / "extractor"),
                       REWRITER_VARIABLE: str(models / "rewriter")}
-        with _service(data_dir, server, method_env, wipe=False) as service:
-            figures["queries_tiny_models"] = _queries(service, server, index, questions)
+        with _client(data_dir, server, method_env, wipe=False) as client:
+            figures["queries_tiny_models"] = _queries(client, server, index, questions)
         load["after_queries"] = os.getloadavg()[0]
         if not args.no_baselines:
-            with _service(data_dir, server, {}, wipe=False) as service:
-                figures["baselines"] = _baselines(service, server, base, corpus_path,
+            with _client(data_dir, server, {}, wipe=False) as client:
+                figures["baselines"] = _baselines(client, server, base, corpus_path,
                                                   questions)
             figures["cumulative_tokens"] = _cumulative(figures)
             figures["curve"] = _curve(data_dir, server, base, corpus_path, questions_path,
@@ -140,22 +140,22 @@ def _settings(data_dir: Path, server: LlmTestServer, method_env: dict[str, str])
 
 
 @contextmanager
-def _service(data_dir: Path, server: LlmTestServer, method_env: dict[str, str], *,
-             wipe: bool) -> Iterator[Hopindex]:
+def _client(data_dir: Path, server: LlmTestServer, method_env: dict[str, str], *,
+            wipe: bool) -> Iterator[LocalClient]:
     if wipe:
         shutil.rmtree(data_dir, ignore_errors=True)
-    with Hopindex(_settings(data_dir, server, method_env)) as service:
+    with local_client(settings=_settings(data_dir, server, method_env)) as client:
         # The models load before any clock: the build's wall time is the build's own.
-        service.backends.nlp.analyze_texts(["Warm up the pipeline."])
-        service.backends.embedder.embed_texts(["Warm up the model."])
-        yield service
+        client.service.backends.nlp.analyze_texts(["Warm up the pipeline."])
+        client.service.backends.embedder.embed_texts(["Warm up the model."])
+        yield client
 
 
-def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Path,
+def _build(client: LocalClient, server: LlmTestServer, index: str, corpus_path: Path,
            method: str) -> tuple[Job, float, dict[str, int]]:
     before = dict(server.stats.by_kind)
     started = time.perf_counter()
-    job = service.ingest_paths(index, [corpus_path], method=method)
+    job = client.ingest(index, [corpus_path], method=method)
     wall_s = time.perf_counter() - started
     calls = {k: v - before.get(k, 0) for k, v in server.stats.by_kind.items()
              if v - before.get(k, 0)}
@@ -170,9 +170,9 @@ def _tokens(job: Job) -> dict[str, int]:
             "total": llm["prompt_tokens"] + llm["completion_tokens"], "calls": llm["calls"]}
 
 
-def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float,
+def _build_figures(client: LocalClient, index: str, job: Job, wall_s: float,
                    calls: dict[str, int]) -> dict[str, Any]:
-    state = service.backends.state
+    state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(index))
     documents = state.get_documents(index, doc_ids)
     chunks = sum(len(chunk_document(d)) for d in documents)
@@ -195,20 +195,21 @@ def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float,
     return figures
 
 
-def _evaluate(service: Hopindex, server: LlmTestServer, index: str,
+def _evaluate(client: LocalClient, server: LlmTestServer, index: str,
               questions: list[Question], method: str
               ) -> tuple[MethodReport, list[dict[str, Any]]]:
     # One query first, not counted: lazy loads (engines, local models) stay out of p50.
-    service.query(index, questions[0].question, method=method)
+    client.query(index, questions[0].question, method=method, k=QueryOptions().k)
+    # The evaluation code `hopindex eval` runs, over the client's service.
     log = QueryLog(server, describe=_trace_fields)
-    with log.installed(service):
-        report, _ = evaluate_method(service, index, questions, method)
+    with log.installed(client):
+        report, _ = evaluate_method(client.service, index, questions, method)
     return report, log.rows
 
 
-def _queries(service: Hopindex, server: LlmTestServer, index: str,
+def _queries(client: LocalClient, server: LlmTestServer, index: str,
              questions: list[Question]) -> dict[str, Any]:
-    report, rows = _evaluate(service, server, index, questions, "compactrag")
+    report, rows = _evaluate(client, server, index, questions, "compactrag")
     assert report.llm is not None
     server_calls = [sum(r["by_kind"].values()) for r in rows]
     kinds_ok = all(r["by_kind"] == {"decompose": 1, "synthesize": 1} for r in rows)
@@ -257,24 +258,24 @@ def _tiny_models() -> Path:
     return folder
 
 
-def _baselines(service: Hopindex, server: LlmTestServer, base: str, corpus_path: Path,
+def _baselines(client: LocalClient, server: LlmTestServer, base: str, corpus_path: Path,
                questions: list[Question]) -> dict[str, Any]:
     """``indexrag`` (one call per query) over its index; ``naive`` (none) and ``ircot``
     (iterative retrieval and reasoning, several calls) over an ``extractive`` one."""
     figures: dict[str, Any] = {}
     for index_method, methods in BASELINES.items():
         index = f"{base}-{index_method}"
-        job, wall_s, calls = _build(service, server, index, corpus_path, index_method)
+        job, wall_s, calls = _build(client, server, index, corpus_path, index_method)
         for method in methods:
-            figures[method] = _baseline(service, server, index, index_method, method,
+            figures[method] = _baseline(client, server, index, index_method, method,
                                         questions, job, wall_s, calls)
     return figures
 
 
-def _baseline(service: Hopindex, server: LlmTestServer, index: str, index_method: str,
+def _baseline(client: LocalClient, server: LlmTestServer, index: str, index_method: str,
               method: str, questions: list[Question], job: Job, wall_s: float,
               calls: dict[str, int]) -> dict[str, Any]:
-    report, rows = _evaluate(service, server, index, questions, method)
+    report, rows = _evaluate(client, server, index, questions, method)
     assert report.llm is not None
     figures = {
         "index_method": index_method, "build_wall_s": round(wall_s, 1),

@@ -39,14 +39,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import structlog
-from common import OUT, SAMPLE, write_result
+from common import OUT, SAMPLE, local_client, write_result
 from structlog.testing import capture_logs
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client import IngestPlanView
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job, LlmUsage
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
-from hopindex.scheduler.dry_run import IngestPlan, PhasePlan
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
@@ -66,17 +66,19 @@ def _error(estimate: int | None, actual: int) -> float | None:
     return round((estimate - actual) / actual, 4)
 
 
-def _phase(plan: IngestPlan, name: str) -> PhasePlan:
-    return next(p for p in plan.phases if p.phase == name)
+def _phase(plan: IngestPlanView, name: str) -> dict[str, Any]:
+    """One phase of the plan, as the client gives it (``hopindex ingest --dry-run
+    --json`` prints the same)."""
+    return next(p for p in plan.phases if p["phase"] == name)
 
 
-def other_predictors(history: Job, plan: IngestPlan, job: Job) -> dict[str, Any]:
+def other_predictors(history: Job, plan: IngestPlanView, job: Job) -> dict[str, Any]:
     """Slice A's job applied to slice B the ways it could be: per call (the basis
     before), and completion tokens per prompt character."""
     before, stage1 = history.llm[STAGE1], _phase(plan, STAGE1)
     planned = history.estimate[STAGE1]
     used = job.llm.get(STAGE1, LlmUsage())
-    calls, chars = stage1.calls or 0, stage1.prompt_chars or 0
+    calls, chars = stage1["calls"] or 0, stage1["prompt_chars"] or 0
     per_call = (round(calls * before.prompt_tokens / before.calls),
                 round(calls * before.completion_tokens / before.calls))
     per_prompt_char = round(chars * before.completion_tokens / planned["prompt_chars"])
@@ -89,7 +91,7 @@ def other_predictors(history: Job, plan: IngestPlan, job: Job) -> dict[str, Any]
                 "completion_error": _error(per_prompt_char, used.completion_tokens)}}
 
 
-def compare(plan: IngestPlan, job: Job, sent: dict[str, int],
+def compare(plan: IngestPlanView, job: Job, sent: dict[str, int],
             requests_during_plan: int) -> dict[str, Any]:
     stage1, stage2 = _phase(plan, STAGE1), _phase(plan, STAGE2)
     used1 = job.llm.get(STAGE1)
@@ -97,23 +99,23 @@ def compare(plan: IngestPlan, job: Job, sent: dict[str, int],
     actual1 = (used1.prompt_tokens, used1.completion_tokens) if used1 else (0, 0)
     actual2 = (used2.prompt_tokens, used2.completion_tokens) if used2 else (0, 0)
     return {
-        "documents": plan.documents.as_dict(),
+        "documents": dict(plan.documents),
         "requests_during_dry_run": requests_during_plan,
-        "stage1": {"planned_calls": stage1.calls, "sent_calls": sent.get("stage1", 0),
-                   "token_basis": stage1.token_basis.value,
-                   "prompt_tokens": {"estimate": stage1.prompt_tokens, "actual": actual1[0],
-                                     "error": _error(stage1.prompt_tokens, actual1[0])},
+        "stage1": {"planned_calls": stage1["calls"], "sent_calls": sent.get("stage1", 0),
+                   "token_basis": stage1["token_basis"],
+                   "prompt_tokens": {"estimate": stage1["prompt_tokens"], "actual": actual1[0],
+                                     "error": _error(stage1["prompt_tokens"], actual1[0])},
                    "completion_tokens": {
-                       "estimate": stage1.completion_tokens, "actual": actual1[1],
-                       "error": _error(stage1.completion_tokens, actual1[1])},
+                       "estimate": stage1["completion_tokens"], "actual": actual1[1],
+                       "error": _error(stage1["completion_tokens"], actual1[1])},
                    # The character rule on the same prompts, for comparison with history.
-                   "prompt_tokens_by_characters": round((stage1.prompt_chars or 0) * 0.25)},
-        "stage2": {"planning": stage2.planning.value, "bound": stage2.calls,
-                   "basis": stage2.basis, "sent_calls": sent.get("stage2", 0),
-                   "token_basis": stage2.token_basis.value,
-                   "prompt_tokens": {"bound_estimate": stage2.prompt_tokens,
+                   "prompt_tokens_by_characters": round((stage1["prompt_chars"] or 0) * 0.25)},
+        "stage2": {"planning": stage2["planning"], "bound": stage2["calls"],
+                   "basis": stage2["basis"], "sent_calls": sent.get("stage2", 0),
+                   "token_basis": stage2["token_basis"],
+                   "prompt_tokens": {"bound_estimate": stage2["prompt_tokens"],
                                      "actual": actual2[0]},
-                   "completion_tokens": {"bound_estimate": stage2.completion_tokens,
+                   "completion_tokens": {"bound_estimate": stage2["completion_tokens"],
                                          "actual": actual2[1]}},
     }
 
@@ -143,15 +145,16 @@ def info_events() -> Iterator[list[dict[str, Any]]]:
         structlog.configure(**config)
 
 
-def plan_then_ingest(service: Hopindex, server: LlmTestServer,
-                     documents: list[RawDocument]) -> tuple[IngestPlan, Job, dict[str, Any]]:
+def plan_then_ingest(client: LocalClient, server: LlmTestServer, documents: list[RawDocument]
+                     ) -> tuple[IngestPlanView, Job, dict[str, Any]]:
+    read = ReadResult(documents=documents)
     before = server.stats.count(Endpoint.CHAT)
-    plan = service.plan_ingest_documents(INDEX, documents, method="indexrag")
+    plan = client.plan_read(INDEX, read, method="indexrag")
     during = server.stats.count(Endpoint.CHAT) - before
     kinds = dict(server.stats.by_kind)
     started = time.perf_counter()
     with info_events() as logs:
-        job = service.ingest_documents(INDEX, documents, method="indexrag")
+        job = client.ingest_read(INDEX, read, method="indexrag")
     ingest_s = time.perf_counter() - started
     sent = {k: v - kinds.get(k, 0) for k, v in server.stats.by_kind.items()}
     figures = compare(plan, job, sent, during)
@@ -173,9 +176,9 @@ def main() -> None:
                             llm_base_url=server.base_url, llm_api_key="bench",
                             embedder_url=f"openai://{server.config.embedding_model}"
                             ).resolved()
-        with Hopindex(settings) as service:
-            _, history, first = plan_then_ingest(service, server, documents[: args.slice_a])
-            plan, job, second = plan_then_ingest(service, server, documents[args.slice_a:])
+        with local_client(settings=settings) as client:
+            _, history, first = plan_then_ingest(client, server, documents[: args.slice_a])
+            plan, job, second = plan_then_ingest(client, server, documents[args.slice_a:])
             second["stage1"]["other_predictors"] = other_predictors(history, plan, job)
     finally:
         server.stop()

@@ -13,21 +13,18 @@ question in turn (order alternating), three rounds; target p50 ratio <= 2.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, dataset_files, write_result
+from common import OUT, dataset_files, local_client, write_result
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.metrics import percentile
 from hopindex.evaluation.runner import evaluate_method
-from hopindex.methods.base import QueryOptions
-from hopindex.methods.registry import load_settings
 
 # Each idea alone and combined; the first three rows are the comparison itself.
 VARIANTS = {
@@ -62,42 +59,41 @@ def main() -> None:
 def run_corpus(corpus: str, rounds: int) -> dict[str, object]:
     corpus_path, questions_path = dataset_files(corpus)
     data_dir = OUT / f"hops-{corpus}-data"
-    service = Hopindex(load_settings({**os.environ, "HOPINDEX_DATA_DIR": str(data_dir)}))
-    try:
+    # The environment's settings (a broker, say) with this corpus's data folder.
+    with local_client(data_dir) as client:
         index = "dev"
-        if service.backends.state.get_index(index) is None:
+        if client.service.backends.state.get_index(index) is None:
             started = time.perf_counter()
-            job = service.ingest_paths(index, [corpus_path], method="extractive")
-            job = service.wait_for_job(job.job_id, timeout_s=7200)
+            # Not waited for in the call: the wait below caps a build on workers at 2 h.
+            job = client.ingest(index, [corpus_path], method="extractive", wait=False)
+            job = client.jobs.wait_for_job(job.job_id, timeout_s=7200)
             print(f"{corpus}: built {index} ({job.state.value}) in "
                   f"{time.perf_counter() - started:.1f}s", flush=True)
         questions = load_questions(questions_path, FORMATS[corpus])
         rows: dict[str, object] = {}
         for label, spec in VARIANTS.items():
-            report, _ = evaluate_method(service, index, questions, spec, ks=KS)
+            # The evaluation code `hopindex eval` runs, over the client's service.
+            report, _ = evaluate_method(client.service, index, questions, spec, ks=KS)
             rows[label] = {"spec": spec, "recall": report.recall,
                            "p50_ms": report.latency_p50_ms, "p95_ms": report.latency_p95_ms}
             print(f"{corpus} {label:42s} " + " ".join(f"{report.recall[k]:.3f}" for k in KS)
                   + f"  p50 {report.latency_p50_ms:.1f} ms", flush=True)
-        latency = paired_latency(service, index, [q.question for q in questions], rounds)
+        latency = paired_latency(client, index, [q.question for q in questions], rounds)
         print(f"{corpus} paired p50: hops {latency['hops_p50_ms']:.1f} ms, naive "
               f"{latency['naive_p50_ms']:.1f} ms, ratio {latency['ratio']:.2f} "
               "(target <= 2 on 2wiki)", flush=True)
         return {"variants": rows, "paired_latency": latency}
-    finally:
-        service.close()
 
 
-def paired_latency(service: Hopindex, index: str, questions: list[str],
+def paired_latency(client: LocalClient, index: str, questions: list[str],
                    rounds: int) -> dict[str, float]:
     times: dict[str, list[float]] = {"hops": [], "naive": []}
-    options = QueryOptions(k=10)
     for round_ in range(rounds):
         for i, question in enumerate(questions):
             order = ("hops", "naive") if (i + round_) % 2 == 0 else ("naive", "hops")
             for method in order:
                 started = time.perf_counter()
-                service.query(index, question, method=method, options=options)
+                client.query(index, question, method=method, k=10)
                 times[method].append(time.perf_counter() - started)
     hops = percentile(times["hops"], 50) * 1000
     naive = percentile(times["naive"], 50) * 1000

@@ -27,11 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import write_result
+from common import local_client, write_result
 
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 QUESTION = "Where was the wife of Pierre Curie born?"
@@ -71,9 +70,10 @@ def build(data_dir: Path) -> None:
     settings = Settings(data_dir=data_dir, llm_model=server.config.model,
                         llm_base_url=server.base_url, llm_api_key="k").resolved()
     try:
-        with Hopindex(settings) as service:
+        with local_client(settings=settings) as client:
             for index_method in sorted(set(METHODS.values())):
-                service.ingest_documents(index_method, DOCUMENTS, method=index_method)
+                client.ingest_read(index_method, ReadResult(documents=DOCUMENTS),
+                                   method=index_method)
     finally:
         server.stop()
 

@@ -19,9 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, ROOT, peak_rss_mb, write_result
+from common import OUT, ROOT, local_client, peak_rss_mb, write_result
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import Stage
 from hopindex.core.settings import Settings
 from hopindex.evaluation.datasets import load_questions
@@ -45,17 +44,18 @@ def main() -> None:
     try:
         settings = Settings(data_dir=data_dir, llm_model=server.config.model,
                             llm_base_url=server.base_url, llm_api_key="bench").resolved()
-        with Hopindex(settings) as service:
+        with local_client(settings=settings) as client:
             started = time.perf_counter()
-            job = service.ingest_paths(INDEX, [SAMPLE / "corpus.json"])
+            job = client.ingest(INDEX, [SAMPLE / "corpus.json"])
             ingest_s = time.perf_counter() - started
             before = server.stats.count(Endpoint.CHAT)
-            again = service.ingest_paths(INDEX, [SAMPLE / "corpus.json"])
+            again = client.ingest(INDEX, [SAMPLE / "corpus.json"])
             second_calls = server.stats.count(Endpoint.CHAT) - before
             questions = load_questions(SAMPLE / "questions.json")[: args.limit]
             methods = {}
             for method in ("indexrag", "ircot"):
-                report, _ = evaluate_method(service, INDEX, questions, method)
+                # The evaluation code `hopindex eval` runs, over the client's service.
+                report, _ = evaluate_method(client.service, INDEX, questions, method)
                 assert report.llm is not None
                 methods[method] = {
                     "recall": report.recall, "latency_p50_ms": report.latency_p50_ms,
@@ -64,7 +64,7 @@ def main() -> None:
                     "prompt_tokens_mean": report.llm.prompt_tokens_mean,
                     "completion_tokens_mean": report.llm.completion_tokens_mean,
                 }
-            units = service.backends.state.count_units(INDEX)
+            units = client.service.backends.state.count_units(INDEX)
         figures = {
             "documents": job.counts[Stage.VALIDATE].done,
             "ingest_s": round(ingest_s, 1), "state": job.state.value, "errors": len(job.errors),

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, WIKI_CORPUS, peak_rss_mb, read_json, write_result
+from common import OUT, WIKI_CORPUS, local_client, peak_rss_mb, read_json, write_result
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 INDEX = "twowiki"
 
@@ -40,8 +40,11 @@ def main() -> None:
     data_dir = OUT / "2wiki-data"
     shutil.rmtree(data_dir, ignore_errors=True)
     settings = Settings(data_dir=data_dir).resolved()
-    with Hopindex(settings) as service:
-        backends = service.backends
+    # The documents are read before any clock, as they were: each ingest hands the same
+    # ones to the client (ingest_read), so the reading stays out of its time.
+    read = ReadResult(documents=records)
+    with local_client(settings=settings) as client:
+        backends = client.service.backends
         # Load both models before the clock starts: the parts below run warm too.
         backends.nlp.analyze_texts(["Warm up the pipeline."])
         backends.embedder.embed_texts(["Warm up the model."])
@@ -51,7 +54,7 @@ def main() -> None:
         # both sides alike (single runs here have differed by 20%).
         texts = [r.text.strip() for r in records]
         started = time.perf_counter()
-        job = service.ingest_documents(INDEX, records)
+        job = client.ingest_read(INDEX, read)
         ingest_s = time.perf_counter() - started
         rss_mb = peak_rss_mb()
         units = backends.state.count_units(INDEX)
@@ -59,11 +62,11 @@ def main() -> None:
               f"({len(records) / ingest_s:.1f} docs/s), state={job.state.value}, "
               f"errors={len(job.errors)}, units={ {k.value: v for k, v in units.items()} }, "
               f"peak RSS {rss_mb:.0f} MB")
-        unit_texts = _unit_texts(service)
-        nlp_s, embed_s = _parts(service, texts, unit_texts)
+        unit_texts = _unit_texts(client)
+        nlp_s, embed_s = _parts(client, texts, unit_texts)
         parts_s = nlp_s + embed_s
         t0 = time.perf_counter()
-        service.ingest_documents(INDEX + "_b", records)
+        client.ingest_read(INDEX + "_b", read)
         second_s = time.perf_counter() - t0
         mean_ingest_s = (ingest_s + second_s) / 2
         ratio = mean_ingest_s / parts_s
@@ -72,7 +75,7 @@ def main() -> None:
               f"mean ingest / parts = {ratio:.2f}x (target <= 1.3x)")
 
         t0 = time.perf_counter()
-        again = service.ingest_documents(INDEX, records)
+        again = client.ingest_read(INDEX, read)
         reingest_s = time.perf_counter() - t0
         print(f"re-ingest unchanged: {reingest_s:.2f}s = {reingest_s / ingest_s:.1%} of the "
               f"first (target < 10%); embedded {again.units_embedded}, "
@@ -84,7 +87,7 @@ def main() -> None:
             text="The chronicle of Teutberga describes Lothair II and Hucbert at "
                  "St. Maurice's Abbey.", metadata={}, origin="extra")
         t0 = time.perf_counter()
-        added = service.ingest_documents(INDEX, [extra])
+        added = client.ingest_read(INDEX, ReadResult(documents=[extra]))
         add_s = time.perf_counter() - t0
         print(f"add one document: {add_s:.2f}s, bridge entities recomputed "
               f"{added.groups_rebuilt}, units embedded {added.units_embedded}")
@@ -103,18 +106,20 @@ def main() -> None:
     print(f"wrote {path}")
 
 
-def _parts(service: Hopindex, texts: list[str], unit_texts: list[str]) -> tuple[float, float]:
+def _parts(client: LocalClient, texts: list[str], unit_texts: list[str]
+           ) -> tuple[float, float]:
     """spaCy over every text, then one embedding call over every unit written."""
+    backends = client.service.backends
     t0 = time.perf_counter()
-    service.backends.nlp.analyze_texts(texts)
+    backends.nlp.analyze_texts(texts)
     nlp_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    service.backends.embedder.embed_texts(unit_texts)
+    backends.embedder.embed_texts(unit_texts)
     return nlp_s, time.perf_counter() - t0
 
 
-def _unit_texts(service: Hopindex) -> list[str]:
-    state = service.backends.state
+def _unit_texts(client: LocalClient) -> list[str]:
+    state = client.service.backends.state
     hashes = state.document_hashes(INDEX)
     units = state.units_of_documents(INDEX, sorted(hashes))
     return [u.text for u in {u.unit_id: u for u in units}.values()]

@@ -16,7 +16,7 @@ and the time taken:
   reader and the duplicate check, which remembers every id it has seen, so it grows
   with the number of documents (not with their size).
 
-``read_paths`` then keeps every document in a list for ``Hopindex.ingest_paths``;
+``read_paths`` then keeps every document in a list for the ingest (``client.ingest``);
 that list, the corpus's text itself, is not the reader's and is not measured.
 
 Data: the 6,119 passages of the bundled 2Wiki corpus, repeated with unique ids and

@@ -53,10 +53,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, dataset_files, high_water_mb, write_result
+from common import OUT, dataset_files, high_water_mb, local_client, write_result
 from query_log import QueryLog
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.core.models import Job
 from hopindex.core.settings import CacheMode, Settings
@@ -108,7 +108,7 @@ class BuildTimers:
     _local: threading.local = field(default_factory=threading.local)
 
     @contextmanager
-    def installed(self, service: Hopindex) -> Iterator[None]:
+    def installed(self, client: LocalClient) -> Iterator[None]:
         """``method.py`` holds ``build_links`` in its phase: the phase is replaced by
         one holding the timed function. ``build_links`` and ``run_graphs`` call the
         functions timed here by their module's name."""
@@ -119,7 +119,7 @@ class BuildTimers:
             stack.enter_context(patch.object(KgBridgeIndexMethod, "phases", phases))
             stack.enter_context(patch.object(links, "candidate_ends", self._timer(
                 links.candidate_ends, "candidate_ends_s")))
-            vectors = service.backends.vectors
+            vectors = client.service.backends.vectors
             stack.enter_context(patch.object(vectors, "get_vectors", self._timer(
                 vectors.get_vectors, "vector_reads_s")))
             stack.enter_context(patch.object(graphs, "replace_mentions", self._timer(
@@ -240,16 +240,16 @@ def main() -> None:
                                "torch_threads": args.torch_threads}
     server = LlmTestServer(LlmServerConfig(latency_s=0)).start_in_thread()
     try:
-        with _service(data_dir, server, wipe=not args.reuse_index) as service:
+        with _client(data_dir, server, wipe=not args.reuse_index) as client:
             if args.reuse_index:
-                if index not in {i.name for i in service.list_indexes()}:
+                if index not in {i.name for i in client.indexes.list_indexes()}:
                     sys.exit(f"--reuse-index: no index {index!r} under {data_dir}; run once "
                              "without it")
             else:
-                figures["build"] = _build(service, server, index, corpus_path, args.profile)
-                figures["links"] = _links_figures(service, index, figures["build"])
+                figures["build"] = _build(client, server, index, corpus_path, args.profile)
+                figures["links"] = _links_figures(client, index, figures["build"])
                 load["after_build"] = os.getloadavg()[0]
-            figures["queries"] = _queries(service, server, index, questions)
+            figures["queries"] = _queries(client, server, index, questions)
         load["end"] = os.getloadavg()[0]
         figures.update(load_average_1m=load, peak_rss_mb=round(high_water_mb()),
                        server=server.stats.as_dict())
@@ -262,38 +262,38 @@ def main() -> None:
 
 
 @contextmanager
-def _service(data_dir: Path, server: LlmTestServer, *, wipe: bool) -> Iterator[Hopindex]:
+def _client(data_dir: Path, server: LlmTestServer, *, wipe: bool) -> Iterator[LocalClient]:
     if wipe:
         shutil.rmtree(data_dir, ignore_errors=True)
     settings = Settings(data_dir=data_dir, llm_model=server.config.model,
                         llm_base_url=server.base_url, llm_api_key="bench",
                         llm_cache=CacheMode.OFF).resolved()
-    with Hopindex(settings) as service:
+    with local_client(settings=settings) as client:
         # The models load before the clock: the build's wall time is the build's own.
-        service.backends.embedder.embed_texts(["Warm up the model."])
-        yield service
+        client.service.backends.embedder.embed_texts(["Warm up the model."])
+        yield client
 
 
-def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Path,
+def _build(client: LocalClient, server: LlmTestServer, index: str, corpus_path: Path,
            profile: Path | None) -> dict[str, Any]:
     profiler = cProfile.Profile() if profile else None
     timers = BuildTimers(profiler=profiler)
     before = dict(server.stats.by_kind)
-    with timers.installed(service):
+    with timers.installed(client):
         started, cpu = time.perf_counter(), time.process_time()
-        job = service.ingest_paths(index, [corpus_path], method="kgbridge")
+        job = client.ingest(index, [corpus_path], method="kgbridge")
         wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
     if profiler and profile:
         profiler.dump_stats(profile)
         print(f"profile of build_links: {profile}")
     calls = {k: v - before.get(k, 0) for k, v in server.stats.by_kind.items()
              if v - before.get(k, 0)}
-    return _build_figures(service, index, job, wall_s, cpu_s, calls, timers)
+    return _build_figures(client, index, job, wall_s, cpu_s, calls, timers)
 
 
-def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float, cpu_s: float,
+def _build_figures(client: LocalClient, index: str, job: Job, wall_s: float, cpu_s: float,
                    calls: dict[str, int], timers: BuildTimers) -> dict[str, Any]:
-    state = service.backends.state
+    state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(index))
     documents = state.get_documents(index, doc_ids)
     chunks = sum(len(chunk_document(d)) for d in documents)
@@ -344,11 +344,11 @@ def _build_figures(service: Hopindex, index: str, job: Job, wall_s: float, cpu_s
     return figures
 
 
-def _links_figures(service: Hopindex, index: str, build: dict[str, Any]) -> dict[str, Any]:
+def _links_figures(client: LocalClient, index: str, build: dict[str, Any]) -> dict[str, Any]:
     """The links records' counts, and every candidate pair's S_emb again from the
     stored vectors (outside the build's clock) for the count below the lossless bound."""
     settings = KgBridgeSettings()
-    state, vectors = service.backends.state, service.backends.vectors
+    state, vectors = client.service.backends.state, client.service.backends.vectors
     doc_ids = sorted(state.document_hashes(index))
     mentions = state.mentions_of_documents(index, doc_ids)
     docs_of: dict[str, set[str]] = {}
@@ -404,13 +404,14 @@ def _links_figures(service: Hopindex, index: str, build: dict[str, Any]) -> dict
     return figures
 
 
-def _evaluate(service: Hopindex, server: LlmTestServer, index: str,
+def _evaluate(client: LocalClient, server: LlmTestServer, index: str,
               questions: list[Question], method: str) -> dict[str, Any]:
     # One query first, not counted: lazy loads stay out of p50.
-    service.query(index, questions[0].question, method=method)
+    client.query(index, questions[0].question, method=method, k=QueryOptions().k)
+    # The evaluation code `hopindex eval` runs, over the client's service.
     log = QueryLog(server, describe=_trace_fields)
-    with log.installed(service):
-        report, _ = evaluate_method(service, index, questions, method)
+    with log.installed(client):
+        report, _ = evaluate_method(client.service, index, questions, method)
     rows = log.rows
     assert report.llm is not None
     local_ms = [(r["wall_s"] - sum(r["phases"].get(p, 0.0) for p in LLM_PHASES)) * 1000
@@ -444,9 +445,9 @@ def _evaluate(service: Hopindex, server: LlmTestServer, index: str,
         "degraded_queries": sum(1 for r in rows if r["degraded"])}
 
 
-def _queries(service: Hopindex, server: LlmTestServer, index: str,
+def _queries(client: LocalClient, server: LlmTestServer, index: str,
              questions: list[Question]) -> dict[str, Any]:
-    methods = {m: _evaluate(service, server, index, questions, m) for m in METHODS}
+    methods = {m: _evaluate(client, server, index, questions, m) for m in METHODS}
     for method, m in methods.items():
         recall = "/".join(f"{m['recall'][k]:.3f}" for k in (1, 2, 5, 10, 20))
         answers = m["answers"]
@@ -461,7 +462,7 @@ def _queries(service: Hopindex, server: LlmTestServer, index: str,
     kg["calls_within_bound"] = (kg["llm_calls_per_query"]["max"] <= MAX_CALLS_PER_QUERY
                                 and kg["llm_calls_per_query"]["server_max"]
                                 <= MAX_CALLS_PER_QUERY)
-    paired = _paired_latency(service, index, questions)
+    paired = _paired_latency(client, index, questions)
     print(f"kgbridge: p50 without LLM calls {kg['p50_without_llm_ms']:.1f} ms (target <= "
           f"{LOCAL_P50_TARGET_MS:.0f} ms on 2Wiki), p95 {kg['p95_without_llm_ms']:.1f} ms; "
           f"phase p50s (ms) {kg['phase_p50_ms']}; stopped {kg['stopped']}; links followed "
@@ -473,7 +474,7 @@ def _queries(service: Hopindex, server: LlmTestServer, index: str,
     return {"methods": methods, "target_ms": LOCAL_P50_TARGET_MS, "paired_latency": paired}
 
 
-def _paired_latency(service: Hopindex, index: str, questions: list[Question],
+def _paired_latency(client: LocalClient, index: str, questions: list[Question],
                     rounds: int = 1) -> dict[str, Any]:
     """``kgbridge`` without its LLM calls against ``naive``, question by question and in
     turn (which goes first alternates), so both meet the same machine load."""
@@ -483,8 +484,7 @@ def _paired_latency(service: Hopindex, index: str, questions: list[Question],
             order = METHODS if (n + round_) % 2 == 0 else METHODS[::-1]
             for method in order:
                 started = time.perf_counter()
-                result = service.query(index, question.question, method=method,
-                                       options=QueryOptions(k=20))
+                result = client.query(index, question.question, method=method, k=20)
                 wall = time.perf_counter() - started
                 walls[method].append(wall - sum(result.usage.phases_s.get(p, 0.0)
                                                 for p in LLM_PHASES))

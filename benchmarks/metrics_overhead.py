@@ -1,11 +1,12 @@
 """What Prometheus metrics add to query latency: query_latency.py's benchmark with metrics
 on and off, side by side in one run.
 
-Two services share one set of backends (the 2Wiki index of ingest_2wiki.py), one with
-HOPINDEX_METRICS=on, one with off; each question runs on both back to back, order
-alternating, so machine noise hits both alike. Target: p50 with metrics at most 2%
-above p50 without. The recording alone (the histograms one query feeds) is also timed
-in a tight loop: the part of the difference metrics can be blamed for.
+Two clients, over two services sharing one set of backends (the 2Wiki index of
+ingest_2wiki.py), one with HOPINDEX_METRICS=on, one with off; each question runs on
+both back to back, order alternating, so machine noise hits both alike. Target: p50
+with metrics at most 2% above p50 without. The recording alone (the histograms one
+query feeds) is also timed in a tight loop: the part of the difference metrics can be
+blamed for.
 
     .venv/bin/python benchmarks/metrics_overhead.py [--queries N]
 
@@ -24,15 +25,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, WIKI_CORPUS, read_json, write_result
+from common import OUT, WIKI_CORPUS, local_client, read_json, write_result
 from query_latency import INDEX, TEMPLATES
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import MetricsMode, Settings
 from hopindex.evaluation.metrics import percentile
 from hopindex.methods.base import QueryOptions
 from hopindex.monitoring.queries import PrometheusQueryRecorder
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 METHOD = "extractive"
 RECORD_LOOPS = 20_000
@@ -43,16 +45,16 @@ def ensure_index(data_dir: Path, corpus: list[dict[str, str]]) -> None:
     building (its documents land at its end) is completed, or fails on the engines' lock,
     rather than measured half-built."""
     settings = Settings(data_dir=data_dir).resolved()
-    with Hopindex(settings) as service:
+    with local_client(settings=settings) as client:
         # A document's hash is set when its job finishes (empty until then).
-        hashes = service.backends.state.document_hashes(INDEX)
+        hashes = client.service.backends.state.document_hashes(INDEX)
         if len(hashes) >= len(corpus) and all(hashes.values()):
             return
         print(f"building the {INDEX} index in {data_dir} (ingest_2wiki.py's first ingest)",
               flush=True)
         records = [RawDocument(doc_id=None, title=r["title"], text=r["text"], metadata={},
                                origin=f"corpus.json[{i}]") for i, r in enumerate(corpus)]
-        service.ingest_documents(INDEX, records)
+        client.ingest_read(INDEX, ReadResult(documents=records))
 
 
 def main() -> None:
@@ -67,19 +69,24 @@ def main() -> None:
     ensure_index(data_dir, corpus)
     options = QueryOptions(k=10)
     settings = Settings(data_dir=data_dir).resolved()
-    with Hopindex(settings) as metered:
-        # Same backends, metrics off: only the recording differs between the two.
-        bare = Hopindex(replace(settings, metrics=MetricsMode.OFF), backends=metered.backends)
-        services = {"on": metered, "off": bare}
+    with local_client(settings=settings) as metered:
+        # Same backends, metrics off: only the recording differs between the two. No
+        # opener shares another client's backends, so this one is built over a second
+        # service; both are asked through the client alike. Not closed: its backends
+        # are the first client's, closed with it.
+        bare = LocalClient(Hopindex(replace(settings, metrics=MetricsMode.OFF),
+                                    backends=metered.service.backends))
+        clients = {"on": metered, "off": bare}
         for q in questions[:10]:  # warm caches, model and searchers
-            for service in services.values():
-                service.query(INDEX, q, METHOD, options)
+            for client in clients.values():
+                client.query(INDEX, q, method=METHOD, k=options.k, options=options)
         ms: dict[str, list[float]] = {"on": [], "off": []}
         last = None
         for i, q in enumerate(questions):
             for which in (("on", "off") if i % 2 else ("off", "on")):
                 t0 = time.perf_counter()
-                last = services[which].query(INDEX, q, METHOD, options)
+                last = clients[which].query(INDEX, q, method=METHOD, k=options.k,
+                                            options=options)
                 ms[which].append((time.perf_counter() - t0) * 1000)
     assert last is not None
     # The recording a query pays, alone: every histogram one extractive query feeds.

@@ -33,14 +33,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import write_result
+from common import local_client, write_result
 
-from hopindex.api.remote import ApiClient, RemoteApiError
-from hopindex.api.service import Hopindex
+from hopindex import Client
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.registry import open_keyword_index, open_vector_store
+from hopindex.core.errors import HopindexError
 from hopindex.core.models import JobState, Stage
 from hopindex.core.settings import CacheMode, Settings
 from hopindex.evaluation.metrics import percentile
+from hopindex.methods.base import QueryOptions
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from hopindex.testing.redis_server import running_redis
 from hopindex.testing.workers import HopindexProcess, WorkerProcess
@@ -50,6 +52,8 @@ SERVE_READY = "hopindex API on "
 AFTER_QUERIES = 200
 ENGINE_CALLS = 300
 JOB_TIMEOUT_S = 1800.0
+# What the clients ask for: the service's default k (the client's own default is 10).
+QUERY_K = QueryOptions().k
 
 
 def sample(name: str) -> object:
@@ -74,8 +78,8 @@ def settings_for(data_dir: Path, server: LlmTestServer, redis_url: str = "") -> 
         llm_concurrency=1, stage1_batch_docs=8, stage2_batch_entities=16).resolved()
 
 
-def unit_texts(service: Hopindex) -> dict[str, str]:
-    state = service.backends.state
+def unit_texts(client: LocalClient) -> dict[str, str]:
+    state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(INDEX))
     return {u.unit_id: u.text for u in state.units_of_documents(INDEX, doc_ids)}
 
@@ -83,9 +87,9 @@ def unit_texts(service: Hopindex) -> dict[str, str]:
 def eager_reference(tmp: Path, corpus: Path) -> tuple[dict[str, str], float]:
     with LlmTestServer(LlmServerConfig()) as server:
         started = time.perf_counter()
-        with Hopindex(replace(settings_for(tmp / "eager", server),
-                              llm_concurrency=16)) as eager:
-            job = eager.ingest_paths(INDEX, [corpus])
+        with local_client(settings=replace(settings_for(tmp / "eager", server),
+                                           llm_concurrency=16)) as eager:
+            job = eager.ingest(INDEX, [corpus])
             if job.state is not JobState.SUCCEEDED or job.errors:
                 raise SystemExit(f"eager reference build: {job.state.value} {job.reason}")
             return unit_texts(eager), time.perf_counter() - started
@@ -94,7 +98,7 @@ def eager_reference(tmp: Path, corpus: Path) -> tuple[dict[str, str], float]:
 class Clients:
     """``n`` threads asking through the API in a loop; latencies and errors by phase."""
 
-    def __init__(self, api: ApiClient, questions: list[str], n: int) -> None:
+    def __init__(self, api: Client, questions: list[str], n: int) -> None:
         self.api, self.questions, self.n = api, questions, n
         self.phase = "during"
         self.latency_ms: dict[str, list[float]] = {"during": [], "after": []}
@@ -125,8 +129,8 @@ class Clients:
             phase, question = picked
             started = time.perf_counter()
             try:
-                result = self.api.query(INDEX, question)
-            except RemoteApiError as exc:
+                result = self.api.query(INDEX, question, k=QUERY_K)
+            except HopindexError as exc:
                 with self._lock:
                     self.errors.append(f"{phase}: {exc}"[:300])
                 continue
@@ -158,8 +162,8 @@ class Clients:
 
 def engine_round_trips(settings: Settings) -> list[float]:
     """One keyword search at a time from this process, through the owner (ms each)."""
-    with Hopindex(settings) as reader:
-        keywords = reader.backends.keywords
+    with local_client(settings=settings) as reader:
+        keywords = reader.service.backends.keywords
         took: list[float] = []
         for i in range(ENGINE_CALLS):
             started = time.perf_counter()
@@ -193,16 +197,18 @@ def run(args: argparse.Namespace, tmp: Path, redis_url: str) -> dict[str, object
             process.wait_ready()
         found = re.search(SERVE_READY + r"(http://\S+)", serve.log_text())
         assert found is not None
-        api = ApiClient(found.group(1))
+        api = Client.connect(found.group(1))
         clients = Clients(api, questions, args.clients)
-        with Hopindex(settings) as reader:
+        # Polls the job and reads the units beside the API: with a broker no server owns
+        # the engines, and this process's service reaches them through their owner.
+        with local_client(settings=settings) as reader:
             started = time.perf_counter()
-            job = api.ingest_paths(INDEX, [corpus], method="indexrag")
+            job = api.ingest(INDEX, [corpus], method="indexrag", wait=False)
             clients.start()
             first_embed_s: float | None = None
             while not job.state.is_final and time.perf_counter() - started < JOB_TIMEOUT_S:
                 time.sleep(0.1)
-                job = reader.get_job(job.job_id)
+                job = reader.jobs.get_job(job.job_id)
                 if first_embed_s is None and job.count(Stage.EMBED).done:
                     first_embed_s = time.perf_counter() - started
             ingest_s = time.perf_counter() - started

@@ -1,4 +1,6 @@
-"""What each query of a benchmark cost, recorded around ``service.query``."""
+"""What each query of a benchmark cost, recorded around the local client's service's
+``query``: the call both the evaluation code (``evaluate_method``, given
+``client.service``) and the client's own ``query`` make."""
 
 from __future__ import annotations
 
@@ -6,12 +8,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
-from hopindex.api.service import Hopindex
 from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.testing.llm_server import LlmTestServer
+
+if TYPE_CHECKING:
+    from hopindex.api.client.local import LocalClient
 
 
 def _nothing(_: QueryResult) -> dict[str, Any]:
@@ -29,7 +33,8 @@ class QueryLog:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @contextmanager
-    def installed(self, service: Hopindex) -> Iterator[None]:
+    def installed(self, client: LocalClient) -> Iterator[None]:
+        service = client.service
         query = service.query
 
         def recording(index: str, question: str, method: str | None = None,

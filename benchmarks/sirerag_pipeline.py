@@ -37,10 +37,10 @@ from unittest.mock import patch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OUT, dataset_files, high_water_mb, status_mb, write_result
+from common import OUT, dataset_files, high_water_mb, local_client, status_mb, write_result
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.embedder.sentence_transformer import SentenceTransformerEmbedder
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.backends.registry import Backends
@@ -184,34 +184,34 @@ def main() -> None:
     server = LlmTestServer(LlmServerConfig(latency_s=args.latency_ms / 1000)).start_in_thread()
     try:
         if args.reuse_index:
-            with _service(OUT / f"sirerag-{args.corpus}-data", server, wipe=False) as service:
-                if index not in {i.name for i in service.list_indexes()}:
+            with _client(OUT / f"sirerag-{args.corpus}-data", server, wipe=False) as client:
+                if index not in {i.name for i in client.indexes.list_indexes()}:
                     sys.exit(f"--reuse-index: no index {index!r}; run once without it")
-                figures = {"queries": _queries(service, index, questions)}
+                figures = {"queries": _queries(client, index, questions)}
             path = write_result(f"sirerag-queries-{args.corpus}", figures)
             print(f"wrote {path}")
             return
-        with _service(OUT / f"sirerag-{args.corpus}-data", server) as service:
-            build = _build(service, server, index, corpus_path, args.profile,
+        with _client(OUT / f"sirerag-{args.corpus}-data", server) as client:
+            build = _build(client, server, index, corpus_path, args.profile,
                            args.cluster_threads)
             build_rss_mb = high_water_mb()
             load["after_build"] = os.getloadavg()[0]
-            figures = _build_figures(service, index, build)
+            figures = _build_figures(client, index, build)
             figures["peak_rss_mb_build"] = round(build_rss_mb)
             _print_build(figures)
             before = server.stats.count(Endpoint.CHAT)
-            again = service.ingest_paths(index, [corpus_path], method="sirerag")
+            again = client.ingest(index, [corpus_path], method="sirerag")
             figures["second_ingest"] = {"llm_calls": server.stats.count(Endpoint.CHAT) - before,
                                         "state": again.state.value}
             print(f"second ingest: {figures['second_ingest']['llm_calls']} LLM calls "
                   f"(target 0), {again.state.value}")
-            figures["queries"] = _queries(service, index, questions)
-            trees_a = _summary_nodes(service, index)
+            figures["queries"] = _queries(client, index, questions)
+            trees_a = _summary_nodes(client, index)
         if args.corpus == "hotpot":
-            with _service(OUT / f"sirerag-{args.corpus}-data-b", server) as service:
-                second = _build(service, server, index, corpus_path, None,
+            with _client(OUT / f"sirerag-{args.corpus}-data-b", server) as client:
+                second = _build(client, server, index, corpus_path, None,
                                 args.cluster_threads)
-                trees_b = _summary_nodes(service, index)
+                trees_b = _summary_nodes(client, index)
             figures["repeat_build"] = {
                 **_time_figures(second),
                 "summaries": len(trees_b), "identical": trees_a == trees_b,
@@ -234,28 +234,28 @@ def main() -> None:
 
 
 @contextmanager
-def _service(data_dir: Path, server: LlmTestServer, *, wipe: bool = True
-             ) -> Iterator[Hopindex]:
+def _client(data_dir: Path, server: LlmTestServer, *, wipe: bool = True
+            ) -> Iterator[LocalClient]:
     if wipe:
         shutil.rmtree(data_dir, ignore_errors=True)
     settings = Settings(data_dir=data_dir, llm_model=server.config.model,
                         llm_base_url=server.base_url, llm_api_key="bench").resolved()
-    with Hopindex(settings) as service:
+    with local_client(settings=settings) as client:
         # The model loads before the clock: the build's wall time is the build's own.
-        service.backends.embedder.embed_texts(["Warm up the model."])
-        yield service
+        client.service.backends.embedder.embed_texts(["Warm up the model."])
+        yield client
 
 
-def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Path,
+def _build(client: LocalClient, server: LlmTestServer, index: str, corpus_path: Path,
            profile: Path | None, cluster_threads: int) -> Build:
     timers = BuildTimers(cluster_threads=cluster_threads)
     before = dict(server.stats.by_kind)
     profiler = cProfile.Profile() if profile else None
-    with timers.installed(service.backends):
+    with timers.installed(client.service.backends):
         started, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
-        job = service.ingest_paths(index, [corpus_path], method="sirerag")
+        job = client.ingest(index, [corpus_path], method="sirerag")
         if profiler:
             profiler.disable()
         wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
@@ -266,8 +266,8 @@ def _build(service: Hopindex, server: LlmTestServer, index: str, corpus_path: Pa
                  calls={k: v - before.get(k, 0) for k, v in after.items()})
 
 
-def _build_figures(service: Hopindex, index: str, build: Build) -> dict[str, Any]:
-    state = service.backends.state
+def _build_figures(client: LocalClient, index: str, build: Build) -> dict[str, Any]:
+    state = client.service.backends.state
     documents = state.get_documents(index, sorted(state.document_hashes(index)))
     chunks = sum(len(chunk_document(d)) for d in documents)
     levels = SiReRagSettings().levels
@@ -328,11 +328,13 @@ def _print_build(f: dict[str, Any]) -> None:
     print(f"tokens per phase (prompt, completion): {tokens}")
 
 
-def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[str, Any]:
+def _queries(client: LocalClient, index: str, questions: list[Question]) -> dict[str, Any]:
     """The three methods over the questions. Each query's phases are kept, and its wall
-    time around ``service.query``, the same for every method, so that ``sirerag``
-    without its answer call compares with ``naive`` on one clock."""
+    time around ``service.query`` (what the evaluation code and the client's ``query``
+    call), the same for every method, so that ``sirerag`` without its answer call
+    compares with ``naive`` on one clock."""
     phases: list[dict[str, float]] = []
+    service = client.service
     query = service.query
 
     def recording(index: str, question: str, method: str | None = None,
@@ -346,6 +348,7 @@ def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[s
     with patch.object(service, "query", recording):
         for method in METHODS:
             phases.clear()
+            # The evaluation code `hopindex eval` runs, over the client's service.
             report, _ = evaluate_method(service, index, questions, method)
             assert report.llm is not None
             without_answer = [p["total"] - p.get(QueryPhase.ANSWER.value, 0.0) for p in phases]
@@ -361,7 +364,7 @@ def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[s
                                   for name in dict.fromkeys(n for p in phases for n in p)},
             }
     both, similarity = methods["sirerag"], methods["sirerag:pool=similarity"]
-    paired = _paired_latency(service, index, questions)
+    paired = _paired_latency(client, index, questions)
     ratio = paired["ratio"]
     figures = {"methods": methods, "sirerag_p50_without_answer_over_naive_p50": ratio,
                "paired_latency": paired,
@@ -382,7 +385,7 @@ def _queries(service: Hopindex, index: str, questions: list[Question]) -> dict[s
     return figures
 
 
-def _paired_latency(service: Hopindex, index: str, questions: list[Question],
+def _paired_latency(client: LocalClient, index: str, questions: list[Question],
                     rounds: int = 3) -> dict[str, Any]:
     """``sirerag`` without its answer call against ``naive``, question by question and
     in turn (which goes first alternates), so that both meet the same machine load:
@@ -393,8 +396,7 @@ def _paired_latency(service: Hopindex, index: str, questions: list[Question],
             order = ("sirerag", "naive") if (n + round_) % 2 == 0 else ("naive", "sirerag")
             for method in order:
                 started = time.perf_counter()
-                result = service.query(index, question.question, method=method,
-                                       options=QueryOptions(k=20))
+                result = client.query(index, question.question, method=method, k=20)
                 wall = time.perf_counter() - started
                 walls[method].append(wall - result.usage.phases_s.get(QueryPhase.ANSWER.value,
                                                                        0.0))
@@ -404,9 +406,10 @@ def _paired_latency(service: Hopindex, index: str, questions: list[Question],
             "naive_p50_ms": round(naive_ms, 2), "ratio": round(sirerag_ms / naive_ms, 3)}
 
 
-def _summary_nodes(service: Hopindex, index: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+def _summary_nodes(client: LocalClient, index: str
+                   ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Every summary unit of both trees: source key → (text, children)."""
-    state = service.backends.state
+    state = client.service.backends.state
     unit_ids: set[str] = set()
     for tree in trees.Tree:
         groups = state.get_groups(index, tree.namespace,

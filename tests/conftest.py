@@ -1,26 +1,74 @@
-"""Shared fixtures: services over embedded backends in a temporary data dir."""
+"""Shared fixtures: clients of services over embedded backends in a temporary data dir."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
+from hopindex import Client
+from hopindex.api.client.local import LocalClient
+from hopindex.api.client.models import IngestPlanView
 from hopindex.api.service import Hopindex
-from hopindex.core.models import JobState
+from hopindex.core.budget import BudgetLimits
+from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 
 ServiceFactory = Callable[..., Hopindex]
+ClientFactory = Callable[..., LocalClient]
+
+
+def local_client(settings: Settings) -> LocalClient:
+    """``Client.local`` over ``settings``: the service in this process (no server owns
+    a test's data dir, and one that did would be a fault to report, not to go through),
+    its internals at ``client.service`` for the tests that inspect them."""
+    client = Client.local(settings=settings, through_server=False)
+    assert isinstance(client, LocalClient)
+    return client
+
+
+def ingest_documents(client: LocalClient, index: str, documents: Sequence[RawDocument], *,
+                     method: str | None = None, wait: bool = True,
+                     limits: BudgetLimits | None = None) -> Job:
+    """``client.ingest`` of documents already read: the corpora here are RawDocuments,
+    and as records they would be read again, named by line instead of by their own
+    origins (what a job's errors and a plan's say where)."""
+    return client.ingest_read(index, ReadResult(documents=list(documents)), method=method,
+                              wait=wait, limits=limits)
+
+
+def plan_documents(client: LocalClient, index: str, documents: Sequence[RawDocument], *,
+                   method: str | None = None) -> IngestPlanView:
+    """``client.plan_ingest`` of documents already read (see ``ingest_documents``)."""
+    return client.plan_read(index, ReadResult(documents=list(documents)), method=method)
+
+
+@pytest.fixture
+def make_client(tmp_path: Path) -> Iterator[ClientFactory]:
+    """Open clients over fresh embedded backends, each over data dir ``name`` with the
+    settings given by keyword; models load once per process."""
+    opened: list[LocalClient] = []
+
+    def factory(name: str = "data", **overrides: object) -> LocalClient:
+        settings = Settings(data_dir=tmp_path / name, **overrides).resolved()  # type: ignore[arg-type]
+        client = local_client(settings)
+        opened.append(client)
+        return client
+
+    yield factory
+    for client in opened:
+        client.close()
 
 
 @pytest.fixture
 def make_service(tmp_path: Path) -> Iterator[ServiceFactory]:
-    """Open services over fresh embedded backends; models load once per process."""
+    """Open services over fresh embedded backends (``make_client`` without the client,
+    for the tests not moved to it yet)."""
     opened: list[Hopindex] = []
 
     def factory(name: str = "data", **overrides: object) -> Hopindex:
@@ -48,18 +96,29 @@ def hotpot_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     The service is closed before anything is copied (the embedded engines allow one
     process, and a copy of closed files is consistent)."""
     data_dir = tmp_path_factory.mktemp("hotpot-built")
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-        job = service.ingest_paths(HOTPOT_INDEX, [HOTPOT_SAMPLE / "corpus.json"])
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        job = client.ingest(HOTPOT_INDEX, [HOTPOT_SAMPLE / "corpus.json"])
     assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
     assert job.counts["extractive.stage1"].done == 994
     return data_dir
 
 
-def hotpot_copy(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Hopindex:
-    """A service over a private copy of the built HotpotQA-100 index (close it)."""
+def hotpot_settings(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The settings of a private copy of the built HotpotQA-100 index."""
     data_dir = tmp_path_factory.mktemp("hotpot-copy") / "data"
     shutil.copytree(built, data_dir)
-    return Hopindex(Settings(data_dir=data_dir).resolved())
+    return Settings(data_dir=data_dir).resolved()
+
+
+def hotpot_client(built: Path, tmp_path_factory: pytest.TempPathFactory) -> LocalClient:
+    """A client over a private copy of the built HotpotQA-100 index (close it)."""
+    return local_client(hotpot_settings(built, tmp_path_factory))
+
+
+def hotpot_copy(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Hopindex:
+    """A service over a private copy of the built HotpotQA-100 index (close it):
+    ``hotpot_client`` without the client, for the tests not moved to it yet."""
+    return Hopindex(hotpot_settings(built, tmp_path_factory))
 
 
 def pytest_configure(config: pytest.Config) -> None:

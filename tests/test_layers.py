@@ -118,6 +118,21 @@ def test_method_importing_another_breaks_their_independence(tree: Path) -> None:
     assert "hopindex.methods.naive -> hopindex.methods.bridgerag" in output
 
 
+def test_importing_hopindex_testing_breaks_its_contract(tree: Path) -> None:
+    """The shipped doubles and contract suites (which need pytest) stay out of the
+    runtime: an import of them is refused from the top-level module and from a package
+    added after the contract was written, each named."""
+    plant(tree, "hopindex/__init__.py", "import hopindex.testing.contracts.vector_store")
+    (tree / "hopindex" / "later").mkdir()
+    (tree / "hopindex" / "later" / "__init__.py").write_text("import hopindex.testing.waiting\n")
+
+    output = lint_imports(tree)
+
+    assert verdict(output, "testing-unused-by-package") == "BROKEN"
+    assert "hopindex -> hopindex.testing.contracts.vector_store" in output
+    assert "hopindex.later -> hopindex.testing.waiting" in output
+
+
 def test_cycle_inside_a_package_is_refused_by_both_checks(tree: Path) -> None:
     """Restoring the JSON readers' cycle breaks the acyclic contract and check_cycles."""
     assert not in_one_cycle(cycle_groups(tree), "hopindex.readers.jsonfile",

@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--digest", type=Path, help="write the unit digests here")
     args = parser.parse_args()
 
+    # The service, not the client: this runs in each arm's tree (PYTHONPATH), trees from
+    # before the client included, and every tree has the service.
     from hopindex.api.service import Hopindex
     from hopindex.methods.registry import load_settings
     from hopindex.readers import RawDocument

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import click
 
-from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, ingest_budget, limits_from_flags
-from hopindex.api.cli_context import open_service as _service
-from hopindex.api.cli_context import remote_commands as _remote
+from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, limits_from_flags
+from hopindex.api.cli_context import open_client, open_local_client
 from hopindex.api.cli_embedder import prepare_queries, slow_start_hint
 from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_indexes import indexes
 from hopindex.api.cli_jobs import jobs
-from hopindex.api.cli_links import links
 from hopindex.api.cli_methods import (
     MethodName,
     RegistryHelpOption,
@@ -24,14 +22,9 @@ from hopindex.api.cli_methods import (
     query_method_help,
     shown_method_settings,
 )
+from hopindex.api.cli_operations import operation_groups
 from hopindex.api.cli_processes import api_key, beat, serve, worker
-from hopindex.api.cli_support import (
-    console,
-    handle_errors,
-    print_result,
-    run_and_report,
-    waiting,
-)
+from hopindex.api.cli_support import console, handle_errors, print_result, run_and_report
 from hopindex.api.cli_webhooks import webhooks
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
@@ -84,8 +77,8 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
 
     # With --json the walk-through is not shown: stdout holds the JSON alone.
     shown = Console(quiet=True) if as_json else console
-    with _service(engines=True) as service:
-        run = run_quickstart(service, shown, index=index, n_questions=n_questions)
+    with open_local_client() as client:
+        run = run_quickstart(client, shown, index=index, n_questions=n_questions)
     if as_json:
         click.echo(json.dumps(run.as_dict(), indent=2))
 
@@ -133,32 +126,21 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
     if dry_run:
         _dry_run(index, method, paths, as_json=as_json)
         return
-    if (remote := _remote(engines=True)) is not None:
-        remote.ingest(index, list(paths), method=method, quiet=quiet, as_json=as_json,
-                      no_wait=no_wait, limits=limits)
-        return
-    with _service() as service:
-        budget = ingest_budget(service, index, limits)
-        run_and_report(service.backends.state, index,
-                       lambda: service.ingest_paths(index, list(paths), method=method,
-                                                    budget=budget,
-                                                    **waiting(no_wait, as_json=as_json)),
-                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
-                       no_wait=no_wait)
+    with open_client(engines=True) as client:
+        run_and_report(client, index,
+                       lambda announce: client.ingest(index, list(paths), method=method,
+                                                      wait=not no_wait, limits=limits,
+                                                      announce=announce),
+                       quiet=quiet, as_json=as_json, no_wait=no_wait)
 
 
 def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
              as_json: bool) -> None:
     from hopindex.api.render_plan import print_plan
 
-    if (remote := _remote(engines=True)) is not None:
-        plan = remote.client.plan_ingest_paths(index, list(paths), method=method)
-    else:
-        from hopindex.api.service import Hopindex
-
-        # Writes nothing on disk: not even the state file of a data dir not made yet.
-        with Hopindex.for_planning(load_settings()) as service:
-            plan = service.plan_ingest_paths(index, list(paths), method=method).as_dict()
+    # Here, writes nothing on disk: not even the state file of a data dir not made yet.
+    with open_client(engines=True, planning=True) as client:
+        plan = client.plan_ingest(index, list(paths), method=method).as_dict()
     print_plan(plan, as_json=as_json)
     documents = plan["documents"]
     usable = documents["new"] + documents["changed"] + documents["unchanged"]
@@ -207,13 +189,9 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
     options = QueryOptions(k=k, retrieval=Retrieval(retrieval) if retrieval else None,
                            fusion=FusionMode(fusion), dense_weight=dense_weight,
                            keyword_weight=keyword_weight, params=pairs)
-    hint = None
-    if (remote := _remote(engines=True)) is not None:
-        result = remote.client.query(index, question, method=method, options=options)
-    else:
-        with _service() as service:
-            result = service.query(index, question, method=method, options=options)
-            hint = slow_start_hint(service.backends.embedder, result)
+    with open_client(engines=True) as client:
+        result = client.query(index, question, method=method, k=k, options=options)
+        hint = slow_start_hint(client.embedder_to_prepare(), result)
     print_result(result, as_json=as_json, trace=trace, full=full)
     if hint is not None and not as_json:
         click.echo(hint, err=True)
@@ -237,15 +215,12 @@ def delete(index: str, quiet: bool, as_json: bool, no_wait: bool,
     when no id names a document (nothing was deleted) or there is no such index, 3
     when some ids name none (the others are deleted).
     """
-    if (remote := _remote(engines=True)) is not None:
-        remote.delete(index, list(doc_ids), quiet=quiet, as_json=as_json, no_wait=no_wait)
-        return
-    with _service() as service:
-        run_and_report(service.backends.state, index,
-                       lambda: service.delete_documents(index, list(doc_ids),
-                                                        **waiting(no_wait, as_json=as_json)),
-                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
-                       no_wait=no_wait)
+    with open_client(engines=True) as client:
+        run_and_report(client, index,
+                       lambda announce: client.delete_documents(index, list(doc_ids),
+                                                                wait=not no_wait,
+                                                                announce=announce),
+                       quiet=quiet, as_json=as_json, no_wait=no_wait)
 
 
 @main.command()
@@ -278,13 +253,8 @@ def export_command(index: str, path: Path) -> None:
     on other backends. With --api, the server's index, written here.
 
     Exits 66 when there is no such index, 75 while one of its jobs runs."""
-    from hopindex.api.transfer import export_index, save_export
-
-    if (remote := _remote(engines=True)) is not None:
-        summary = save_export(remote.client.export_lines(index), path, index)
-    else:
-        with _service() as service:
-            summary = export_index(service.backends, index, path)
+    with open_client(engines=True) as client:
+        summary = client.indexes.export_index(index, path)
     click.echo(json.dumps(summary.as_dict()))
 
 
@@ -293,11 +263,10 @@ def export_command(index: str, path: Path) -> None:
 @handle_errors
 def import_command(path: Path) -> None:
     """Recreate an exported index in the configured backends (no re-embedding, no LLM
-    calls); the index must not exist there yet."""
-    from hopindex.api.transfer import import_index
-
-    with _service(engines=True) as service:
-        click.echo(json.dumps(import_index(service.backends, path).as_dict()))
+    calls); the index must not exist there yet. With --api, on the server."""
+    with open_client(engines=True) as client:
+        summary = client.indexes.import_index(path)
+    click.echo(json.dumps(summary.as_dict()))
 
 
 @main.command()
@@ -310,15 +279,11 @@ def import_command(path: Path) -> None:
 def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) -> None:
     """Job and index events (job.started, job.progress, job.failed, job.cancelled,
     index.ready) from the durable event log."""
-    from hopindex.api.events import follow_events, render_event
+    from hopindex.api.events import render_event
 
-    if (remote := _remote()) is not None:
-        remote.events(index=index, from_id=from_id, follow=follow, as_json=as_json)
-        return
-    with _service() as service:
+    with open_client() as client:
         try:
-            for event in follow_events(service.backends.events, index=index, after_id=from_id,
-                                       follow=follow):
+            for event in client.events.iterate_events(index, from_id, follow=follow):
                 click.echo(json.dumps(event.as_dict()) if as_json else render_event(event))
         except KeyboardInterrupt:
             return
@@ -365,14 +330,18 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
     with --index-method, per index method too, beside what building its index cost."""
     from hopindex.api.evaluate import run_eval_command
 
-    with _service(engines=True) as service:
-        run_eval_command(service, console, index=index, dataset_path=dataset_path,
+    with open_local_client() as client:
+        run_eval_command(client.service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
                          json_out=json_out, index_methods=list(index_methods),
                          curve_out=curve_out, curve_queries=curve_queries)
 
 
-for _command in (jobs, repair, rebuild, indexes, links, webhooks, worker, beat, serve,
+for _command in (jobs, repair, rebuild, indexes, webhooks, worker, beat, serve,
                  api_key, prepare_queries):
+    main.add_command(_command)
+# The admin operations methods register (`links list|reject` of kgbridge indexes), after
+# the CLI's own commands so that none can take a built-in command's name.
+for _command in operation_groups(taken=main.commands):
     main.add_command(_command)

@@ -59,9 +59,11 @@ def prepare_queries(as_json: bool) -> None:
     click.echo(json.dumps(report) if as_json else message)
 
 
-def slow_start_hint(embedder: Embedder, result: QueryResult) -> str | None:
+def slow_start_hint(embedder: Embedder | PreparesQueries | None,
+                    result: QueryResult) -> str | None:
     """The stderr line after a query whose model load took long when preparing would
-    have shortened it; None otherwise."""
+    have shortened it; None otherwise (``embedder`` None: nothing here to prepare, a
+    server's embedder say)."""
     if result.embedder_load_s < SLOW_LOAD_S or not isinstance(embedder, PreparesQueries):
         return None
     if embedder.queries_prepared:

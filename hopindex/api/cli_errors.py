@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 import click
 
+from hopindex.api.client.http_wire import RemoteApiError
 from hopindex.api.exit_codes import ExitCode, Outcome, outcome_of
-from hopindex.api.remote import RemoteApiError
 from hopindex.core.errors import HopindexError, InvalidInputError
 from hopindex.core.redact import redact_text
 from hopindex.core.settings import LogLevel

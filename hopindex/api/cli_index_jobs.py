@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import click
 
-from hopindex.api.cli_context import open_service, remote_commands
-from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report, waiting
+from hopindex.api.cli_context import open_client
+from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report
 from hopindex.core.models import JobKind
 
 Command = Callable[..., None]
@@ -62,17 +62,13 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
 def _run_job(index: str, kind: JobKind, *, check: bool, quiet: bool, as_json: bool,
              no_wait: bool) -> None:
     """Show the index's status (``check``), or submit the job and report it."""
-    if (remote := remote_commands(engines=True)) is not None:
-        send = remote.repair if kind is JobKind.REPAIR else remote.rebuild
-        send(index, check=check, quiet=quiet, as_json=as_json, no_wait=no_wait)
-        return
-    with open_service() as service:
+    with open_client(engines=True) as client:
         if check:
-            print_outstanding(index, service.outstanding(index, verify=True).as_dict(),
-                              as_json=as_json)
+            print_outstanding(index, client.indexes.describe_index(index, verify=True)
+                              .as_dict(), as_json=as_json)
             return
-        submit = service.repair_index if kind is JobKind.REPAIR else service.rebuild_index
-        run_and_report(service.backends.state, index,
-                       lambda: submit(index, **waiting(no_wait, as_json=as_json)),
-                       in_process=not service.runs_on_workers, quiet=quiet, as_json=as_json,
-                       no_wait=no_wait)
+        submit = (client.indexes.repair_index if kind is JobKind.REPAIR
+                  else client.indexes.rebuild_index)
+        run_and_report(client, index,
+                       lambda announce: submit(index, wait=not no_wait, announce=announce),
+                       quiet=quiet, as_json=as_json, no_wait=no_wait)

@@ -9,17 +9,10 @@ from typing import Any
 
 import click
 
-from hopindex.api.budgets import (
-    COST_FLAG,
-    TOKENS_FLAG,
-    index_budget,
-    limits_from_flags,
-    set_index_budget,
-)
-from hopindex.api.cli_context import open_service, remote_commands
+from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, limits_from_flags
+from hopindex.api.cli_context import open_client
 from hopindex.api.cli_errors import USAGE, print_error
 from hopindex.api.cli_support import handle_errors
-from hopindex.api.index_views import describe_index, index_view
 from hopindex.api.render_indexes import (
     print_budget,
     print_deleted,
@@ -40,11 +33,8 @@ def indexes() -> None:
 @handle_errors
 def indexes_list(as_json: bool) -> None:
     """List the indexes by name, with the method each is built with."""
-    if (remote := remote_commands()) is not None:
-        found = remote.client.list_indexes()
-    else:
-        with open_service() as service:
-            found = [index_view(info) for info in service.list_indexes()]
+    with open_client() as client:
+        found = [index.as_dict() for index in client.indexes.list_indexes()]
     print_indexes(sorted(found, key=lambda index: str(index["name"])), as_json=as_json)
 
 
@@ -61,11 +51,9 @@ def indexes_describe(as_json: bool, name: str) -> None:
     Exits 66 when there is no such index. A partial index still exits 0: `hopindex
     repair --index NAME` redoes what it is missing.
     """
-    if (remote := remote_commands()) is not None:
-        print_described(remote.client.describe_index(name), as_json=as_json)
-        return
-    with open_service() as service:
-        print_described(describe_index(service, name), as_json=as_json)
+    with open_client() as client:
+        described = client.indexes.describe_index(name).as_dict()
+    print_described(described, as_json=as_json)
 
 
 @indexes.command(name="delete")
@@ -80,17 +68,11 @@ def indexes_delete(yes: bool, as_json: bool, name: str) -> None:
     Exits 2 when not confirmed (no answer on a closed stdin counts as no), 66 when
     there is no such index, 75 while one of its jobs is running (cancel it or wait).
     """
-    if (remote := remote_commands(engines=True)) is not None:
-        described = remote.client.describe_index(name)
+    with open_client(engines=True) as client:
+        described = client.indexes.describe_index(name).as_dict()
         if not yes:
             confirm_delete(described, as_json=as_json)
-        remote.client.delete_index(name)
-    else:
-        with open_service() as service:
-            described = describe_index(service, name)
-            if not yes:
-                confirm_delete(described, as_json=as_json)
-            service.delete_index(name)
+        client.indexes.delete_index(name)
     print_deleted(described, as_json=as_json)
 
 
@@ -121,14 +103,10 @@ def indexes_budget(max_llm_tokens: str | None, max_cost: str | None, clear: bool
         raise click.UsageError(f"--clear removes the default budget; it takes no "
                                f"{TOKENS_FLAG} or {COST_FLAG}")
     change = clear or limits.is_limited
-    if (remote := remote_commands()) is not None:
-        view = (remote.client.set_index_budget(name, limits) if change
-                else remote.client.index_budget(name))
-    else:
-        with open_service() as service:
-            view = (set_index_budget(service, name, limits) if change
-                    else index_budget(service, name))
-    print_budget(view, as_json=as_json)
+    with open_client() as client:
+        view = (client.indexes.set_budget(name, limits) if change
+                else client.indexes.get_budget(name))
+    print_budget(view.as_dict(), as_json=as_json)
 
 
 def confirm_delete(described: dict[str, Any], *, as_json: bool) -> None:

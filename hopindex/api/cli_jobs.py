@@ -8,7 +8,7 @@ import json
 import click
 
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, limits_from_flags
-from hopindex.api.cli_context import open_service, remote_commands
+from hopindex.api.cli_context import open_client
 from hopindex.api.cli_support import console, err_console, handle_errors, print_jobs, report_job
 
 USAGE = ("expected: jobs [JOB_ID] | jobs cancel JOB_ID | jobs resume JOB_ID "
@@ -51,25 +51,19 @@ def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
     if budgeted and action != "resume":
         raise click.UsageError(f"{TOKENS_FLAG} and {COST_FLAG} go with `jobs resume JOB_ID`")
     limits = limits_from_flags(max_llm_tokens, max_cost)
-    if (remote := remote_commands()) is not None:
-        remote.jobs(args, index=index, limit=limit, as_json=as_json, follow=follow,
-                    limits=limits)
-        return
-    with open_service() as service:
+    with open_client() as client:
         if action == "cancel":
-            job = service.cancel_job(args[1])
+            job = client.jobs.cancel_job(args[1])
         elif action == "resume":
-            job = service.resume_job(args[1], max_llm_tokens=limits.max_llm_tokens,
-                                     max_cost=limits.max_cost)
+            job = client.jobs.resume_job(args[1], limits)
         elif args:
-            job = service.get_job(args[0])
+            job = client.jobs.get_job(args[0])
             if follow:
-                job = follow_job(service.backends.state, job.job_id, err_console,
-                                 enabled=not as_json)
+                job = follow_job(client.jobs, job.job_id, err_console, enabled=not as_json)
                 report_job(job, as_json=as_json, max_errors=1000)
                 return
         else:
-            print_jobs(service.list_jobs(index, limit), as_json=as_json)
+            print_jobs(client.jobs.list_jobs(index, limit), as_json=as_json)
             return
         if as_json:
             click.echo(json.dumps(job.as_dict(), indent=2))

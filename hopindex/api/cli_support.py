@@ -29,8 +29,9 @@ from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, JobState, Stage
 
 if TYPE_CHECKING:
-    from hopindex.backends.protocols import JobStore
+    from hopindex.api.cli_context import CliClient
     from hopindex.methods.base import QueryResult
+    from hopindex.scheduler.writers import Announce
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,40 +97,42 @@ def job_failure(job: Job, outcome: Outcome) -> str:
     return f"job {job.job_id} {verb}: {job.reason or outcome.reason or 'no reason recorded'}"
 
 
-def run_and_report(jobs: JobStore, index: str, submit: Callable[[], Job], *,
-                   in_process: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
-    """Submit a job, follow it with progress bars, print it and exit with its outcome.
+def run_and_report(client: CliClient, index: str, submit: Callable[[Announce], Job], *,
+                   quiet: bool, as_json: bool, no_wait: bool) -> None:
+    """Submit a job (``submit`` calls the client with ``wait=not no_wait`` and the
+    announcer it is given), show its progress from a side thread while the call waits
+    for it, print it and exit with its outcome.
 
-    ``in_process``: the job runs inside ``submit`` (no broker), so its progress is
-    followed from a side thread, and a pause on the job's LLM budget is announced on
-    stderr (with the command that resumes it) while this process waits for the
-    resume. Otherwise ``no_wait`` prints its id and returns, and following stops at a
-    pause (exit 75), since the job goes on without this process once resumed.
+    When this process runs the job (``client.runs_jobs_here``: no broker, no server), a
+    pause on the job's LLM budget is announced on stderr (with the command that
+    resumes it) while this process waits for the resume, and ``no_wait`` only refuses
+    a busy index at once. Otherwise ``no_wait`` prints the job's id and returns, and a
+    wait stops at a pause (exit 75), since the job goes on without this process once
+    resumed.
     """
-    from hopindex.api.progress import PauseWatch, follow_job, follow_newest_job
+    from hopindex.api.progress import PauseWatch, follow_newest_job
 
-    show = not (quiet or as_json)
-    if in_process:
-        watch = PauseWatch(lambda job: announce_pause(job, as_json=as_json),
-                           lambda job: announce_resume(job, as_json=as_json))
-        with follow_newest_job(jobs, index, err_console, enabled=show, watch=watch):
-            job = submit()
-    else:
-        job = submit()
-        if no_wait:
-            click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
-            return
-        job = follow_job(jobs, job.job_id, err_console, enabled=show)
+    here = client.runs_jobs_here
+    detached = no_wait and not here
+    show = not (quiet or as_json or detached)
+    watch = (PauseWatch(lambda job: announce_pause(job, as_json=as_json),
+                        lambda job: announce_resume(job, as_json=as_json))
+             if here else None)
+    with follow_newest_job(client.jobs, index, err_console, enabled=show, watch=watch):
+        job = submit(announcer(as_json=as_json))
+    if detached:
+        click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+        return
     report_job(job, as_json=as_json)
 
 
-def waiting(no_wait: bool, *, as_json: bool) -> dict[str, Any]:
-    """How a job this process runs itself takes its turn on the index: waits behind the
-    index's unfinished jobs, saying on stderr which one it waits for, or (``no_wait``)
-    is refused at once (exit 75). Keyword arguments of the service's submit calls."""
-    from hopindex.scheduler.writers import WaitPolicy, busy_reason
-
+def announcer(*, as_json: bool) -> Announce:
+    """What a job this process runs itself says when it takes its turn on the index
+    behind unfinished jobs: which one it waits for, on stderr (``--no-wait`` is refused
+    at once instead, exit 75)."""
     def announce(blocking: Job) -> None:
+        from hopindex.scheduler.writers import busy_reason
+
         if as_json:
             click.echo(json.dumps({"event": "job.waiting", "index": blocking.index,
                                    "behind": blocking.job_id,
@@ -138,7 +141,7 @@ def waiting(no_wait: bool, *, as_json: bool) -> dict[str, Any]:
         err_console.print(f"waiting: {busy_reason(blocking.index, blocking)} (--no-wait "
                           "exits instead)", markup=False, soft_wrap=True)
 
-    return {"wait": WaitPolicy.NO_WAIT if no_wait else WaitPolicy.WAIT, "announce": announce}
+    return announce
 
 
 def announce_pause(job: Job, *, as_json: bool) -> None:

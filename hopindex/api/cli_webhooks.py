@@ -4,27 +4,16 @@ locally or through a server (``--api``), printed alike either way."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 import click
 
-from hopindex.api.cli_context import open_service, remote_commands
+from hopindex.api.cli_context import open_client
 from hopindex.api.cli_support import handle_errors
-from hopindex.core.errors import NotFoundError
-from hopindex.core.redact import redact_url
-
-if TYPE_CHECKING:
-    from hopindex.core.events import Webhook
 
 # What a webhook shows, as the HTTP API shows it; the secret only when it is made.
 SHOWN = ("id", "index", "url", "created_at", "allow_private")
 # What `webhooks add` prints: the new webhook with its secret.
 CREATED = ("id", "index", "url", "secret")
-
-
-def webhook_view(hook: Webhook) -> dict[str, Any]:
-    return {"id": hook.webhook_id, "index": hook.index, "url": redact_url(hook.url),
-            "created_at": hook.created_at, "allow_private": hook.allow_private}
 
 
 @click.group()
@@ -43,17 +32,11 @@ def webhooks() -> None:
 @handle_errors
 def webhooks_add(index: str, secret: str | None, as_json: bool, url: str) -> None:
     """Deliver INDEX's events to URL."""
-    from hopindex.api.events import register_webhook
     from hopindex.core.ids import validate_index_name
 
-    validate_index_name(index)
-    if (remote := remote_commands()) is not None:
-        added = remote.client.add_webhook(index, url, secret)
-    else:
-        with open_service() as service:
-            hook = register_webhook(service.backends.events, index, url, secret,
-                                    allow_private=service.settings.webhook_allow_private)
-        added = {**webhook_view(hook), "secret": hook.secret}
+    validate_index_name(index)  # before a server is asked, or the data dir opened
+    with open_client() as client:
+        added = client.webhooks.add_webhook(index, url, secret).as_dict()
     click.echo(json.dumps({key: added[key] for key in CREATED}, indent=2))
 
 
@@ -64,13 +47,9 @@ def webhooks_add(index: str, secret: str | None, as_json: bool, url: str) -> Non
 def webhooks_list(index: str | None, as_json: bool) -> None:
     """List webhooks: id, index and URL (credentials in it redacted; never the secret),
     and whether each may reach private addresses."""
-    if (remote := remote_commands()) is not None:
-        found = [{key: hook[key] for key in SHOWN if key in hook}
-                 for hook in remote.client.list_webhooks(index)]
-    else:
-        with open_service() as service:
-            found = [webhook_view(hook)
-                     for hook in service.backends.events.list_webhooks(index)]
+    with open_client() as client:
+        found = [{key: value for key, value in hook.as_dict().items() if key in SHOWN}
+                 for hook in client.webhooks.list_webhooks(index)]
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
@@ -87,12 +66,8 @@ def webhooks_list(index: str | None, as_json: bool) -> None:
 @handle_errors
 def webhooks_remove(as_json: bool, webhook_id: str) -> None:
     """Stop delivering to a webhook. Exits 66 when there is no such webhook."""
-    if (remote := remote_commands()) is not None:
-        remote.client.remove_webhook(webhook_id)
-    else:
-        with open_service() as service:
-            if not service.backends.events.delete_webhook(webhook_id):
-                raise NotFoundError(f"no webhook {webhook_id!r}")
+    with open_client() as client:
+        client.webhooks.remove_webhook(webhook_id)
     if as_json:
         click.echo(json.dumps({"id": webhook_id, "removed": True}))
     else:

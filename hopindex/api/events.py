@@ -12,8 +12,9 @@ from typing import Any
 from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
+from hopindex.core.redact import redact_url
 from hopindex.scheduler.webhook_targets import check_webhook_url
-from hopindex.scheduler.webhooks import new_secret, normalize_secret
+from hopindex.scheduler.webhooks import new_secret, normalize_secret, standard_secret
 
 PAGE = 100
 
@@ -122,3 +123,14 @@ def register_webhook(log: EventLog, index: str, url: str, secret: str | None, *,
     webhook = Webhook(webhook_id=f"wh-{secrets.token_hex(8)}", index=index, url=url,
                       secret=stored, created_at=time.time(), allow_private=allow_private)
     return log.put_webhook(webhook)
+
+
+def webhook_view(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
+    """A webhook as the API shows it: the URL without its userinfo or secret-looking
+    query values (a read key sees every listing), the secret only when asked."""
+    view: dict[str, Any] = {"id": hook.webhook_id, "index": hook.index,
+                            "url": redact_url(hook.url), "created_at": hook.created_at,
+                            "allow_private": hook.allow_private}
+    if with_secret:
+        view["secret"] = standard_secret(hook.secret)
+    return view

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hopindex.api.remote import RemoteApiError
+from hopindex.api.client.http_wire import RemoteApiError
 from hopindex.backends.llm.reachability import is_unreachable
 from hopindex.core.errors import SERVER_FAULT, ExitCode, HopindexError, error_types
 from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts, is_repairable

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from typing import Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -19,7 +20,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from hopindex.backends.protocols import JobStore
 from hopindex.core.errors import NotFoundError
 from hopindex.core.models import Job, JobState, Stage
 
@@ -27,6 +27,15 @@ from hopindex.core.models import Job, JobState, Stage
 # phase of the index's method, and embedding) get a bar as the job meets them.
 _HIDDEN = (Stage.VALIDATE.value, Stage.FINALIZE.value)
 POLL_S = 0.2
+
+
+class JobReader(Protocol):
+    """What following a job reads: a job store, or a client's ``jobs`` (whose
+    ``get_job`` raises ``NotFoundError`` for an unknown id where a store answers None)."""
+
+    def get_job(self, job_id: str, /) -> Job | None: ...
+
+    def list_jobs(self, index: str | None = ..., limit: int = ..., /) -> list[Job]: ...
 
 
 def _bars(console: Console) -> Progress:
@@ -65,7 +74,7 @@ class WaitUntil(enum.StrEnum):
                                       and job.state is JobState.PAUSED)
 
 
-def wait_for_job(jobs: JobStore, job_id: str, *, timeout_s: float | None = None,
+def wait_for_job(jobs: JobReader, job_id: str, *, timeout_s: float | None = None,
                  on_update: Callable[[Job], None] | None = None,
                  until: WaitUntil = WaitUntil.FINAL) -> Job:
     """Poll a job record until it is as far as ``until`` (its tasks run on workers)."""
@@ -81,7 +90,7 @@ def wait_for_job(jobs: JobStore, job_id: str, *, timeout_s: float | None = None,
         time.sleep(POLL_S)
 
 
-def follow_job(jobs: JobStore, job_id: str, console: Console, enabled: bool = True,
+def follow_job(jobs: JobReader, job_id: str, console: Console, enabled: bool = True,
                until: WaitUntil = WaitUntil.SETTLED) -> Job:
     """Wait for the job to settle (by default: end, or pause on its budget), showing
     its progress per stage unless disabled."""
@@ -114,7 +123,7 @@ class PauseWatch:
 
 
 @contextmanager
-def follow_newest_job(jobs: JobStore, index: str, console: Console, enabled: bool = True,
+def follow_newest_job(jobs: JobReader, index: str, console: Console, enabled: bool = True,
                       watch: Callable[[Job], None] | None = None) -> Iterator[None]:
     """Poll the index's newest job from a side thread; tasks may run in this process
     (eager) or on workers, the job record is the one truth either way. ``enabled``
@@ -123,7 +132,7 @@ def follow_newest_job(jobs: JobStore, index: str, console: Console, enabled: boo
     if not enabled and watch is None:
         yield
         return
-    known = {j.job_id for j in jobs.list_jobs(index, limit=5)}
+    known = {j.job_id for j in jobs.list_jobs(index, 5)}
     stop = threading.Event()
     with _bars(console) if enabled else nullcontext() as progress:
         show = _stage_updater(progress) if progress is not None else None
@@ -144,9 +153,9 @@ def follow_newest_job(jobs: JobStore, index: str, console: Console, enabled: boo
             thread.join()
 
 
-def _poll(jobs: JobStore, index: str, known: set[str], stop: threading.Event,
+def _poll(jobs: JobReader, index: str, known: set[str], stop: threading.Event,
           update: Callable[[Job], None]) -> None:
     while not stop.wait(POLL_S):
-        newest = [j for j in jobs.list_jobs(index, limit=1) if j.job_id not in known]
+        newest = [j for j in jobs.list_jobs(index, 1) if j.job_id not in known]
         if newest:
             update(newest[0])

@@ -9,14 +9,13 @@ from typing import Any
 
 from rich.console import Console
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.render import render_job, render_result
-from hopindex.api.service import Hopindex
-from hopindex.backends.embedder.fast_start import PreparesQueries
 from hopindex.core.models import Job, UnitKind
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
 from hopindex.evaluation.runner import evaluate, passage_texts
-from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.methods.base import QueryResult
 from hopindex.methods.registry import default_index_method, get_index_method
 
 SAMPLE = "hotpotqa-100"
@@ -50,8 +49,9 @@ class QuickstartRun:
                 "report": self.report.to_dict()}
 
 
-def run_quickstart(service: Hopindex, console: Console, *, index: str,
+def run_quickstart(client: LocalClient, console: Console, *, index: str,
                    n_questions: int) -> QuickstartRun:
+    """Runs here (``LocalClient``): the Recall@k report drives the service itself."""
     sample = files("hopindex") / "sample" / SAMPLE
     method = default_index_method(llm_enabled=False)
     # The method's own query methods, its default first.
@@ -61,40 +61,41 @@ def run_quickstart(service: Hopindex, console: Console, *, index: str,
         started = time.perf_counter()
         # The method that needs no LLM whatever the environment says: a demo must not
         # spend ~2,000 calls of a configured paid LLM on the sample.
-        job = service.ingest_paths(index, [corpus], method=method)
+        job = client.ingest(index, [corpus], method=method)
         render_job(console, job)
-        units = service.backends.state.count_units(index)
+        units = {UnitKind(kind): n
+                 for kind, n in client.indexes.describe_index(index).units.items()}
         console.print(f"ingest took {time.perf_counter() - started:.1f}s; units in index: "
                       + ", ".join(f"{k.value}={v}" for k, v in sorted(units.items())))
         questions = load_questions(qfile, DatasetFormat.HOTPOTQA)
 
-    prepare_query_embedder(service, console)
+    prepare_query_embedder(client, console)
     # Load the query model now (when the ingest skipped everything it is still cold), so
     # that the sample questions below show their own time alone.
-    service.backends.embedder.embed_query("warm up")
+    client.warm_up_queries()
     console.rule(f"2. {n_questions} sample questions, method {queries[0]!r}, top 5 passages")
     answers = []
     for question in questions[:n_questions]:
-        result = service.query(index, question.question, queries[0], QueryOptions(k=5))
+        result = client.query(index, question.question, method=queries[0], k=5)
         render_result(console, result)
-        found = set(passage_texts(service, result)) & set(question.gold_passages)
+        found = set(passage_texts(client.service, result)) & set(question.gold_passages)
         answers.append(SampleAnswer(result, question.answers[0], len(question.gold_passages),
                                     len(found)))
         console.print(f"      gold answer: {question.answers[0]!r}; gold passages in top 5: "
                       f"{len(found)}/{len(question.gold_passages)}")
 
     console.rule(f"3. Recall@k over all {len(questions)} questions: {' vs '.join(queries)}")
-    report = evaluate(service, index, SAMPLE, questions, queries)
+    report = evaluate(client.service, index, SAMPLE, questions, queries)
     console.print(render_table(report), markup=False)
     return QuickstartRun(index, job, units, answers, report)
 
 
-def prepare_query_embedder(service: Hopindex, console: Console) -> None:
+def prepare_query_embedder(client: LocalClient, console: Console) -> None:
     """Export the embedding model to ONNX when that makes later queries start fast
     (``hopindex prepare-queries``): after the demo, a ``hopindex query`` on the sample
     loads ONNX Runtime instead of torch. Reused when it is there already."""
-    embedder = service.backends.embedder
-    if not isinstance(embedder, PreparesQueries) or embedder.queries_prepared:
+    embedder = client.embedder_to_prepare()
+    if embedder is None or embedder.queries_prepared:
         return
     started = time.perf_counter()
     folder = embedder.prepare_queries()

@@ -1,4 +1,4 @@
-"""How ``hopindex indexes`` prints: the fields of ``index_views`` (or the HTTP API's
+"""How ``hopindex indexes`` prints: the fields of ``client/views.py`` (or the HTTP API's
 same answers) as lines, or as JSON. Lines go out unwrapped: names, paths and reasons
 must stay whole when the output is piped."""
 
@@ -32,7 +32,7 @@ def print_indexes(found: list[dict[str, Any]], *, as_json: bool) -> None:
 
 
 def describe_lines(described: dict[str, Any]) -> list[str]:
-    """An index's method, contents and status (``index_views.describe_index`` fields)."""
+    """An index's method, contents and status (``client.views.describe_index`` fields)."""
     outstanding = described["outstanding"]
     units = ", ".join(f"{kind} {n}" for kind, n in described["units"].items())
     failed = ", ".join(f"{phase} {n}" for phase, n in sorted(outstanding["failed"].items()))

@@ -6,10 +6,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from hopindex.api.index_health import IndexHealth
-from hopindex.api.links import links_of, reject
 from hopindex.api.method_options import check_option_names
 from hopindex.api.progress import wait_for_job
 from hopindex.backends.embedder.loading import timed_loads
@@ -134,7 +132,7 @@ class Hopindex:
     def delete_documents(self, index: str, doc_ids: Sequence[str],
                          job_id: str | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
                          announce: Announce | None = None) -> Job:
-        self._require_index(index)
+        self.require_index(index)
         return submit_delete(self.runtime, index, doc_ids, job_id=job_id, wait=wait,
                              announce=announce)
 
@@ -143,7 +141,7 @@ class Hopindex:
                      ) -> Job:
         """Redo the index's outstanding work: documents not fully indexed and items that
         failed for good (see scheduler/outstanding.py), with no new input."""
-        self._require_index(index)
+        self.require_index(index)
         return submit_repair(self.runtime, index, job_id=job_id, wait=wait, announce=announce)
 
     def rebuild_index(self, index: str, job_id: str | None = None, *,
@@ -151,7 +149,7 @@ class Hopindex:
                       ) -> Job:
         """Build again the index's levels phases built only on request (a global tree),
         over its documents as they are now, with no new input (scheduler/rebuild.py)."""
-        self._require_index(index)
+        self.require_index(index)
         return submit_rebuild(self.runtime, index, job_id=job_id, wait=wait,
                               announce=announce)
 
@@ -159,20 +157,9 @@ class Hopindex:
         """The index's status (ready, building, partial), what it is missing, and how
         stale its levels phases built on request are; ``verify`` also finds stored text
         its units were not built from (reads every document)."""
-        self._require_index(index)
+        self.require_index(index)
         return outstanding_work(self.backends.state, index,
                                 level_statuses(self.runtime, index), verify=verify)
-
-    # -- kgbridge links ----------------------------------------------------------------
-    def list_links(self, index: str, entity: str | None = None) -> list[dict[str, Any]]:
-        """The SAME_AS links of a ``kgbridge`` index (of one entity name, or all), each
-        end with its document's title; any other method's index is an input error."""
-        return links_of(self.backends.state, self._require_index(index), entity)
-
-    def reject_link(self, index: str, link_id: str, by: str) -> dict[str, Any]:
-        """Reject one of a ``kgbridge`` index's links for good, recording ``by``; a
-        second rejection keeps the first."""
-        return reject(self.backends.state, self._require_index(index), link_id, by)
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
@@ -186,7 +173,7 @@ class Hopindex:
                 # The CLI passes undecodable argument bytes as lone surrogates; the HTTP
                 # API refuses them while parsing.
                 raise InvalidInputError(bad.reason, where=bad.field)
-            info = self._require_index(index)
+            info = self.require_index(index)
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
             options = options or QueryOptions()
@@ -266,7 +253,7 @@ class Hopindex:
     def set_index_budget(self, index: str, budget: BudgetLimits) -> IndexInfo:
         """The budget every later job of ``index`` gets when it gives none (no limits:
         the default is removed)."""
-        self._require_index(index)
+        self.require_index(index)
         return set_index_budget(self.backends.state, index, budget)
 
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
@@ -274,6 +261,15 @@ class Hopindex:
 
     def list_indexes(self) -> list[IndexInfo]:
         return self.backends.state.list_indexes()
+
+    def index_info(self, index: str) -> IndexInfo | None:
+        """The index's record, or None when there is no such index."""
+        return self.backends.state.get_index(validate_index_name(index))
+
+    def require_llm_for(self, index: str, index_method: str) -> None:
+        """Refuse (``ConfigError``) building ``index`` with a method that needs an LLM
+        when none is configured, before anything is built."""
+        self.runtime.require_llm(index, get_index_method(index_method))
 
     def get_documents(self, index: str, doc_ids: Sequence[str]) -> list[Document]:
         return self.backends.state.get_documents(index, doc_ids)
@@ -284,7 +280,7 @@ class Hopindex:
     def delete_index(self, index: str) -> None:
         """Drop ``index`` from every store: its vectors, postings, documents, units and
         jobs. Refused while one of its jobs is still running."""
-        self._require_index(index)
+        self.require_index(index)
         running = [j.job_id for j in self.list_jobs(index, limit=20) if not j.state.is_final]
         if running:
             raise IndexBusyError(f"index {index!r} has running jobs ({', '.join(running)}); "
@@ -293,7 +289,9 @@ class Hopindex:
         self.backends.keywords.drop_index(index)
         self.backends.state.delete_index(index)
 
-    def _require_index(self, index: str) -> IndexInfo:
+    def require_index(self, index: str) -> IndexInfo:
+        """The index's record; a malformed name is an input error, an unknown one
+        ``NotFoundError``."""
         validate_index_name(index)
         info = self.backends.state.get_index(index)
         if info is None:

@@ -1,9 +1,9 @@
 """Small protocols, one per backend role. Methods never see a concrete adapter.
 
-Every adapter of a protocol passes the same contract suite: the stores' and engines'
-under ``tests/backends/contracts/``, the embedder's, response cache's and rate
-limiter's under ``hopindex/testing/contracts/`` (shipped, so third-party adapters
-inherit them too); a server adapter inherits its suite unchanged.
+Every adapter of a protocol passes the same contract suite, under
+``hopindex/testing/contracts/`` (shipped, so third-party adapters inherit them too):
+the stores', engines', event log's, embedder's, response cache's and rate limiter's;
+a server adapter inherits its suite unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""Open the adapter each backend URL names; the only place that knows concrete classes."""
+"""Open the adapter each backend URL names; with ``builtin.py``, the only place that
+knows concrete classes.
+
+The vector store, keyword index and state store (and its event log) are whatever
+backend registered their URL's scheme (``plugins.py``: built-in or installed through
+the ``hopindex.backends`` entry points); the embedder, the NLP analyser and the LLM
+pieces are opened here.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
+from hopindex.backends.builtin import STATE_PREFIX
+from hopindex.backends.plugin import BackendRole
+from hopindex.backends.plugins import embedded_backend, open_backend, open_backend_event_log
 from hopindex.backends.protocols import (
     Embedder,
     EventLog,
@@ -26,8 +36,14 @@ if TYPE_CHECKING:
     from hopindex.backends.llm.output_modes import OutputModeMemory
     from hopindex.backends.llm.runner import LlmRunner
 
-# Key prefix of state and events on a shared Redis (several services may share one).
-STATE_PREFIX = "hopindex"
+# STATE_PREFIX, the key prefix of the Redis state, is defined with the built-in
+# backends; the monitoring collector reads it from here.
+__all__ = ["MEMORY_DATABASE", "STATE_PREFIX", "Backends", "build_llm_client",
+           "embedded_engine_folders", "open_backends", "open_embedder", "open_event_log",
+           "open_keyword_index", "open_llm", "open_llm_observer", "open_nlp",
+           "open_response_cache", "open_state_store", "open_state_store_to_read",
+           "open_vector_store", "output_modes_for"]
+
 # SQLite's name for a database that lives in memory and is gone when it is closed.
 MEMORY_DATABASE = ":memory:"
 
@@ -65,12 +81,12 @@ class Backends:
     @property
     def state(self) -> StateStore:
         return cast("StateStore", self._get(
-            "state", lambda: open_state_store(self.settings.state_url)))
+            "state", lambda: open_state_store(self.settings.state_url, self.settings)))
 
     @property
     def events(self) -> EventLog:
         return cast("EventLog", self._get(
-            "events", lambda: open_event_log(self.settings.state_url)))
+            "events", lambda: open_event_log(self.settings.state_url, self.settings)))
 
     @property
     def embedder(self) -> Embedder:
@@ -107,61 +123,26 @@ def _scheme(url: str) -> str:
 def embedded_engine_folders(settings: Settings) -> dict[str, Path]:
     """Role → folder of each embedded engine (one process may open each, engine_lock.py);
     the server engines are absent."""
-    folders: dict[str, Path] = {}
-    if _scheme(settings.vector_url) == "qdrant-edge":
-        folders["vectors"] = url_path(settings.vector_url)
-    if _scheme(settings.keyword_url) == "tantivy":
-        folders["keywords"] = url_path(settings.keyword_url)
-    return folders
+    return {role.value: url_path(url) for role, url in (
+        (BackendRole.VECTORS, settings.vector_url), (BackendRole.KEYWORDS, settings.keyword_url))
+        if embedded_backend(role, url)}
 
+
+# The openers of each role: the backend registered for the URL's scheme (plugins.py).
 
 def open_vector_store(url: str, settings: Settings | None = None) -> VectorStore:
-    if _scheme(url) == "qdrant-edge":
-        from hopindex.backends.vector.qdrant_edge import QdrantEdgeVectorStore
-
-        return QdrantEdgeVectorStore(url_path(url))
-    if _scheme(url) in ("qdrant", "qdrant+https"):
-        from hopindex.backends.vector.qdrant_server import (
-            QdrantServerConfig,
-            QdrantServerVectorStore,
-        )
-
-        return QdrantServerVectorStore(QdrantServerConfig.from_url(url, settings))
-    raise ConfigError(f"HOPINDEX_VECTOR_URL: unsupported scheme in {url!r} "
-                      "(expected qdrant-edge://PATH or qdrant://HOST:PORT)")
+    return cast("VectorStore", open_backend(BackendRole.VECTORS, url, settings))
 
 
 def open_keyword_index(url: str, settings: Settings | None = None) -> KeywordIndex:
-    if _scheme(url) == "tantivy":
-        from hopindex.backends.keyword.tantivy_index import TantivyKeywordIndex
-
-        return TantivyKeywordIndex(url_path(url))
-    if _scheme(url) in ("elasticsearch", "elasticsearch+https"):
-        from hopindex.backends.keyword.elasticsearch_index import (
-            ElasticsearchConfig,
-            ElasticsearchKeywordIndex,
-        )
-
-        return ElasticsearchKeywordIndex(ElasticsearchConfig.from_url(url, settings))
-    raise ConfigError(f"HOPINDEX_KEYWORD_URL: unsupported scheme in {url!r} "
-                      "(expected tantivy://PATH or elasticsearch://HOST:PORT)")
+    return cast("KeywordIndex", open_backend(BackendRole.KEYWORDS, url, settings))
 
 
-def open_state_store(url: str) -> StateStore:
-    scheme = _scheme(url)
-    if scheme == "sqlite":
-        from hopindex.backends.state.sqlite_store import SqliteStateStore
-
-        return SqliteStateStore(url_path(url))
-    if scheme in REDIS_SCHEMES:
-        from hopindex.backends.state.redis_store import RedisStateStore
-
-        return RedisStateStore(url, prefix=STATE_PREFIX)
-    raise ConfigError(f"HOPINDEX_STATE_URL: unsupported scheme in {url!r} "
-                      "(expected sqlite:// or redis://)")
+def open_state_store(url: str, settings: Settings | None = None) -> StateStore:
+    return cast("StateStore", open_backend(BackendRole.STATE, url, settings))
 
 
-def open_state_store_to_read(url: str) -> StateStore:
+def open_state_store_to_read(url: str, settings: Settings | None = None) -> StateStore:
     """The state store of a caller that writes nothing (a dry run). An embedded SQLite
     file that does not exist yet holds nothing: an empty store in memory stands for it,
     so neither the file nor its folder is created. Any other store opens as usual."""
@@ -169,23 +150,14 @@ def open_state_store_to_read(url: str) -> StateStore:
         from hopindex.backends.state.sqlite_store import SqliteStateStore
 
         return SqliteStateStore(Path(MEMORY_DATABASE))
-    return open_state_store(url)
+    return open_state_store(url, settings)
 
 
-def open_event_log(state_url: str) -> EventLog:
-    """The event log lives where the state does (docs/architecture.md): a Redis stream beside
-    Redis state, else an SQLite file beside the state file."""
-    scheme = _scheme(state_url)
-    if scheme == "sqlite":
-        from hopindex.backends.events.sqlite_log import SqliteEventLog
-
-        return SqliteEventLog(url_path(state_url).parent / "events.sqlite3")
-    if scheme in REDIS_SCHEMES:
-        from hopindex.backends.events.redis_log import RedisEventLog
-
-        return RedisEventLog(state_url, prefix=STATE_PREFIX)
-    raise ConfigError(f"HOPINDEX_STATE_URL: unsupported scheme in {state_url!r} "
-                      "(expected sqlite:// or redis://)")
+def open_event_log(state_url: str, settings: Settings | None = None) -> EventLog:
+    """The event log lives where the state does (docs/architecture.md): its state
+    backend opens it (a Redis stream beside Redis state, an SQLite file beside the state
+    file)."""
+    return cast("EventLog", open_backend_event_log(state_url, settings))
 
 
 def open_embedder(url: str, settings: Settings | None = None) -> Embedder:

@@ -51,6 +51,24 @@ class HopindexError(Exception):
     http_status: int = SERVER_FAULT
     exit_code: ExitCode = ExitCode.INTERNAL
 
+    @classmethod
+    def from_answer(cls, message: str, *, where: str | None = None) -> HopindexError:
+        """The error a server answered with, rebuilt on the client's side: the same
+        type, so a caller catches the same class through either transport, and the
+        same message. Subclasses with required constructor arguments of their own are
+        rebuilt without running their constructor, their extra attributes defaulted."""
+        error = cls.__new__(cls)
+        if issubclass(cls, InvalidInputError):
+            # Messages read "where: what" wherever they were raised: a refusal the server
+            # made while parsing the request carries ``where`` apart only.
+            if where and not message.startswith(f"{where}: "):
+                message = f"{where}: {message}"
+            error.where = where or ""  # type: ignore[attr-defined]  # set on this subclass
+        Exception.__init__(error, message)
+        if issubclass(cls, RetryableStageError):
+            error.retry_after_s = 1.0  # type: ignore[attr-defined]  # set on this subclass
+        return error
+
 
 class ConfigError(HopindexError):
     """A setting is missing or malformed; names the environment variable."""
@@ -141,6 +159,13 @@ class JobFailedError(HopindexError):
     code = "job_failed"
 
 
+class IndexExistsError(HopindexError):
+    """An index of that name is there already: creating it again is refused (ingest
+    into it, or delete it first)."""
+
+    code, http_status, exit_code = "index_exists", 409, ExitCode.DATA_ERROR
+
+
 class IndexBusyError(HopindexError):
     """The index has unfinished jobs: it cannot be deleted now, and a job that may not
     wait for its turn (``--no-wait``, a server without workers) is refused; retry once
@@ -214,3 +239,13 @@ def error_types() -> list[type[HopindexError]]:
             found.append(kind)
             pending.extend(kind.__subclasses__())
     return found
+
+
+def error_type_for(code: str) -> type[HopindexError] | None:
+    """The error type a server's answer code stands for: the first in the hierarchy
+    with that code that is not answered as the server's own fault (several share a
+    code; the first is the most general, which a caller catching any of them gets)."""
+    for kind in error_types():
+        if kind.code == code and kind.http_status != SERVER_FAULT:
+            return kind
+    return None

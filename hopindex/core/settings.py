@@ -230,8 +230,9 @@ class Settings:
     webhook_sender_threads: int = 4
     webhook_queue_size: int = 1000
 
-    # Each method's own ``HOPINDEX_<METHOD>_*`` variables, as given: the method parses
-    # them into its settings (hopindex/methods/registry.py), which names a bad one.
+    # Each method's and backend's own ``HOPINDEX_<NAME>_*`` variables, as given: the
+    # plug-in's registry parses them into its settings (core/plugin_settings.py), which
+    # names a bad one.
     method_env: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:

@@ -69,9 +69,8 @@ def plan_targets(service: Hopindex, base: str, index_methods: Sequence[str]) -> 
     Refused before anything is built: an unknown method, an existing index built with
     another method, a method that needs an LLM when none is configured.
     """
-    state = service.backends.state
     if not index_methods:
-        info = state.get_index(validate_index_name(base))
+        info = service.index_info(base)
         method = (info.method if info is not None
                   else default_index_method(service.settings.llm_enabled))
         targets = [Target(index=base, index_method=method)]
@@ -79,14 +78,14 @@ def plan_targets(service: Hopindex, base: str, index_methods: Sequence[str]) -> 
         targets = [Target(index=index_name(base, method), index_method=method)
                    for method in dict.fromkeys(index_methods)]
     for target in targets:
-        index_method = get_index_method(target.index_method)
-        info = state.get_index(target.index)
+        get_index_method(target.index_method)  # an unknown method is refused, named
+        info = service.index_info(target.index)
         if info is not None and info.method != target.index_method:
             raise InvalidInputError(
                 f"index {target.index!r} is built with {info.method!r}, not "
                 f"{target.index_method!r}: delete it or evaluate under another --index",
                 where="--index-method")
-        service.runtime.require_llm(target.index, index_method)
+        service.require_llm_for(target.index, target.index_method)
     return targets
 
 
@@ -131,7 +130,7 @@ def prepare_index(service: Hopindex, target: Target, ingest: IngestCorpus,
     """Reuse the index when it holds documents, else ingest the corpus into it; either way
     what building it cost."""
     documents = (service.count_documents(target.index)
-                 if service.backends.state.get_index(target.index) is not None else 0)
+                 if service.index_info(target.index) is not None else 0)
     if documents:
         jobs = _building_jobs(service, target.index)
         source = BuildSource.REUSED if jobs else BuildSource.REUSED_UNRECORDED

@@ -14,10 +14,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from hopindex.core.errors import InvalidInputError
-from hopindex.methods.bridgerag.params import EVAL_VARIANTS as BRIDGERAG_VARIANTS
+from hopindex.methods.registry import registry
 
-# Methods whose bare name in `hopindex eval` means "compare these variants".
-METHOD_VARIANTS: dict[str, dict[str, dict[str, str]]] = {"bridgerag": BRIDGERAG_VARIANTS}
+
+def method_variants(method: str) -> dict[str, dict[str, str]]:
+    """The comparison variants query method ``method`` registers (none for a method
+    unknown here: the run refuses it by name); a bare name with some means "compare
+    these" in `hopindex eval`."""
+    spec = registry().query_methods.get(method)
+    if spec is None:
+        return {}
+    return {name: dict(params) for name, params in spec.eval_variants.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +52,7 @@ def parse_method_spec(text: str) -> MethodSpec:
         raise InvalidInputError(f"name a method, got {text!r}", where="--method")
     if not sep:
         return MethodSpec(label=method, method=method)
-    variants = METHOD_VARIANTS.get(method, {})
+    variants = method_variants(method)
     params: dict[str, str] = {}
     for token in (t.strip() for t in rest.split(",")):
         if token in variants:
@@ -64,9 +71,9 @@ def expand_method_specs(texts: Sequence[str]) -> list[MethodSpec]:
     specs: list[MethodSpec] = []
     for text in texts:
         name = text.strip()
-        if name in METHOD_VARIANTS:
-            specs.extend(MethodSpec(label=f"{name}:{variant}", method=name, params=dict(params))
-                         for variant, params in METHOD_VARIANTS[name].items())
+        if variants := method_variants(name):
+            specs.extend(MethodSpec(label=f"{name}:{variant}", method=name, params=params)
+                         for variant, params in variants.items())
         else:
             specs.append(parse_method_spec(text))
     return specs

@@ -63,7 +63,7 @@ class QueryOptions:
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= MAX_K:
-            raise InvalidInputError(f"k must be between 1 and {MAX_K}, got {self.k}", where="k")
+            raise InvalidInputError(f"must be between 1 and {MAX_K}, got {self.k}", where="k")
         for name, value in self.params.items():
             if not isinstance(name, str) or not name:
                 raise InvalidInputError(f"parameter names must be non-empty strings, got {name!r}",

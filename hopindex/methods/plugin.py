@@ -38,6 +38,7 @@ from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore, V
 from hopindex.core.errors import ConfigError
 from hopindex.core.models import Document, ItemError, Unit, UnitKind
 from hopindex.methods.base import QueryMethod, SearchContext
+from hopindex.methods.operations import MethodOperation, check_operation
 
 if TYPE_CHECKING:
     from hopindex.backends.llm.client import ChatRequest
@@ -366,6 +367,9 @@ class QueryMethodSpec:
     # the worker runs ``handler(llm, payload)``; the query sends ``<method>.<name>``
     # through ``SearchContext.tasks``.
     tasks: Mapping[str, QueryTaskHandler] = field(default_factory=dict)
+    # What `hopindex eval --method <name>` compares, by variant name (``--method
+    # <name>:<variant>`` picks one): each variant's query parameters.
+    eval_variants: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class MethodRegistry:
@@ -374,6 +378,7 @@ class MethodRegistry:
     def __init__(self) -> None:
         self.index_methods: dict[str, IndexMethod] = {}
         self.query_methods: dict[str, QueryMethodSpec] = {}
+        self.operations: dict[tuple[str, str], MethodOperation] = {}
 
     def add_index_method(self, method: IndexMethod) -> None:
         _check_name(method.name, "index method")
@@ -390,6 +395,14 @@ class MethodRegistry:
         if spec.name in self.query_methods:
             raise ConfigError(f"query method {spec.name!r} is registered twice")
         self.query_methods[spec.name] = spec
+
+    def add_operation(self, operation: MethodOperation) -> None:
+        check_operation(operation)
+        key = (operation.method, operation.name)
+        if key in self.operations:
+            raise ConfigError(f"operation {operation.name!r} of method {operation.method!r} is "
+                              "registered twice")
+        self.operations[key] = operation
 
 
 def _check_name(name: str, what: str) -> None:

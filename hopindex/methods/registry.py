@@ -18,17 +18,19 @@ API) look methods up here, so no layer names a concrete method.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import threading
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
+from hopindex.backends.plugins import backend_variables, check_backend_settings
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.logging import get_logger
-from hopindex.core.settings import Settings, parse_setting
+from hopindex.core.plugin_settings import read_namespace
+from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryMethod, SearchContext
+from hopindex.methods.operations import MethodOperation
 from hopindex.methods.plugin import IndexMethod, LlmUse, MethodRegistry, QueryMethodSpec
 
 log = get_logger(__name__)
@@ -159,6 +161,29 @@ def create_query(name: str, context: SearchContext) -> QueryMethod:
     return get_query_method(name).factory(context)
 
 
+def list_operations(method: str | None = None) -> list[MethodOperation]:
+    """The operations methods registered (of one index method, or all), by name."""
+    found = registry().operations.values()
+    return sorted((o for o in found if method is None or o.method == method),
+                  key=lambda o: (o.method, o.name))
+
+
+def get_operation(index: str, index_method: str, name: str) -> MethodOperation:
+    """Operation ``name`` of ``index``'s method; refused naming the methods that have
+    it (``method``: what is wrong is the index's method, as a query's fit)."""
+    operation = registry().operations.get((index_method, name))
+    if operation is not None:
+        return operation
+    having = sorted(m for m, n in registry().operations if n == name)
+    if not having:
+        known = sorted({n for _, n in registry().operations})
+        raise InvalidInputError(f"no operation {name!r}; operations: {known or 'none'}",
+                                where="operation")
+    raise InvalidInputError(f"index {index!r} is built with {index_method!r}, which has no "
+                            f"operation {name!r} (only {', '.join(having)} indexes do)",
+                            where="method")
+
+
 def default_query(index_method: str) -> str:
     return get_index_method(index_method).default_queries[0]
 
@@ -193,20 +218,18 @@ RENAMED_SETTINGS = {
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the environment, knowing every registered method's variables:
-    a misspelt one is refused with the name it was probably meant to be."""
+    """Settings from the environment, knowing every registered method's and backend's
+    variables: a misspelt one is refused with the name it was probably meant to be."""
     env = os.environ if environ is None else environ
     renamed = [f"{old} was renamed: set {new}" for old, new in RENAMED_SETTINGS.items()
                if old in env]
     if renamed:
         raise ConfigError("; ".join(renamed))
-    settings = Settings.from_env(env, method_names=method_variables())
+    settings = Settings.from_env(env, method_names={**method_variables(), **backend_variables()})
     for name in settings_types():
         method_settings(settings, name)  # a bad value stops the process now, named
+    check_backend_settings(settings)
     return settings
-
-
-_parsed: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 
 
 def method_settings(settings: Settings | None, name: str) -> Any:
@@ -215,24 +238,4 @@ def method_settings(settings: Settings | None, name: str) -> Any:
     kind = settings_types().get(name)
     if kind is None:
         raise ConfigError(f"method {name!r} has no settings")
-    env = dict(settings.method_env) if settings is not None else {}
-    prefix = f"{_PREFIX}{name.upper()}_"
-    own = tuple(sorted((k, v) for k, v in env.items() if k.startswith(prefix)))
-    key = (name, own)
-    if key in _parsed:
-        return _parsed[key]
-    known = {f"{prefix}{f.name.upper()}": f for f in dataclasses.fields(kind)}
-    values: dict[str, Any] = {}
-    for variable, raw in own:
-        if variable not in known:
-            close = difflib.get_close_matches(variable, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ConfigError(f"unknown setting {variable}{hint}")
-        f = known[variable]
-        values[f.name] = parse_setting(variable, raw, f.default)
-    try:
-        parsed = kind(**values)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{prefix}*: {exc}") from exc
-    _parsed[key] = parsed
-    return parsed
+    return read_namespace(kind, name, settings.method_env if settings is not None else {})

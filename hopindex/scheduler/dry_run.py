@@ -21,7 +21,12 @@ from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.dry_run_plan import PhasePlan, Planning, plan_phases
 from hopindex.scheduler.dry_run_tokens import TOKENS_PER_CHAR
 from hopindex.scheduler.runtime import Runtime
-from hopindex.scheduler.submit import default_method, read_error_items, validate_documents
+from hopindex.scheduler.submit import (
+    default_method,
+    method_mismatch,
+    read_error_items,
+    validate_documents,
+)
 
 # The plan's parts are defined with the planning; callers find them here too.
 __all__ = ["DocumentCounts", "IngestPlan", "PhasePlan", "Planning", "plan_ingest"]
@@ -121,9 +126,10 @@ def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
 def _method(runtime: Runtime, index: str, existing: str | None,
             asked: str | None) -> IndexMethod:
     # The checks of submit.ensure_index, without creating the index or opening the LLM.
+    if asked is not None:
+        get_index_method(asked)  # an unknown name is refused as such, before any mismatch
     if existing is not None and asked is not None and asked != existing:
-        raise InvalidInputError(f"index {index!r} is built with {existing!r}, not {asked!r}: "
-                                "ingest without --method or into a new index", where="method")
+        raise InvalidInputError(method_mismatch(index, existing, asked), where="method")
     chosen = get_index_method(existing or asked or default_method(runtime))
     if chosen.llm_use is not LlmUse.NONE and not runtime.settings.llm_enabled:
         raise ConfigError(f"index {index!r} is built with {chosen.name!r}, which needs an LLM, "

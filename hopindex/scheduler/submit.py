@@ -51,6 +51,14 @@ def default_method(runtime: Runtime) -> str:
     return default_index_method(runtime.settings.llm_enabled)
 
 
+def method_mismatch(index: str, existing: str, asked: str) -> str:
+    """Why an ingest naming ``asked`` cannot go into ``index``, built with ``existing``;
+    in words every door can show (the CLI's flag, the API's field and the SDK's
+    argument are all called method)."""
+    return (f"index {index!r} is built with {existing!r}, not {asked!r}: ingest into it "
+            "without naming a method, or into a new index")
+
+
 def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> IndexInfo:
     """The index, created for ``method`` (default: :func:`default_method`) when new.
 
@@ -58,12 +66,13 @@ def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> Ind
     would make its queries mean nothing.
     """
     validate_index_name(index)
+    if method is not None:
+        get_index_method(method)  # an unknown name is refused as such, before any mismatch
     state = runtime.backends.state
     existing = state.get_index(index)
     if existing is not None:
         if method is not None and method != existing.method:
-            raise InvalidInputError(f"index {index!r} is built with {existing.method!r}, not "
-                                    f"{method!r}: ingest without --method or into a new index",
+            raise InvalidInputError(method_mismatch(index, existing.method, method),
                                     where="method")
         chosen = get_index_method(existing.method)
     else:

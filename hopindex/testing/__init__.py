@@ -5,7 +5,8 @@ embeddings) whose replies are computed deterministically from the prompt; it is 
 only stand-in for the paid LLM API. ``hopindex.testing.llm_responses`` holds the
 prompt markers it recognises, which hopindex's own prompts must contain.
 ``hopindex.testing.workers`` and ``redis_server`` start worker processes and a private
-Redis. ``hopindex.testing.contracts`` holds the contract suites (embedder, response
-cache, rate limiter, index method, query method) that built-in and third-party code
-inherit; it needs pytest.
+Redis; ``waiting`` waits on a condition with a deadline. ``hopindex.testing.contracts``
+holds the contract suites (vector store, keyword index, state store, event log,
+embedder, response cache, rate limiter, index method, query method) that built-in and
+third-party code inherit; it needs pytest.
 """

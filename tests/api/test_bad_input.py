@@ -9,7 +9,7 @@ import pytest
 
 from hopindex.core.errors import InvalidIndexNameError
 from hopindex.core.models import JobState, Stage, UnitKind
-from tests.conftest import ServiceFactory
+from tests.conftest import ClientFactory, ingest_documents
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,7 @@ def write_jsonl(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
+def test_one_bad_input_of_each_kind_fails_alone(make_client: ClientFactory,
                                                 tmp_path: Path) -> None:
     """Malformed line, missing text, duplicate id, bad UTF-8, unknown type, oversize document:
     each is named on the job record and every good document is still ingested."""
@@ -43,13 +43,14 @@ def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
         json.dumps({"id": "good-4", "title": "Vistula", "text": "The Vistula flows north."}),
     ])
     # A limit below the huge record's 5 MB: the default (20 MB) would ingest it.
-    service = make_service(max_document_bytes=2_000_000)
-    job = service.ingest_paths("mixed", [corpus, bad_utf8, unknown, huge])
+    client = make_client(max_document_bytes=2_000_000)
+    job = client.ingest("mixed", [corpus, bad_utf8, unknown, huge])
 
     assert job.state is JobState.SUCCEEDED
-    stored = service.backends.state.document_hashes("mixed")
+    state = client.service.backends.state
+    stored = state.document_hashes("mixed")
     assert sorted(stored) == ["good-1", "good-2", "good-3", "good-4"]
-    assert service.backends.state.count_units("mixed")[UnitKind.PASSAGE] == 4
+    assert state.count_units("mixed")[UnitKind.PASSAGE] == 4
     reasons = {e.where or e.item: e.reason for e in job.errors}
     assert all(e.stage == Stage.VALIDATE for e in job.errors)
     messages = " || ".join(f"{where}: {reason}" for where, reason in reasons.items())
@@ -62,36 +63,36 @@ def test_one_bad_input_of_each_kind_fails_alone(make_service: ServiceFactory,
     assert len(job.errors) == 6
     assert job.counts[Stage.VALIDATE].failed == 6
     # The record stays readable later: the job store returns the same errors.
-    assert service.get_job(job.job_id).errors == job.errors
+    assert client.jobs.get_job(job.job_id).errors == job.errors
 
 
-def test_index_name_with_path_characters_is_refused(make_service: ServiceFactory,
+def test_index_name_with_path_characters_is_refused(make_client: ClientFactory,
                                                     tmp_path: Path) -> None:
     """An index name that could escape the data folder is refused before anything is read."""
-    service = make_service()
+    client = make_client()
     path = write_jsonl(tmp_path / "c.jsonl", [json.dumps(GOOD)])
     with pytest.raises(InvalidIndexNameError, match="index"):
-        service.ingest_paths("../escape", [path])
+        client.ingest("../escape", [path])
     assert not (tmp_path / "escape").exists()
-    assert service.list_indexes() == []
+    assert client.indexes.list_indexes() == []
 
 
-def test_document_left_pending_is_redone_by_the_next_ingest(make_service: ServiceFactory) -> None:
+def test_document_left_pending_is_redone_by_the_next_ingest(make_client: ClientFactory) -> None:
     """A document whose job died before finalizing keeps an empty hash, so the next
     ingest indexes it instead of skipping it as unchanged."""
     from dataclasses import replace
 
     from tests.conftest import raw
 
-    service = make_service()
-    first = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
-    state = service.backends.state
+    client = make_client()
+    first = ingest_documents(client, "retry", [raw("Warsaw", "Warsaw is a city.")])
+    state = client.service.backends.state
     (doc_id, stored_hash), = state.document_hashes("retry").items()
     assert stored_hash, "a finished document carries its content hash"
-    (document,) = service.get_documents("retry", [doc_id])
+    (document,) = state.get_documents("retry", [doc_id])
     # What submit_ingest leaves behind when the process dies before stage 1 ends.
     state.put_documents([replace(document, content_hash="")])
-    again = service.ingest_documents("retry", [raw("Warsaw", "Warsaw is a city.")])
+    again = ingest_documents(client, "retry", [raw("Warsaw", "Warsaw is a city.")])
     assert first.counts["extractive.stage1"].done == 1
     assert again.counts["extractive.stage1"].done == 1
     assert again.counts["extractive.stage1"].skipped == 0

@@ -137,15 +137,16 @@ def test_repair_check_and_run(cli: CliRunner, tmp_path: Path) -> None:
     job that redoes a document left unfinished, and the index reads ready after."""
     from dataclasses import replace
 
-    from hopindex.api.service import Hopindex
+    from hopindex import Client
     from hopindex.core.settings import Settings
 
     assert cli.invoke(main, ["ingest", "--index", "curie", "--quiet",
                              str(corpus_file(tmp_path))]).exit_code == 0
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
+    with Client.local(settings=Settings(data_dir=tmp_path / "data").resolved()) as client:
         # As a job that died before its finalize step leaves a document.
-        [doc] = service.get_documents("curie", ["d1"])
-        service.backends.state.put_documents([replace(doc, content_hash="")])
+        state = client.service.backends.state
+        [doc] = state.get_documents("curie", ["d1"])
+        state.put_documents([replace(doc, content_hash="")])
     checked = cli.invoke(main, ["repair", "--index", "curie", "--check", "--json"])
     assert checked.exit_code == 0, checked.output
     shown = json.loads(checked.stdout)

@@ -15,15 +15,16 @@ import pytest
 from click.testing import CliRunner, Result
 
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.service import Hopindex
 from hopindex.backends.protocols import IndexInfo
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.scheduler.pause import pause_job
+from hopindex.testing.contracts.state_records import new_job
 from tests.api.conftest import corpus_file
-from tests.backends.contracts.state_records import new_job
+from tests.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +42,8 @@ def priced(tmp_path: Path) -> CliRunner:
     return CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data"), **PRICES})
 
 
-def _service(tmp_path: Path) -> Hopindex:
-    return Hopindex(Settings(data_dir=tmp_path / "data", llm_price_input_per_mtok=1.0,
+def _client(tmp_path: Path) -> LocalClient:
+    return local_client(Settings(data_dir=tmp_path / "data", llm_price_input_per_mtok=1.0,
                              llm_price_output_per_mtok=2.0).resolved())
 
 
@@ -53,12 +54,12 @@ def _json_error(result: Result) -> dict[str, object]:
 
 def _paused_job(tmp_path: Path, index: str = "curie") -> Job:
     """A running job of ``index`` with a 1,000-token budget, paused on it."""
-    with _service(tmp_path) as service:
+    with _client(tmp_path) as client:
         job = new_job(index)
         job.state = JobState.RUNNING
         job.budget = BudgetLimits(max_llm_tokens=1000)
-        service.backends.state.create_job(job)
-        paused = pause_job(service.runtime, job.job_id, REASON, FIGURES)
+        client.service.backends.state.create_job(job)
+        paused = pause_job(client.service.runtime, job.job_id, REASON, FIGURES)
         assert paused is not None and paused.state is JobState.PAUSED
         return paused
 
@@ -89,10 +90,10 @@ def test_index_budget_is_shown_replaced_and_cleared(priced: CliRunner, tmp_path:
     (a limit not given is removed), clears with --clear, as text and JSON; the stored
     index options hold it; an unknown index is 66, --clear with a limit is a usage
     error, a cost limit without prices is refused naming max_cost."""
-    with _service(tmp_path) as service:
-        service.backends.state.create_index(IndexInfo(name="wiki", method="extractive",
-                                                      created_at=time.time(),
-                                                      options={"keep": 1}))
+    with _client(tmp_path) as client:
+        # Options of its own beside the budget: setting the budget must keep them.
+        client.service.backends.state.create_index(IndexInfo(
+            name="wiki", method="extractive", created_at=time.time(), options={"keep": 1}))
     shown = priced.invoke(main, ["indexes", "budget", "wiki"])
     assert (shown.exit_code, shown.stdout) == (0, "index wiki: no default LLM budget\n")
     set_both = priced.invoke(main, ["indexes", "budget", "wiki", "--max-llm-tokens", "50000",
@@ -105,15 +106,15 @@ def test_index_budget_is_shown_replaced_and_cleared(priced: CliRunner, tmp_path:
         "index": "wiki", "budget": {"max_llm_tokens": 50000, "max_cost": 2.5}}
     replaced = priced.invoke(main, ["indexes", "budget", "wiki", "--max-cost", "3", "--json"])
     assert json.loads(replaced.stdout)["budget"] == {"max_cost": 3.0}
-    with _service(tmp_path) as service:
-        info = service.backends.state.get_index("wiki")
+    with _client(tmp_path) as client:
+        info = client.service.backends.state.get_index("wiki")
         assert info is not None and info.options == {"keep": 1, "budget": {"max_cost": 3.0}}
     both = priced.invoke(main, ["indexes", "budget", "wiki", "--clear", "--max-cost", "1"])
     assert both.exit_code == ExitCode.USAGE
     cleared = priced.invoke(main, ["indexes", "budget", "wiki", "--clear"])
     assert cleared.stdout == "index wiki: no default LLM budget\n"
-    with _service(tmp_path) as service:
-        info = service.backends.state.get_index("wiki")
+    with _client(tmp_path) as client:
+        info = client.service.backends.state.get_index("wiki")
         assert info is not None and info.options == {"keep": 1}
     missing = priced.invoke(main, ["indexes", "budget", "nosuch", "--max-cost", "1"])
     assert missing.exit_code == ExitCode.NOT_FOUND

@@ -16,9 +16,9 @@ from hopindex.api.cli import main
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from tests.api.conftest import corpus_file
+from tests.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -85,14 +85,15 @@ def test_local_and_remote_deletes_end_alike(tmp_path: Path) -> None:
         Seen(ExitCode.OK, "succeeded", [], None),
     ]
     # The server opens after the local commands are done: both are services of this
-    # process, and a service binds the process's runtime while it is open.
+    # process, and a service binds the process's runtime while it is open. The server
+    # serves the client's service; the client reads what the deletes left in its store.
     settings = Settings(data_dir=tmp_path / "server").resolved()
-    with Hopindex(settings) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as server:
+    with local_client(settings) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as server:
         remote = deletes(CliRunner(env={"HOPINDEX_API_URL": server.url,
                                         "HOPINDEX_API_KEY": KEY,
                                         "HOPINDEX_DATA_DIR": str(tmp_path / "unused")}),
                          tmp_path)
-        assert service.get_documents(INDEX, ["d0", "d1", "d2"]) == []
+        assert client.service.backends.state.get_documents(INDEX, ["d0", "d1", "d2"]) == []
     assert remote == local
     assert not (tmp_path / "unused").exists()

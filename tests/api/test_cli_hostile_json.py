@@ -69,13 +69,13 @@ def test_a_file_of_hostile_lines_only_exits_with_the_input_error_code(cli: CliRu
 
 
 def test_a_question_with_an_unpaired_surrogate_is_an_input_error(tmp_path: Path) -> None:
-    """The service refuses a question it could not send to an embedder or an LLM,
+    """The client refuses a question it could not send to an embedder or an LLM,
     naming the field, before it opens anything (the CLI passes undecodable argument
     bytes through as lone surrogates)."""
-    from hopindex.api.service import Hopindex
+    from hopindex import Client
     from hopindex.core.errors import InvalidInputError
     from hopindex.core.settings import Settings
 
-    with Hopindex(Settings(data_dir=tmp_path).resolved()) as service, \
+    with Client.local(settings=Settings(data_dir=tmp_path).resolved()) as client, \
             pytest.raises(InvalidInputError, match="question"):
-        service.query("anything", "who was \ud800 born to?")
+        client.query("anything", "who was \ud800 born to?", k=5)

@@ -6,22 +6,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.index_views import describe_index
-from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.core.settings import Settings
 from tests.api.conftest import corpus_file
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -56,8 +55,9 @@ def test_list_and_describe_show_what_an_index_holds(cli: CliRunner, tmp_path: Pa
                                                     ["curie", "extractive"]]
 
     settings = Settings(data_dir=tmp_path / "data").resolved()
-    with Hopindex(settings) as service:
-        units = {k.value: n for k, n in service.backends.state.count_units("curie").items()}
+    with local_client(settings) as client:  # the store's own count, to compare with
+        units = {k.value: n
+                 for k, n in client.service.backends.state.count_units("curie").items()}
     shown = cli.invoke(main, ["indexes", "describe", "curie", "--json"])
     assert shown.exit_code == 0, shown.output
     described = json.loads(shown.stdout)
@@ -70,9 +70,10 @@ def test_list_and_describe_show_what_an_index_holds(cli: CliRunner, tmp_path: Pa
     assert f"  documents: {len(CURIE_CORPUS)}" in plain
     assert "  units: " + ", ".join(f"{k} {n}" for k, n in units.items()) in plain
 
-    with Hopindex(settings) as service:  # as a job that died before finalizing leaves it
-        [doc] = service.get_documents("curie", ["d1"])
-        service.backends.state.put_documents([replace(doc, content_hash="")])
+    with local_client(settings) as client:  # as a job that died before finalizing leaves it
+        state = client.service.backends.state
+        [doc] = state.get_documents("curie", ["d1"])
+        state.put_documents([replace(doc, content_hash="")])
     partial = cli.invoke(main, ["indexes", "describe", "curie"])
     assert partial.exit_code == 0, partial.output
     assert partial.stdout.startswith("index curie: partial\n")
@@ -107,11 +108,11 @@ def test_delete_with_yes_and_while_a_job_runs(cli: CliRunner, tmp_path: Path) ->
     """--yes deletes without asking and --json prints the deletion; an index with a
     running job is refused with 75 (retry later) naming the job, and is kept."""
     ingest(cli, "curie", tmp_path)
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
         # A job as a worker records it while it runs (no owner: a worker's, not this
         # process's, so opening the service does not fail it as orphaned).
-        service.backends.state.create_job(Job(job_id="running-job", index="curie",
-                                              kind=JobKind.INGEST, state=JobState.RUNNING))
+        client.service.backends.state.create_job(Job(
+            job_id="running-job", index="curie", kind=JobKind.INGEST, state=JobState.RUNNING))
     busy = cli.invoke(main, ["indexes", "delete", "curie", "--yes", "--json"])
     assert busy.exit_code == ExitCode.TEMPORARY, busy.output
     error = json_error(busy)
@@ -127,26 +128,34 @@ def test_delete_with_yes_and_while_a_job_runs(cli: CliRunner, tmp_path: Path) ->
     assert "Delete index" not in deleted.stderr
 
 
+@dataclass(frozen=True)
+class Served:
+    """A server, and a client of the service it serves (what the server itself sees)."""
+
+    client: LocalClient
+    url: str
+
+
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[BackgroundServer]:
+def served(tmp_path: Path) -> Iterator[Served]:
     settings = Settings(data_dir=tmp_path / "server").resolved()
-    with Hopindex(settings) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as running:
-        yield running
+    with local_client(settings) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as running:
+        yield Served(client, running.url)
 
 
-def test_remote_indexes_match_the_server(server: BackgroundServer, tmp_path: Path) -> None:
+def test_remote_indexes_match_the_server(served: Served, tmp_path: Path) -> None:
     """Through --api: list, describe (the server's own description) and delete, the
     same output and exit codes as locally; a wrong key exits 77 and an unknown index
     66, both with the server's error code in the JSON error."""
-    remote = CliRunner(env={"HOPINDEX_API_URL": server.url, "HOPINDEX_API_KEY": KEY,
+    remote = CliRunner(env={"HOPINDEX_API_URL": served.url, "HOPINDEX_API_KEY": KEY,
                             "HOPINDEX_DATA_DIR": str(tmp_path / "local")})
     ingest(remote, "curie", tmp_path)
     listed = remote.invoke(main, ["indexes", "list", "--json"])
     assert [i["name"] for i in json.loads(listed.stdout)] == ["curie"]
     shown = remote.invoke(main, ["indexes", "describe", "curie", "--json"])
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.stdout) == describe_index(server.service, "curie")
+    assert json.loads(shown.stdout) == served.client.indexes.describe_index("curie").as_dict()
     assert remote.invoke(main, ["indexes", "describe", "curie"]).stdout.startswith(
         "index curie: ready\n")
 
@@ -159,9 +168,9 @@ def test_remote_indexes_match_the_server(server: BackgroundServer, tmp_path: Pat
 
     kept = remote.invoke(main, ["indexes", "delete", "curie"], input="n\n")
     assert kept.exit_code == ExitCode.USAGE
-    assert server.service.backends.state.get_index("curie") is not None
+    assert [i.name for i in served.client.indexes.list_indexes()] == ["curie"]
     deleted = remote.invoke(main, ["indexes", "delete", "curie"], input="y\n")
     assert deleted.exit_code == 0, deleted.output
     assert deleted.stdout == f"deleted index curie ({len(CURIE_CORPUS)} documents)\n"
-    assert server.service.list_indexes() == []
+    assert served.client.indexes.list_indexes() == []
     assert not (tmp_path / "local").exists()

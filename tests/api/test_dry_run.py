@@ -14,14 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
+from hopindex.api.client.models import IngestPlanView
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.readers import RawDocument
-from hopindex.scheduler.dry_run import IngestPlan, PhasePlan, Planning
+from hopindex.scheduler.dry_run import Planning
 from hopindex.scheduler.dry_run_tokens import TokenBasis
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS, raw
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client, plan_documents, raw
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import embedder_settings
 
@@ -34,27 +35,27 @@ LONG = raw("Long Document", " ".join(f"Sentence {n} says Marie Curie studied ele
                                      for n in range(100)))
 
 
-def _service(tmp_path: Path, server: LlmTestServer, name: str = "data",
-             **overrides: object) -> Hopindex:
-    return Hopindex(llm_settings(tmp_path / name, server, **embedder_settings(server),
-                                 **overrides))
+def _client(tmp_path: Path, server: LlmTestServer, name: str = "data",
+            **overrides: object) -> LocalClient:
+    return local_client(llm_settings(tmp_path / name, server, **embedder_settings(server),
+                                     **overrides))
 
 
 def _chat_requests(server: LlmTestServer) -> int:
     return sum(server.stats.by_kind.values())
 
 
-def _phase(plan: IngestPlan, name: str) -> PhasePlan:
-    return next(p for p in plan.phases if p.phase == name)
+def _phase(plan: IngestPlanView, name: str) -> dict[str, Any]:
+    return next(p for p in plan.phases if p["phase"] == name)
 
 
-def _snapshot(service: Hopindex, index: str) -> dict[str, Any]:
-    state = service.backends.state
+def _snapshot(client: LocalClient, index: str) -> dict[str, Any]:
+    state = client.service.backends.state
     info = state.get_index(index)
     hashes = state.document_hashes(index) if info else {}
     units = state.units_of_documents(index, sorted(hashes)) if hashes else []
     return {"index": info, "hashes": hashes, "jobs": [j.job_id for j in
-                                                      service.list_jobs(index, 100)],
+                                                      client.jobs.list_jobs(index, 100)],
             "units": sorted(u.unit_id for u in units),
             "mentions": state.mentions_of_documents(index, sorted(hashes)) if hashes else {}}
 
@@ -66,26 +67,25 @@ def test_counts_and_nothing_sent_or_written(
     server no request and leaves the state (index, documents, jobs, units, mentions)
     as it was; a dry run into a new index creates neither the index nor a cache file."""
     server = start_server()
-    with _service(tmp_path, server) as service:
-        fresh = service.plan_ingest_documents("fresh", CURIE_CORPUS[:3], method="indexrag")
-        assert fresh.documents.as_dict() == {"new": 3, "changed": 0, "unchanged": 0,
-                                             "invalid": 0}
-        assert not fresh.index_exists and service.backends.state.get_index("fresh") is None
+    with _client(tmp_path, server) as client:
+        fresh = plan_documents(client, "fresh", CURIE_CORPUS[:3], method="indexrag")
+        assert fresh.documents == {"new": 3, "changed": 0, "unchanged": 0, "invalid": 0}
+        assert not fresh.index_exists and client.indexes.list_indexes() == []
         assert not (tmp_path / "data" / "llm-cache.sqlite3").exists()
         assert _chat_requests(server) == 0
-        service.ingest_documents("curie", CURIE_CORPUS[:3], method="indexrag")
-        before = _snapshot(service, "curie")
+        ingest_documents(client, "curie", CURIE_CORPUS[:3], method="indexrag")
+        before = _snapshot(client, "curie")
         sent = _chat_requests(server)
         changed = CURIE_CORPUS[1]
         batch = [CURIE_CORPUS[0], raw(changed.title, changed.text + " He died in 1906."),
                  CURIE_CORPUS[3], raw("Empty", "   ")]
-        plan = service.plan_ingest_documents("curie", batch)
+        plan = plan_documents(client, "curie", batch)
         assert _chat_requests(server) == sent
-        assert _snapshot(service, "curie") == before
-    assert plan.documents.as_dict() == {"new": 1, "changed": 1, "unchanged": 1, "invalid": 1}
-    assert plan.errors[0].where == "Empty" and "'text' is empty" in plan.errors[0].reason
+        assert _snapshot(client, "curie") == before
+    assert plan.documents == {"new": 1, "changed": 1, "unchanged": 1, "invalid": 1}
+    assert plan.errors[0]["where"] == "Empty" and "'text' is empty" in plan.errors[0]["reason"]
     stage1 = _phase(plan, "indexrag.stage1")
-    assert (stage1.planning, stage1.calls, stage1.cache_hits) == (Planning.EXACT, 2, 0)
+    assert (stage1["planning"], stage1["calls"], stage1["cache_hits"]) == (Planning.EXACT, 2, 0)
 
 
 def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
@@ -97,33 +97,33 @@ def test_stage1_plan_equals_the_real_ingest_and_stage2_stays_under_its_bound(
     per document character, from the plan it recorded when submitted."""
     server = start_server()
     first = [*CURIE_CORPUS[:3], LONG]
-    with _service(tmp_path, server, method_env=SMALL_LIMIT) as service:
-        plan = service.plan_ingest_documents("curie", first, method="indexrag")
+    with _client(tmp_path, server, method_env=SMALL_LIMIT) as client:
+        plan = plan_documents(client, "curie", first, method="indexrag")
         stage1 = _phase(plan, "indexrag.stage1")
-        assert stage1.calls == 3 + 3
-        assert stage1.token_basis is TokenBasis.CHARACTERS
-        assert stage1.prompt_tokens == round(stage1.prompt_chars * 0.25)  # type: ignore[operator]
-        assert _phase(plan, "indexrag.stage2").planning is Planning.NOT_PLANNED
-        job = service.ingest_documents("curie", first)
-        assert server.stats.by_kind.get("stage1") == stage1.calls
-        assert job.llm["indexrag.stage1"].calls == stage1.calls
+        assert stage1["calls"] == 3 + 3
+        assert stage1["token_basis"] == TokenBasis.CHARACTERS
+        assert stage1["prompt_tokens"] == round(stage1["prompt_chars"] * 0.25)
+        assert _phase(plan, "indexrag.stage2")["planning"] == Planning.NOT_PLANNED
+        job = ingest_documents(client, "curie", first)
+        assert server.stats.by_kind.get("stage1") == stage1["calls"]
+        assert job.llm["indexrag.stage1"].calls == stage1["calls"]
         second = CURIE_CORPUS[3:]
-        plan = service.plan_ingest_documents("curie", second)
+        plan = plan_documents(client, "curie", second)
         stage1, stage2 = _phase(plan, "indexrag.stage1"), _phase(plan, "indexrag.stage2")
-        assert stage1.token_basis is TokenBasis.HISTORY
+        assert stage1["token_basis"] == TokenBasis.HISTORY
         history, planned = job.llm["indexrag.stage1"], job.estimate["indexrag.stage1"]
         assert planned["calls"] == history.calls
-        assert stage1.prompt_chars is not None and stage1.input_chars is not None
-        assert stage1.prompt_tokens == round(stage1.prompt_chars * history.prompt_tokens
-                                             / planned["prompt_chars"])
-        assert stage1.completion_tokens == round(
-            stage1.input_chars * history.completion_tokens / planned["input_chars"])
-        assert stage1.input_chars == sum(len(d.title) + len(d.text.strip()) for d in second)
-        assert stage2.planning is Planning.BOUND and stage2.calls is not None
+        assert stage1["prompt_chars"] is not None and stage1["input_chars"] is not None
+        assert stage1["prompt_tokens"] == round(stage1["prompt_chars"] * history.prompt_tokens
+                                                / planned["prompt_chars"])
+        assert stage1["completion_tokens"] == round(
+            stage1["input_chars"] * history.completion_tokens / planned["input_chars"])
+        assert stage1["input_chars"] == sum(len(d.title) + len(d.text.strip()) for d in second)
+        assert stage2["planning"] == Planning.BOUND and stage2["calls"] is not None
         server.reset()
-        service.ingest_documents("curie", second)
-        assert server.stats.by_kind.get("stage1") == stage1.calls == len(second)
-        assert server.stats.by_kind.get("stage2", 0) <= stage2.calls
+        ingest_documents(client, "curie", second)
+        assert server.stats.by_kind.get("stage1") == stage1["calls"] == len(second)
+        assert server.stats.by_kind.get("stage2", 0) <= stage2["calls"]
 
 
 def test_cached_replies_are_not_planned(
@@ -132,18 +132,18 @@ def test_cached_replies_are_not_planned(
     only the changed document's chunk, and the real ingest sends exactly that; in the
     first index, changing one document plans only its chunk."""
     server = start_server()
-    with _service(tmp_path, server) as service:
-        service.ingest_documents("first", CURIE_CORPUS, method="indexrag")
+    with _client(tmp_path, server) as client:
+        ingest_documents(client, "first", CURIE_CORPUS, method="indexrag")
         edited = CURIE_CORPUS[2]
         corpus = [*CURIE_CORPUS[:2], raw(edited.title, edited.text + " It has a river."),
                   *CURIE_CORPUS[3:]]
-        again = service.plan_ingest_documents("first", corpus)
-        assert _phase(again, "indexrag.stage1").calls == 1
-        plan = service.plan_ingest_documents("second", corpus, method="indexrag")
+        again = plan_documents(client, "first", corpus)
+        assert _phase(again, "indexrag.stage1")["calls"] == 1
+        plan = plan_documents(client, "second", corpus, method="indexrag")
         stage1 = _phase(plan, "indexrag.stage1")
-        assert (stage1.calls, stage1.cache_hits) == (1, len(CURIE_CORPUS) - 1)
+        assert (stage1["calls"], stage1["cache_hits"]) == (1, len(CURIE_CORPUS) - 1)
         server.reset()
-        service.ingest_documents("second", corpus)
+        ingest_documents(client, "second", corpus)
         assert server.stats.by_kind.get("stage1") == 1
 
 
@@ -152,10 +152,10 @@ def test_a_method_the_index_was_not_built_with_names_the_field(
     """A dry run asking for another method than the index's is refused like the ingest:
     an input error on field ``method``."""
     server = start_server()
-    with _service(tmp_path, server) as service:
-        service.ingest_documents("curie", CURIE_CORPUS[:1], method="indexrag")
+    with _client(tmp_path, server) as client:
+        ingest_documents(client, "curie", CURIE_CORPUS[:1], method="indexrag")
         with pytest.raises(InvalidInputError) as refused:
-            service.plan_ingest_documents("curie", CURIE_CORPUS[1:2], method="extractive")
+            plan_documents(client, "curie", CURIE_CORPUS[1:2], method="extractive")
     assert refused.value.where == "method"
 
 
@@ -225,17 +225,17 @@ def test_a_provider_embedder_is_planned_as_a_floor_and_priced(
     server = start_server()
     settings = llm_settings(tmp_path / "data", server, **embedder_settings(server),
                             embedding_price_per_mtok=0.02)
-    with Hopindex(settings) as service:
-        plan = service.plan_ingest_documents("curie", CURIE_CORPUS, method="indexrag")
+    with local_client(settings) as client:
+        plan = plan_documents(client, "curie", CURIE_CORPUS, method="indexrag")
         chars = sum(len(d.title) + len(d.text) for d in CURIE_CORPUS)
         assert plan.embedding is not None
-        assert plan.embedding.model == server.config.embedding_model
-        assert plan.embedding.tokens == round(chars * 0.25)
-        assert plan.embedding.cost == pytest.approx(plan.embedding.tokens * 0.02 / 1e6)
-        assert plan.as_dict()["embedding"]["basis"].startswith("the documents to embed")
-        job = service.ingest_documents("curie", CURIE_CORPUS)
-        assert job.embedding.tokens >= plan.embedding.tokens
+        assert plan.embedding["model"] == server.config.embedding_model
+        assert plan.embedding["tokens"] == round(chars * 0.25)
+        assert plan.embedding["cost"] == pytest.approx(plan.embedding["tokens"] * 0.02 / 1e6)
+        assert plan.embedding["basis"].startswith("the documents to embed")
+        job = ingest_documents(client, "curie", CURIE_CORPUS)
+        assert job.embedding.tokens >= plan.embedding["tokens"]
     local = llm_settings(tmp_path / "local", server)
-    with Hopindex(local) as service:
-        assert service.plan_ingest_documents("curie", CURIE_CORPUS,
-                                             method="indexrag").embedding is None
+    with local_client(local) as client:
+        assert plan_documents(client, "curie", CURIE_CORPUS,
+                              method="indexrag").embedding is None

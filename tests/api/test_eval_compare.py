@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
 from hopindex.api.evaluate import run_eval_command
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import doc_id_from_title
 from hopindex.core.models import JobState
@@ -27,7 +27,7 @@ from hopindex.evaluation.report import EvalReport, read_json
 from hopindex.methods.registry import get_index_method
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.methods.indexrag.conftest import llm_settings
 
 pytestmark = pytest.mark.integration
@@ -45,9 +45,10 @@ def dataset(tmp_path: Path) -> Path:
     return path
 
 
-def run_eval(service: Hopindex, dataset: Path, index: str, index_methods: list[str],
+def run_eval(client: LocalClient, dataset: Path, index: str, index_methods: list[str],
              methods: list[str] | None = None) -> EvalReport:
-    return run_eval_command(service, Console(file=io.StringIO()), index=index,
+    # The command the CLI runs: the evaluation drives the client's service itself.
+    return run_eval_command(client.service, Console(file=io.StringIO()), index=index,
                             dataset_path=dataset, corpus_paths=[], fmt="hotpotqa",
                             methods=methods or [], limit=0, json_out=None,
                             index_methods=index_methods)
@@ -138,8 +139,8 @@ def test_bad_curve_options_are_refused_before_anything_runs(
         assert result.exit_code == code, result.output
         assert message in result.output
     assert not (tmp_path / "c.png").exists()
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
-        assert service.backends.state.get_index("bad") is None
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
+        assert client.indexes.list_indexes() == []
 
 
 def test_a_questions_file_of_another_shape_exits_65_saying_what_fits(
@@ -156,8 +157,8 @@ def test_a_questions_file_of_another_shape_exits_65_saying_what_fits(
     assert line.startswith(f"error: {questions}:1: unknown question format")
     assert '"context": [[title, [sentence, ...]], ...]' in line
     assert "for example {" in line and "docs/evaluation.md" in line
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
-        assert service.backends.state.get_index("own") is None
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
+        assert client.indexes.list_indexes() == []
 
 
 def test_a_rerun_reuses_the_indexes_and_calls_no_llm(
@@ -166,12 +167,12 @@ def test_a_rerun_reuses_the_indexes_and_calls_no_llm(
     request: both indexes are reused, their build cost is the first run's jobs', and the
     LLM query methods are answered from the response cache."""
     server = start_server()
-    with Hopindex(llm_settings(tmp_path / "data", server)) as service:
-        first = run_eval(service, dataset, "hq", COMPARED)
+    with local_client(llm_settings(tmp_path / "data", server)) as client:
+        first = run_eval(client, dataset, "hq", COMPARED)
         calls = chat_calls(server)
-        jobs = len(service.list_jobs())
-        second = run_eval(service, dataset, "hq", COMPARED)
-        assert len(service.list_jobs()) == jobs  # no ingest
+        jobs = len(client.jobs.list_jobs())
+        second = run_eval(client, dataset, "hq", COMPARED)
+        assert len(client.jobs.list_jobs()) == jobs  # no ingest
     assert calls > 0 and chat_calls(server) == calls
     assert [b.source for b in second.builds] == [BuildSource.REUSED] * 2
     assert [b.job_id for b in second.builds] == [b.job_id for b in first.builds]
@@ -193,15 +194,15 @@ def test_a_reused_index_costs_the_sum_of_the_jobs_that_built_it(
     the rows' build tokens are that sum."""
     server = start_server()
     documents = corpus_from_questions(dataset, "hotpotqa")
-    with Hopindex(llm_settings(tmp_path / "data", server)) as service:
+    with local_client(llm_settings(tmp_path / "data", server)) as client:
         for half in (documents[:10], documents[10:]):
-            job = service.ingest_documents("hq-indexrag", half, method="indexrag")
+            job = ingest_documents(client, "hq-indexrag", half, method="indexrag")
             assert job.state is JobState.SUCCEEDED, job.reason
         first = documents[0].doc_id or doc_id_from_title(documents[0].title)
-        deleted = service.delete_documents("hq-indexrag", [first])
+        deleted = client.delete_documents("hq-indexrag", [first])
         assert deleted.state is JobState.SUCCEEDED, deleted.reason
         built_tokens = server.stats.prompt_tokens + server.stats.completion_tokens
-        report = run_eval(service, dataset, "hq", ["indexrag"])
+        report = run_eval(client, dataset, "hq", ["indexrag"])
     (build,) = report.builds
     assert build.source is BuildSource.REUSED and build.documents == 19
     assert build.jobs == {"ingest": 2, "delete": 1}
@@ -219,10 +220,10 @@ def test_a_rebuilt_index_costs_no_new_llm_call(
     """A new index over the same documents is built again, its LLM calls all served by
     the response cache: the build shows zero calls and a cache hit per call made first."""
     server = start_server()
-    with Hopindex(llm_settings(tmp_path / "data", server)) as service:
-        first = run_eval(service, dataset, "one", ["indexrag"])
+    with local_client(llm_settings(tmp_path / "data", server)) as client:
+        first = run_eval(client, dataset, "one", ["indexrag"])
         calls = chat_calls(server)
-        again = run_eval(service, dataset, "two", ["indexrag"])
+        again = run_eval(client, dataset, "two", ["indexrag"])
     assert chat_calls(server) == calls
     (built,), (rebuilt,) = first.builds, again.builds
     assert rebuilt.source is BuildSource.BUILT and rebuilt.index == "two-indexrag"
@@ -234,11 +235,11 @@ def test_an_index_built_with_another_method_is_refused_by_name(
         tmp_path: Path, dataset: Path) -> None:
     """eval --index m --index-method indexrag stops before building anything when
     m-indexrag exists as an extractive index, naming the index and its method."""
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
-        service.ingest_documents("m-indexrag", CURIE_CORPUS, method="extractive")
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
+        ingest_documents(client, "m-indexrag", CURIE_CORPUS, method="extractive")
         with pytest.raises(InvalidInputError) as refused:
-            run_eval(service, dataset, "m", ["extractive", "indexrag"])
-        assert service.backends.state.get_index("m-extractive") is None
+            run_eval(client, dataset, "m", ["extractive", "indexrag"])
+        assert [i.name for i in client.indexes.list_indexes()] == ["m-indexrag"]
     assert "'m-indexrag' is built with 'extractive'" in str(refused.value)
 
 
@@ -246,8 +247,8 @@ def test_without_index_method_one_index_gets_its_default_query_methods(
         tmp_path: Path, dataset: Path) -> None:
     """Without --index-method eval builds INDEX itself (extractive with no LLM) and runs
     the registry's default query methods of its index method, with its build cost."""
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
-        report = run_eval(service, dataset, "solo", [])
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
+        report = run_eval(client, dataset, "solo", [])
     assert [m.method for m in report.methods] == list(
         get_index_method("extractive").default_queries)
     assert [(b.index, b.index_method, b.source) for b in report.builds] == [
@@ -258,9 +259,9 @@ def test_a_method_that_cannot_read_the_index_is_noted_not_run(
         tmp_path: Path, dataset: Path) -> None:
     """--method naive --method indexrag on an extractive index runs naive and notes
     indexrag as skipped; when no named method can read any index, nothing is run."""
-    with Hopindex(Settings(data_dir=tmp_path / "data").resolved()) as service:
-        report = run_eval(service, dataset, "s", [], ["naive", "indexrag"])
+    with local_client(Settings(data_dir=tmp_path / "data").resolved()) as client:
+        report = run_eval(client, dataset, "s", [], ["naive", "indexrag"])
         with pytest.raises(InvalidInputError, match="no --method given can read any index"):
-            run_eval(service, dataset, "s", [], ["indexrag"])
+            run_eval(client, dataset, "s", [], ["indexrag"])
     assert [m.method for m in report.methods] == ["naive"]
     assert [(s.method, s.index_method) for s in report.skipped] == [("indexrag", "extractive")]

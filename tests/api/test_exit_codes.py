@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from hopindex.api.cli_errors import one_line
+from hopindex.api.client.http_wire import RemoteApiError, RemoteUnavailableError
 from hopindex.api.exit_codes import ExitCode, job_outcome, outcome_of
 from hopindex.api.http.errors import from_hopindex_error
-from hopindex.api.links import NoLinksError
-from hopindex.api.remote import RemoteApiError, RemoteUnavailableError
 from hopindex.backends.engine_lock import EnginesOwnedError
 from hopindex.core.errors import (
     SERVER_FAULT,
@@ -50,7 +49,6 @@ def test_codes_follow_sysexits_and_are_distinct() -> None:
 @pytest.mark.parametrize(("error", "exit_code", "code"), [
     (InvalidInputError("bad", where="f.jsonl:3"), ExitCode.DATA_ERROR, "invalid_input"),
     (InvalidIndexNameError("bad name", where="index"), ExitCode.DATA_ERROR, "invalid_input"),
-    (NoLinksError("not kgbridge"), ExitCode.DATA_ERROR, "invalid_input"),
     (JobFinishedError("already succeeded", where="job_id"), ExitCode.DATA_ERROR,
      "job_finished"),
     (NotFoundError("no index 'x'"), ExitCode.NOT_FOUND, "not_found"),
@@ -163,7 +161,7 @@ def test_one_table_every_door_reads() -> None:
     exits as the error raised locally does."""
     kinds = [k for k in error_types() if k is not RemoteApiError
              and not issubclass(k, RemoteApiError)]
-    assert NoLinksError in kinds and EnginesOwnedError in kinds  # every module's types
+    assert EnginesOwnedError in kinds  # every module's types, not core/errors.py's alone
     meanings: dict[str, set[tuple[int, ExitCode]]] = {}
     for kind in kinds:
         meanings.setdefault(kind.code, set()).add((kind.http_status, kind.exit_code))

@@ -13,9 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
-from hopindex.api.service import Hopindex
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import embedder_settings
 
@@ -42,9 +41,9 @@ def test_jobs_shows_estimate_and_actual_per_phase(
     server = start_server()
     settings = llm_settings(tmp_path / "data", server, **embedder_settings(server),
                             llm_price_input_per_mtok=0.15, llm_price_output_per_mtok=0.60)
-    with Hopindex(settings) as service:
-        service.ingest_documents("curie", CURIE_CORPUS[:3], method="indexrag")
-        job = service.ingest_documents("curie", CURIE_CORPUS[3:])
+    with local_client(settings) as client:
+        ingest_documents(client, "curie", CURIE_CORPUS[:3], method="indexrag")
+        job = ingest_documents(client, "curie", CURIE_CORPUS[3:])
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "data")})
     shown = cli.invoke(main, ["jobs", job.job_id])
     assert shown.exit_code == 0, shown.output

@@ -1,33 +1,32 @@
-"""Auditing a kgbridge index's SAME_AS links through the service and the local CLI:
-``list_links`` / ``reject_link`` and ``hopindex links list`` / ``hopindex links
-reject``, on indexes built against the local LLM test server."""
+"""Auditing a kgbridge index's SAME_AS links through the local client and CLI: the
+``links.list`` / ``links.reject`` operations and ``hopindex links list`` / ``hopindex
+links reject``, on indexes built against the local LLM test server."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
+from hopindex import Client
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.links import MAX_BY_CHARS, NoLinksError
-from hopindex.api.render_links import TABLE_MIN_WIDTH, render_links
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError, NotFoundError
 from hopindex.methods.kgbridge.links import REJECTED, UnknownLinkError
-from hopindex.scheduler.submit import ensure_index
+from hopindex.methods.kgbridge.operations import MAX_BY_CHARS, render_links
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import (  # noqa: F401  # make_llm_service: a fixture
-    LlmServiceFactory,
+from tests.conftest import ingest_documents
+from tests.methods.indexrag.conftest import (  # noqa: F401  # make_llm_client: a fixture
+    LlmClientFactory,
     llm_settings,
-    make_llm_service,
+    make_llm_client,
 )
-from tests.methods.kgbridge.corpus import CORPUS, INDEX, LINKED_KEYS, kg_service
+from tests.methods.kgbridge.corpus import CORPUS, INDEX, LINKED_KEYS
 
 pytestmark = pytest.mark.integration
 
@@ -35,19 +34,33 @@ StartServer = Callable[..., LlmTestServer]
 TITLES = {doc.doc_id: doc.title for doc in CORPUS}
 
 
+def list_links(client: LocalClient, index: str, entity: str | None = None) -> Any:
+    """The ``links.list`` operation of ``index``."""
+    params = {} if entity is None else {"entity": entity}
+    return client.operations.run_operation(index, "links.list", params)
+
+
+def reject_link(client: LocalClient, index: str, link_id: str, by: str) -> Any:
+    return client.operations.run_operation(index, "links.reject",
+                                           {"link_id": link_id, "by": by})
+
+
 @pytest.fixture
-def kg(start_server: StartServer, make_llm_service: LlmServiceFactory) -> Hopindex:  # noqa: F811
-    """A service holding the kgbridge corpus in INDEX, and an empty extractive index."""
-    service = kg_service(make_llm_service, start_server())
-    service.ingest_documents(INDEX, CORPUS, method="kgbridge")
-    ensure_index(service.runtime, "plain", "extractive")
-    return service
+def kg(start_server: StartServer, make_llm_client: LlmClientFactory) -> LocalClient:  # noqa: F811
+    """A client holding the kgbridge corpus in INDEX, and an empty extractive index;
+    chat and embeddings from the test server (its hashed bag of words, so cosines are
+    the same on every run)."""
+    server = start_server()
+    client = make_llm_client(server, embedder_url=f"openai://{server.config.embedding_model}")
+    ingest_documents(client, INDEX, CORPUS, method="kgbridge")
+    client.indexes.create_index("plain", "extractive")
+    return client
 
 
-def test_links_are_listed_with_their_documents_titles(kg: Hopindex) -> None:
+def test_links_are_listed_with_their_documents_titles(kg: LocalClient) -> None:
     """Every link, by entity, each end carrying its document's title; one name's links
     whatever its case and spacing; none for a name nobody links."""
-    every = kg.list_links(INDEX)
+    every = list_links(kg, INDEX)
     assert [link["entity"] for link in every] == sorted(LINKED_KEYS)
     for link in every:
         for end in (link["a"], link["b"]):
@@ -55,51 +68,54 @@ def test_links_are_listed_with_their_documents_titles(kg: Hopindex) -> None:
         assert link["state"] == "linked" and link["reason"]
         # Both names are in the same two documents, "ada" and "engine".
         assert {link["a"]["doc_id"], link["b"]["doc_id"]} == {"ada", "engine"}
-    assert kg.list_links(INDEX, " analytical   ENGINE ") == [every[1]]
-    assert kg.list_links(INDEX, "Nobody At All") == []
+    assert list_links(kg, INDEX, " analytical   ENGINE ") == [every[1]]
+    assert list_links(kg, INDEX, "Nobody At All") == []
 
 
 def test_a_rejected_link_is_gone_and_a_second_rejection_keeps_the_first(
-        kg: Hopindex) -> None:
+        kg: LocalClient) -> None:
     """Rejecting returns the link with who rejected it and when; it leaves the listing at
     once; rejecting it again returns the first rejection, unchanged."""
-    (link,) = kg.list_links(INDEX, "Ada Lovelace")
-    rejected = kg.reject_link(INDEX, link["link_id"], by=" reviewer ")
+    (link,) = list_links(kg, INDEX, "Ada Lovelace")
+    rejected = reject_link(kg, INDEX, link["link_id"], by=" reviewer ")
     assert rejected["state"] == "rejected" and rejected["by"] == "reviewer"
     assert rejected["a"] == link["a"] and rejected["entity"] == "ada lovelace"
-    assert kg.list_links(INDEX, "Ada Lovelace") == []
-    assert [x["entity"] for x in kg.list_links(INDEX)] == ["analytical engine"]
-    again = kg.reject_link(INDEX, link["link_id"], by="someone else")
+    assert list_links(kg, INDEX, "Ada Lovelace") == []
+    assert [x["entity"] for x in list_links(kg, INDEX)] == ["analytical engine"]
+    again = reject_link(kg, INDEX, link["link_id"], by="someone else")
     assert again == {"link_id": link["link_id"], "state": "rejected", "by": "reviewer",
                      "rejected_at": rejected["rejected_at"]}
 
 
-def test_bad_requests_name_what_is_wrong(kg: Hopindex) -> None:
+def test_bad_requests_name_what_is_wrong(kg: LocalClient) -> None:
     """An unknown index or link is not found; an index of another method, a blank
     entity name, a blank, overlong or unstorable ``by`` are input errors naming the
     field; nothing is recorded for a refused rejection."""
-    (link, _) = kg.list_links(INDEX)
+    (link, _) = list_links(kg, INDEX)
     with pytest.raises(NotFoundError, match="no index 'nothing'"):
-        kg.list_links("nothing")
+        list_links(kg, "nothing")
     with pytest.raises(NotFoundError, match="no index 'nothing'"):
-        kg.reject_link("nothing", link["link_id"], by="reviewer")
+        reject_link(kg, "nothing", link["link_id"], by="reviewer")
     with pytest.raises(UnknownLinkError, match="no link 'feedbeef'"):
-        kg.reject_link(INDEX, "feedbeef", by="reviewer")
-    for call in (lambda: kg.list_links("plain"),
-                 lambda: kg.reject_link("plain", link["link_id"], by="reviewer")):
-        with pytest.raises(NoLinksError, match="index 'plain' is built with 'extractive', "
-                                               "which keeps no SAME_AS links") as wrong:
+        reject_link(kg, INDEX, "feedbeef", by="reviewer")
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("links.list", lambda: list_links(kg, "plain")),
+        ("links.reject", lambda: reject_link(kg, "plain", link["link_id"], by="reviewer"))]
+    for operation, call in calls:
+        with pytest.raises(InvalidInputError, match=(
+                f"index 'plain' is built with 'extractive', which has no operation "
+                f"'{operation}' \\(only kgbridge indexes do\\)")) as wrong:
             call()
         assert wrong.value.where == "method"
     with pytest.raises(InvalidInputError) as blank_entity:
-        kg.list_links(INDEX, "   ")
+        list_links(kg, INDEX, "   ")
     assert blank_entity.value.where == "entity"
     for by in ("  ", "x" * (MAX_BY_CHARS + 1), "bad\udcff"):
         with pytest.raises(InvalidInputError) as bad_by:
-            kg.reject_link(INDEX, link["link_id"], by=by)
+            reject_link(kg, INDEX, link["link_id"], by=by)
         assert bad_by.value.where == "by", by
-    assert kg.backends.state.get_records(INDEX, REJECTED, [link["link_id"]]) == {}
-    assert len(kg.list_links(INDEX)) == 2
+    assert kg.service.backends.state.get_records(INDEX, REJECTED, [link["link_id"]]) == {}
+    assert len(list_links(kg, INDEX)) == 2
 
 
 def corpus_file(tmp_path: Path) -> Path:
@@ -125,9 +141,9 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
     built = cli.invoke(main, ["ingest", "--index", INDEX, "--method", "kgbridge", "--quiet",
                               str(corpus_file(tmp_path))])
     assert built.exit_code == 0, built.output
-    with Hopindex(llm_settings(tmp_path / "data", server,
-                               embedder_url=env["HOPINDEX_EMBEDDER_URL"])) as service:
-        ensure_index(service.runtime, "plain", "extractive")
+    with Client.local(settings=llm_settings(tmp_path / "data", server,
+                                            embedder_url=env["HOPINDEX_EMBEDDER_URL"])) as client:
+        client.indexes.create_index("plain", "extractive")
 
     listed = cli.invoke(main, ["links", "list", "--index", INDEX, "--json"])
     assert listed.exit_code == 0, listed.output
@@ -142,7 +158,7 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
                             "--json"])
     assert [x["link_id"] for x in json.loads(one.output)] == [links[0]["link_id"]]
     none = cli.invoke(main, ["links", "list", "--index", INDEX, "--entity", "Nobody"])
-    assert none.exit_code == 0 and "no links (index kg, entity 'Nobody')" in none.output
+    assert none.exit_code == 0 and "no links (entity 'Nobody')" in none.output
 
     rejected = cli.invoke(main, ["links", "reject", "--index", INDEX, "--link",
                                  links[0]["link_id"], "--json"])
@@ -163,7 +179,7 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
              "no link 'feedbeef'"),
             (["list", "--index", "nothing"], ExitCode.NOT_FOUND, "no index 'nothing'"),
             (["list", "--index", "plain"], ExitCode.DATA_ERROR,
-             "built with 'extractive', which keeps no SAME_AS"),
+             "built with 'extractive', which has no operation 'links.list'"),
             (["list", "--index", INDEX, "--entity", " "], ExitCode.DATA_ERROR,
              "entity: give an entity name"),
             (["reject", "--index", INDEX, "--link", links[1]["link_id"], "--by", " "],
@@ -173,25 +189,26 @@ def test_cli_lists_and_rejects_links(tmp_path: Path, start_server: StartServer) 
         assert message in refused.output and "Traceback" not in refused.output
 
 
-def test_links_print_as_a_table_on_a_wide_console_and_as_lines_on_a_narrow_one() -> None:
-    """Both layouts show the full link id (the narrowest table too), both ends with
-    their document's title (or id when untitled), the three scores and the reason, and
-    print names and reasons as text, not rich markup."""
-    link = {"link_id": "d0fe0afdf96ee8eee123d2bce0212961", "entity": "ada lovelace",
-            "a": {"doc_id": "ada", "unit_id": "u1", "name": "Ada Lovelace",
-                  "title": "Ada Lovelace"},
-            "b": {"doc_id": "engine", "unit_id": "u2", "name": "Ada [bold]L[/bold]",
-                  "title": ""},
-            "s_link": 0.91234, "s_emb": 0.8, "s_llm": 0.9, "reason": "Same [red]person[/red]."}
-    for width in (80, TABLE_MIN_WIDTH, 200):
-        out = Console(width=width, file=io.StringIO())
-        render_links(out, [link])
-        shown = out.file.getvalue()  # type: ignore[attr-defined]
-        assert link["link_id"] in shown
-        if width == TABLE_MIN_WIDTH:  # the narrowest table: the other cells may wrap
-            continue
-        assert "Ada Lovelace (Ada Lovelace)" in shown
-        assert "Ada [bold]L[/bold] (engine)" in shown and "Same [red]person[/red]." in shown
-        assert all(score in shown for score in ("0.912", "0.800", "0.900"))
-        # The table has a header row; the narrow layout names each score instead.
-        assert ("s_link 0.912" in shown) is (width < TABLE_MIN_WIDTH)
+def test_links_print_as_aligned_columns_with_the_full_link_id() -> None:
+    """The text shows a header, the full link id, both ends with their document's title
+    (or id when untitled), the three scores and the reason, names and reasons as they
+    are (no markup), each column starting where its header does; no links: a line
+    saying so, naming the entity asked for."""
+    link: dict[str, Any] = {
+        "link_id": "d0fe0afdf96ee8eee123d2bce0212961", "entity": "ada lovelace",
+        "a": {"doc_id": "ada", "unit_id": "u1", "name": "Ada Lovelace", "title": "Ada Lovelace"},
+        "b": {"doc_id": "engine", "unit_id": "u2", "name": "Ada [bold]L[/bold]", "title": ""},
+        "s_link": 0.91234, "s_emb": 0.8, "s_llm": 0.9, "reason": "Same [red]person[/red]."}
+    other = {**link, "link_id": "e" * 32, "entity": "analytical engine", "s_link": 0.7,
+             "reason": "Same machine."}
+    header, first, second = render_links([link, other], {}).splitlines()
+    assert header.split() == ["link", "entity", "a", "b", "s_link", "s_emb", "s_llm",
+                              "reason"]
+    assert first.startswith(link["link_id"] + "  ")
+    assert "Ada Lovelace (Ada Lovelace)" in first
+    assert "Ada [bold]L[/bold] (engine)" in first and first.endswith("Same [red]person[/red].")
+    assert all(score in first for score in ("0.912", "0.800", "0.900"))
+    assert first.index("ada lovelace") == header.index("entity") == second.index("analytical")
+    assert first.index("Same [red]") == header.index("reason") == second.index("Same machine")
+    assert render_links([], {"entity": " Nobody "}) == "no links (entity 'Nobody')"
+    assert render_links([], {}) == "no links"

@@ -24,13 +24,12 @@ from click.testing import CliRunner
 from hopindex.api.cli import main
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_responses import TaskKind
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.api.http.conftest import KEY_SPEC, Api
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.methods.indexrag.conftest import llm_settings
 
 pytestmark = pytest.mark.integration
@@ -59,13 +58,13 @@ FIRST_KIND = {"indexrag": TaskKind.ANSWER, "ircot": TaskKind.IRCOT,
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir holding one small Curie index per LLM index method, built against a
-    test server that answers (the service closed: later services open the copy)."""
+    test server that answers (the client closed: later services open the copy)."""
     data_dir = tmp_path_factory.mktemp("degraded") / "data"
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
     try:
-        with Hopindex(llm_settings(data_dir, server)) as service:
+        with local_client(llm_settings(data_dir, server)) as client:
             for method, index in INDEXES.items():
-                job = service.ingest_documents(index, CURIE_CORPUS, method=method)
+                job = ingest_documents(client, index, CURIE_CORPUS, method=method)
                 assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
     finally:
         server.stop()
@@ -144,11 +143,11 @@ def api(built: Path, hung: LlmTestServer,
     shutil.copytree(built, data_dir)
     settings = llm_settings(data_dir, hung, llm_cache="off",
                             query_llm_deadline_s=float(DEADLINE_S))
-    with Hopindex(settings) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY_SPEC))) as server:
+    with local_client(settings) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY_SPEC))) as server:
         spec = schemathesis.openapi.from_dict(requests.get(
             server.url + "/v1/openapi.json", timeout=10).json())
-        yield Api(server.url, service, spec, server)
+        yield Api(server.url, client.service, spec, server)
 
 
 @pytest.mark.parametrize("method", list(EXPECTED))

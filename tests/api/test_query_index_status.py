@@ -18,10 +18,9 @@ from hopindex.api.cli import main
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
 from hopindex.api.index_health import BUILDING, PARTIAL
-from hopindex.api.service import Hopindex
 from hopindex.core.models import FailedItem, Job, JobKind, JobState
 from hopindex.core.settings import Settings
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -31,10 +30,10 @@ KEY = "status-key-0123456789abcdef"
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
-    """The Curie corpus ingested into index ``curie`` (ready), the service closed."""
+    """The Curie corpus ingested into index ``curie`` (ready), the client closed."""
     data = tmp_path / "data"
-    with Hopindex(Settings(data_dir=data).resolved()) as service:
-        job = service.ingest_documents("curie", CURIE_CORPUS)
+    with local_client(Settings(data_dir=data).resolved()) as client:
+        job = ingest_documents(client, "curie", CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED, job.reason
     return data
 
@@ -42,9 +41,9 @@ def data_dir(tmp_path: Path) -> Path:
 def make_partial(data_dir: Path) -> None:
     """As a job that died before its finalize step leaves one document, and a failed
     stage-2 item of another job."""
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-        state = service.backends.state
-        [doc] = service.get_documents("curie", [sorted(state.document_hashes("curie"))[0]])
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        state = client.service.backends.state
+        [doc] = state.get_documents("curie", [sorted(state.document_hashes("curie"))[0]])
         state.put_documents([replace(doc, content_hash="")])
         state.put_failed_items("curie", [FailedItem(phase="extractive.stage2",
                                                     item="warsaw", reason="test", job_id="j")])
@@ -52,8 +51,8 @@ def make_partial(data_dir: Path) -> None:
 
 def test_a_ready_index_gives_no_warning(data_dir: Path) -> None:
     """The usual case: nothing to say, and the JSON says so with an empty list."""
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-        result = service.query("curie", QUESTION)
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        result = client.query("curie", QUESTION, k=5)
     assert result.passages and result.warnings == []
     assert result.as_dict()["warnings"] == []
 
@@ -61,10 +60,10 @@ def test_a_ready_index_gives_no_warning(data_dir: Path) -> None:
 def test_a_partial_index_answers_with_a_warning_until_repaired(data_dir: Path) -> None:
     """Partial: the passages still come, with one warning naming the status, what is
     missing and the repair command; once a repair completes the index, the same
-    service's next query has no warning (the kept status follows the index's jobs)."""
+    client's next query has no warning (the kept status follows the index's jobs)."""
     make_partial(data_dir)
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-        result = service.query("curie", QUESTION)
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        result = client.query("curie", QUESTION, k=5)
         assert result.passages
         [warning] = result.warnings
         assert warning.code == PARTIAL
@@ -72,29 +71,29 @@ def test_a_partial_index_answers_with_a_warning_until_repaired(data_dir: Path) -
         assert "1 document not fully indexed; 1 failed item" in warning.message
         assert "`hopindex repair --index curie`" in warning.message
         assert result.as_dict()["warnings"] == [{"code": PARTIAL, "message": warning.message}]
-        assert service.query("curie", QUESTION).warnings == [warning]  # kept, still true
+        assert client.query("curie", QUESTION, k=5).warnings == [warning]  # kept, still true
 
-        job = service.repair_index("curie")
+        job = client.indexes.repair_index("curie")
         assert job.state is JobState.SUCCEEDED, job.reason
-        assert service.outstanding("curie").status.value == "ready"
-        assert service.query("curie", QUESTION).warnings == []
+        assert client.indexes.describe_index("curie").status == "ready"
+        assert client.query("curie", QUESTION, k=5).warnings == []
 
 
 def test_a_building_index_names_its_running_job(data_dir: Path) -> None:
     """Building: the warning names the running job and how to follow it; the status is
     never kept, so the job's end shows at the next query."""
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        state = client.service.backends.state
         # A job as a worker records it while it runs (no owner, so not an orphan).
-        service.backends.state.create_job(Job(job_id="running-job", index="curie",
-                                              kind=JobKind.INGEST, state=JobState.RUNNING))
-        [warning] = service.query("curie", QUESTION).warnings
+        state.create_job(Job(job_id="running-job", index="curie", kind=JobKind.INGEST,
+                             state=JobState.RUNNING))
+        [warning] = client.query("curie", QUESTION, k=5).warnings
         assert warning.code == BUILDING
         assert "index 'curie' is building (job running-job running)" in warning.message
         assert "`hopindex jobs running-job --follow`" in warning.message
 
-        service.backends.state.update_job(
-            "running-job", lambda job: setattr(job, "state", JobState.SUCCEEDED))
-        assert service.query("curie", QUESTION).warnings == []
+        state.update_job("running-job", lambda job: setattr(job, "state", JobState.SUCCEEDED))
+        assert client.query("curie", QUESTION, k=5).warnings == []
 
 
 def test_the_cli_prints_the_warning_on_stderr(data_dir: Path, tmp_path: Path) -> None:
@@ -118,8 +117,8 @@ def test_the_cli_prints_the_warning_on_stderr(data_dir: Path, tmp_path: Path) ->
 @pytest.fixture
 def server(data_dir: Path) -> Iterator[BackgroundServer]:
     make_partial(data_dir)
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as running:
+    with local_client(Settings(data_dir=data_dir).resolved()) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as running:
         yield running
 
 

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from hopindex.api import service as service_module
 from hopindex.api.cli_embedder import slow_start_hint
+from hopindex.api.client.local import LocalClient
 from hopindex.api.render import render_result
 from hopindex.api.service import Hopindex
 from hopindex.backends.embedder import loading
@@ -26,7 +27,7 @@ from hopindex.core.settings import Settings
 from hopindex.methods import phases
 from hopindex.methods.base import QueryOptions, Retrieval
 from tests.clocks import ManualClock
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents
 
 # The model's load, as slow as torch's in a cold CLI process, and one question's embedding.
 LOAD_S = 4.8
@@ -84,12 +85,14 @@ def embedder(clock: ManualClock) -> SlowLoadingEmbedder:
 
 
 @pytest.fixture
-def service(tmp_path: Path, embedder: SlowLoadingEmbedder) -> Iterator[Hopindex]:
+def client(tmp_path: Path, embedder: SlowLoadingEmbedder) -> Iterator[LocalClient]:
     """The Curie corpus ingested with the slow-loading embedder, which then looks as a
     fresh process finds it: not loaded."""
     settings = Settings(data_dir=tmp_path / "data").resolved()
-    with Hopindex(settings, open_backends(settings, embedder=embedder)) as opened:
-        opened.ingest_documents("curie", CURIE_CORPUS)
+    # Client.local opens backends of its own: the client over a service built on the
+    # test's embedder is the same client with that embedder.
+    with LocalClient(Hopindex(settings, open_backends(settings, embedder=embedder))) as opened:
+        ingest_documents(opened, "curie", CURIE_CORPUS)
         embedder.unload()
         yield opened
 
@@ -101,13 +104,13 @@ def duration(method: str) -> tuple[float, float]:
             REGISTRY.get_sample_value("hopindex_query_duration_seconds_count", labels) or 0.0)
 
 
-def test_the_first_query_reports_the_load_apart(service: Hopindex,
+def test_the_first_query_reports_the_load_apart(client: LocalClient,
                                                 embedder: SlowLoadingEmbedder) -> None:
     """The query that loads the model has latency_s and its embed phase without the
     load, which is its embedder_load_s; the latency histogram receives the query's own
     time; the next query, the model loaded, reports no load."""
     before = duration("naive")
-    first = service.query("curie", QUESTION, "naive")
+    first = client.query("curie", QUESTION, method="naive", k=5)
     assert first.passages
     assert first.embedder_load_s == pytest.approx(LOAD_S)
     assert first.latency_s == pytest.approx(EMBED_S)
@@ -118,40 +121,40 @@ def test_the_first_query_reports_the_load_apart(service: Hopindex,
     assert after[0] - before[0] == pytest.approx(EMBED_S)
     assert after[1] - before[1] == 1
 
-    second = service.query("curie", QUESTION, "naive")
+    second = client.query("curie", QUESTION, method="naive", k=5)
     assert second.embedder_load_s == 0.0
     assert second.latency_s == pytest.approx(EMBED_S)
     assert [p.doc_id for p in second.passages] == [p.doc_id for p in first.passages]
 
 
-def test_the_default_method_reports_it_too(service: Hopindex) -> None:
+def test_the_default_method_reports_it_too(client: LocalClient) -> None:
     """The index method's default query (hops: hop 1, title matches, a walk over the
     bridges) keeps the load out of its latency and every phase as well."""
-    result = service.query("curie", QUESTION)
+    result = client.query("curie", QUESTION, k=5)
     assert result.embedder_load_s == pytest.approx(LOAD_S)
     assert result.latency_s == pytest.approx(EMBED_S)
     assert sum(result.usage.phases_s.values()) == pytest.approx(EMBED_S)
 
 
-def test_a_keyword_query_loads_nothing(service: Hopindex,
+def test_a_keyword_query_loads_nothing(client: LocalClient,
                                        embedder: SlowLoadingEmbedder) -> None:
     """A query that never embeds does not load the model, so it reports no load."""
-    result = service.query("curie", QUESTION, "naive",
-                           QueryOptions(retrieval=Retrieval.KEYWORD))
+    result = client.query("curie", QUESTION, method="naive", k=5,
+                          options=QueryOptions(retrieval=Retrieval.KEYWORD))
     assert result.passages
     assert (result.embedder_load_s, embedder.loaded) == (0.0, False)
 
 
-def test_the_cli_line_shows_the_load_beside_the_querys_time(service: Hopindex) -> None:
+def test_the_cli_line_shows_the_load_beside_the_querys_time(client: LocalClient) -> None:
     """``hopindex query`` prints the query's milliseconds and, apart, the model's load;
     an embedder with nothing to prepare earns no hint."""
-    result = service.query("curie", QUESTION, "naive")
+    result = client.query("curie", QUESTION, method="naive", k=5)
     console = Console(width=200, record=True)
     render_result(console, result)
     header = console.export_text().splitlines()[0]
     assert header == (f"{QUESTION}  (method=naive, {EMBED_S * 1000:.1f} ms, embedding model "
                       f"loaded in {LOAD_S:.2f} s)")
-    assert slow_start_hint(service.backends.embedder, result) is None
+    assert slow_start_hint(client.service.backends.embedder, result) is None
 
 
 class _Exportable:
@@ -164,13 +167,13 @@ class _Exportable:
         raise AssertionError("a hint never prepares")
 
 
-def test_a_slow_load_that_preparing_would_cut_earns_a_hint(service: Hopindex) -> None:
+def test_a_slow_load_that_preparing_would_cut_earns_a_hint(client: LocalClient) -> None:
     """After a query whose model took seconds to load, and only when the export is not
     there yet, the CLI names `hopindex prepare-queries`."""
-    result = service.query("curie", QUESTION, "naive")
+    result = client.query("curie", QUESTION, method="naive", k=5)
     hint = slow_start_hint(_Exportable(prepared=False), result)  # type: ignore[arg-type]
     assert hint is not None
     assert f"took {LOAD_S:.1f} s" in hint and "`hopindex prepare-queries`" in hint
     assert slow_start_hint(_Exportable(prepared=True), result) is None  # type: ignore[arg-type]
-    fast = service.query("curie", QUESTION, "naive")  # loaded: nothing to say
+    fast = client.query("curie", QUESTION, method="naive", k=5)  # loaded: nothing to say
     assert slow_start_hint(_Exportable(prepared=False), fast) is None  # type: ignore[arg-type]

@@ -13,30 +13,30 @@ from hopindex.api.cli import main
 from hopindex.api.exit_codes import ExitCode
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import QueryOptions
-from tests.conftest import CURIE_CORPUS, ServiceFactory
+from tests.conftest import CURIE_CORPUS, ClientFactory, ingest_documents
 
 INDEX = "curie"
 
 
 def test_an_option_the_method_does_not_take_is_refused_locally(
-        make_service: ServiceFactory) -> None:
+        make_client: ClientFactory) -> None:
     """naive takes no option: one given is an error naming it (it was ignored); hops
     names the options it knows; a known one still answers."""
-    service = make_service()
-    service.ingest_documents(INDEX, CURIE_CORPUS)
+    client = make_client()
+    ingest_documents(client, INDEX, CURIE_CORPUS)
     with pytest.raises(InvalidInputError, match="it takes none") as refused:
-        service.query(INDEX, "Where did Marie Curie work?", "naive",
-                      QueryOptions(params={"condition": "A"}))
+        client.query(INDEX, "Where did Marie Curie work?", method="naive", k=5,
+                     options=QueryOptions(params={"condition": "A"}))
     assert refused.value.where == "params.condition"
     with pytest.raises(InvalidInputError, match=r"known: .*walk") as unknown:
-        service.query(INDEX, "Where did Marie Curie work?", "hops",
-                      QueryOptions(params={"nonsense": 1}))
+        client.query(INDEX, "Where did Marie Curie work?", method="hops", k=5,
+                     options=QueryOptions(params={"nonsense": 1}))
     assert unknown.value.where == "params.nonsense"
-    answered = service.query(INDEX, "Where did Marie Curie work?", "hops",
-                             QueryOptions(params={"walk": "off"}))
+    answered = client.query(INDEX, "Where did Marie Curie work?", method="hops", k=5,
+                            options=QueryOptions(params={"walk": "off"}))
     assert answered.passages
-    settings_dir = service.settings.data_dir
-    service.close()
+    settings_dir = client.settings.data_dir
+    client.close()
     cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(settings_dir)})
     shown = cli.invoke(main, ["query", "--index", INDEX, "--method", "naive", "--param",
                               "x=1", "--json", "Where did Marie Curie work?"])

@@ -6,37 +6,45 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.client.http_wire import parse_sse, uploads_for
+from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.remote import parse_sse, uploads_for
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.settings import Settings
-from hopindex.methods.base import QueryOptions
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, local_client
 
 pytestmark = pytest.mark.integration
 
 KEY = "remote-key-0123456789abcdef"
 
 
+@dataclass(frozen=True)
+class Served:
+    """A server, and a client of the service it serves (the server's own answers)."""
+
+    client: LocalClient
+    url: str
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     settings = Settings(data_dir=tmp_path_factory.mktemp("remote") / "data").resolved()
-    with Hopindex(settings) as service, \
-            BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as running:
-        yield running
+    with local_client(settings) as client, \
+            BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as running:
+        yield Served(client, running.url)
 
 
 @pytest.fixture
-def cli(server: BackgroundServer, tmp_path: Path) -> CliRunner:
+def cli(server: Served, tmp_path: Path) -> CliRunner:
     # A local data dir that must stay unused: remote mode opens no backend.
     return CliRunner(env={"HOPINDEX_API_URL": server.url, "HOPINDEX_API_KEY": KEY,
                           "HOPINDEX_DATA_DIR": str(tmp_path / "local")})
@@ -50,7 +58,7 @@ def corpus(tmp_path: Path, bad_line: bool = False) -> Path:
     return path
 
 
-def test_remote_round_trip_matches_the_server(cli: CliRunner, server: BackgroundServer,
+def test_remote_round_trip_matches_the_server(cli: CliRunner, server: Served,
                                               tmp_path: Path) -> None:
     """ingest (a bad line: exit 3 naming file and line) → query --json equal to the
     server's own answer → jobs → events → delete, all through the API, and no local
@@ -67,9 +75,7 @@ def test_remote_round_trip_matches_the_server(cli: CliRunner, server: Background
                                  "Where was Marie Curie born?"])
     assert answered.exit_code == 0, answered.output
     remote = json.loads(answered.output)
-    service = server.service
-    local = service.query("curie", "Where was Marie Curie born?",
-                          options=QueryOptions(k=3)).as_dict()
+    local = server.client.query("curie", "Where was Marie Curie born?", k=3).as_dict()
     assert remote["passages"] == local["passages"] and remote["method"] == local["method"]
     shown = cli.invoke(main, ["query", "--index", "curie", "Where was Marie Curie born?"])
     assert shown.exit_code == 0 and "Warsaw" in shown.output
@@ -95,7 +101,7 @@ def test_remote_round_trip_matches_the_server(cli: CliRunner, server: Background
     assert not (tmp_path / "local").exists()
 
 
-def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundServer,
+def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: Served,
                                             tmp_path: Path) -> None:
     """A folder uploads with its relative names (text ids match local ingest);
     webhooks add/list/remove; `rebuild --check` shows the index has no trees built on
@@ -110,7 +116,7 @@ def test_remote_folders_webhooks_and_errors(cli: CliRunner, server: BackgroundSe
     (notes / ".hidden").write_text("skipped")
     ingested = cli.invoke(main, ["ingest", "--index", "notes", "--json", str(notes)])
     assert ingested.exit_code == 0, ingested.output
-    docs = server.service.get_documents("notes", ["a.md", "sub/b.txt"])
+    docs = server.client.service.backends.state.get_documents("notes", ["a.md", "sub/b.txt"])
     assert sorted(d.doc_id for d in docs) == ["a.md", "sub/b.txt"]
 
     added = cli.invoke(main, ["webhooks", "add", "--index", "notes", "https://example.org/h"])

@@ -10,6 +10,7 @@ import io
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,13 @@ from rich.console import Console
 
 from hopindex.api.cli import main
 from hopindex.api.cli_console import UNBOUNDED_WIDTH
+from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
 from hopindex.api.http.keys import KeyRing, parse_env_keys
 from hopindex.api.http.server import BackgroundServer
 from hopindex.api.render_plan import render_plan
-from hopindex.api.service import Hopindex
-from hopindex.readers import read_paths
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
+from tests.conftest import local_client
 from tests.methods.indexrag.conftest import llm_settings
 from tests.workers.conftest import embedder_settings, hotpot_corpus
 
@@ -33,28 +34,36 @@ pytestmark = pytest.mark.integration
 KEY = "budget-key-0123456789abcdef"
 
 
+@dataclass(frozen=True)
+class Served:
+    """A server, and a client of the service it serves (the server's own answers)."""
+
+    client: LocalClient
+    url: str
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     llm = LlmTestServer(LlmServerConfig()).start_in_thread()
     data = tmp_path_factory.mktemp("budget-server") / "data"
     settings = llm_settings(data, llm, **embedder_settings(llm))
     try:
-        with Hopindex(settings) as service, \
-                BackgroundServer(service, KeyRing(parse_env_keys(KEY))) as running:
-            yield running
+        with local_client(settings) as client, \
+                BackgroundServer(client.service, KeyRing(parse_env_keys(KEY))) as running:
+            yield Served(client, running.url)
     finally:
         llm.stop()
 
 
 @pytest.fixture
-def remote(server: BackgroundServer, tmp_path: Path) -> CliRunner:
+def remote(server: Served, tmp_path: Path) -> CliRunner:
     """The CLI with the key in the environment; the URL goes on the command line."""
     return CliRunner(env={"HOPINDEX_API_KEY": KEY, "HOPINDEX_DATA_DIR": str(tmp_path / "local"),
                           "COLUMNS": "200"})
 
 
 def test_a_paused_remote_ingest_exits_75_and_resumes_on_the_server(
-        server: BackgroundServer, remote: CliRunner, tmp_path: Path) -> None:
+        server: Served, remote: CliRunner, tmp_path: Path) -> None:
     """`--api URL ingest --max-llm-tokens 10` stops following at the pause: the job is
     printed paused, the error line gives the reason and a resume command carrying
     `--api URL`, exit 75; that command (from the suggested limit on, as often as the
@@ -80,13 +89,13 @@ def test_a_paused_remote_ingest_exits_75_and_resumes_on_the_server(
         command = shlex.split(followed.stderr.strip().splitlines()[-1]
                               .split("; resume with: ", 1)[1])
     assert followed.exit_code == 0, followed.output
-    assert server.service.get_job(job_id).state.value == "succeeded"
+    assert server.client.jobs.get_job(job_id).state.value == "succeeded"
     again = remote.invoke(main, [*api, "jobs", "resume", job_id, "--json"])
     assert again.exit_code == ExitCode.DATA_ERROR
     assert json.loads(again.stderr.splitlines()[-1])["error"]["code"] == "job_not_paused"
 
 
-def test_remote_index_budget(server: BackgroundServer, remote: CliRunner,
+def test_remote_index_budget(server: Served, remote: CliRunner,
                              tmp_path: Path) -> None:
     """`indexes budget` through the API sets, shows and clears the server's default,
     and a bad value exits 65 naming the flag before anything is sent."""
@@ -100,23 +109,21 @@ def test_remote_index_budget(server: BackgroundServer, remote: CliRunner,
                                   "70000", "--json"])
     assert json.loads(set_it.stdout) == {"index": "budgeted",
                                          "budget": {"max_llm_tokens": 70000}}
-    info = server.service.backends.state.get_index("budgeted")
-    assert info is not None and info.options["budget"] == {"max_llm_tokens": 70000}
+    assert server.client.indexes.get_budget("budgeted").budget == {"max_llm_tokens": 70000}
     shown = remote.invoke(main, [*api, "indexes", "budget", "budgeted"])
     assert shown.stdout == "index budgeted: default LLM budget max_llm_tokens 70,000\n"
     cleared = remote.invoke(main, [*api, "indexes", "budget", "budgeted", "--clear"])
     assert cleared.stdout == "index budgeted: no default LLM budget\n"
-    info = server.service.backends.state.get_index("budgeted")
-    assert info is not None and "budget" not in info.options
+    assert server.client.indexes.get_budget("budgeted").budget == {}
     bad = remote.invoke(main, [*api, "indexes", "budget", "budgeted", "--max-llm-tokens", "-3"])
     assert bad.exit_code == ExitCode.DATA_ERROR and "--max-llm-tokens" in bad.stderr
 
 
 def test_a_remote_dry_run_prints_the_servers_plan(
-        server: BackgroundServer, remote: CliRunner, tmp_path: Path,
+        server: Served, remote: CliRunner, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """`--api URL ingest --dry-run` answers with the server's plan, as JSON equal to the
-    plan the server's service makes of the same records, and as the same text a local
+    plan a client of the server's service makes of the same file, and as the same text a local
     dry run renders; nothing is written. A file with a bad line lists it as invalid;
     one with nothing usable exits 65."""
     corpus = hotpot_corpus(tmp_path, limit=4)
@@ -129,9 +136,8 @@ def test_a_remote_dry_run_prints_the_servers_plan(
     plan = json.loads(planned.stdout)
     # Read by the name it is uploaded under, so the bad line is named alike.
     monkeypatch.chdir(corpus.parent)
-    read = read_paths([Path(corpus.name)])
-    expected = server.service.plan_ingest_documents("planned", read.documents, read.errors,
-                                                    method="indexrag").as_dict()
+    expected = server.client.plan_ingest("planned", [Path(corpus.name)],
+                                         method="indexrag").as_dict()
     assert plan == expected
     assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 1}
     assert plan["phases"][0]["calls"] > 0
@@ -142,7 +148,7 @@ def test_a_remote_dry_run_prints_the_servers_plan(
     local = Console(file=io.StringIO(), width=UNBOUNDED_WIDTH, soft_wrap=True, record=True)
     render_plan(local, expected)
     assert text.stdout == local.export_text()
-    assert server.service.backends.state.get_index("planned") is None
+    assert "planned" not in [i.name for i in server.client.indexes.list_indexes()]
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("{not json\n")

@@ -11,7 +11,7 @@ from hopindex.api.progress import PauseWatch
 from hopindex.api.render_pause import pause_lines, resume_command, suggested_limits
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.models import Job, JobState, LlmUsage
-from tests.backends.contracts.state_records import new_job
+from hopindex.testing.contracts.state_records import new_job
 
 
 def _paused(limits: BudgetLimits, spent: tuple[int, float], next_call: tuple[int, float],

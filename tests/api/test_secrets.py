@@ -12,13 +12,12 @@ from click.testing import CliRunner
 
 from hopindex.api.cli import main
 from hopindex.api.http.errors import from_hopindex_error
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import BackendUnavailableError
 from hopindex.core.logging import configure_logging
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.methods.indexrag.conftest import llm_settings
 
 PLANTED = ("planted-user", "planted-pass", "planted-token")
@@ -44,11 +43,11 @@ def test_a_failed_llm_job_shows_no_planted_credential(
     server = start_server(api_key="the-right-key")
     settings = llm_settings(tmp_path, server, llm_base_url=planted_url(server),
                             llm_api_key="a-wrong-key", log_level="info")
-    with Hopindex(settings) as service:
+    with local_client(settings) as client:
         with pytest.raises(Exception) as raised:
-            service.ingest_documents("curie", CURIE_CORPUS[:2])
-        job = service.list_jobs("curie")[0]
-        events = service.backends.events.read_events(index="curie")
+            ingest_documents(client, "curie", CURIE_CORPUS[:2])
+        job = client.jobs.list_jobs("curie")[0]
+        events = list(client.events.iterate_events("curie"))
     assert job.state is JobState.FAILED
     assert "127.0.0.1" in job.reason and "***@" in job.reason  # said where, not with what
     assert_clean("the job record", json.dumps(job.as_dict()))

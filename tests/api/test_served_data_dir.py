@@ -1,8 +1,9 @@
 """CLI commands on the data dir of a running ``hopindex serve`` (a real process holding
 the embedded engines): those that open the engines go through the server, saying so in
-one line, and give what they give locally (an export the same file); where they cannot
-(the server needs a key none was given, the command has no remote mode) they exit 69
-with one line naming the server and the way out, having stored nothing. The served
+one line, and give what they give locally (an export the same file, an import's refusal
+the same error); where they cannot (the server needs a key none was given, the command
+runs only here) they exit 69 with one line naming the server and the way out, having
+stored nothing. The served
 index stays ready throughout, a second server on the data dir is refused, and the
 record of a killed server is ignored."""
 
@@ -21,18 +22,16 @@ import pytest
 from click.testing import CliRunner, Result
 
 from hopindex.api.cli import main
+from hopindex.api.client.remote import RemoteClient
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.remote import ApiClient
 from hopindex.api.server_record import record_path
-from hopindex.api.service import Hopindex
-from hopindex.api.transfer import export_index
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 
 # The module's test server (a fixture, imported to be used by name).
 from tests.api.http.conftest import llm  # noqa: F401
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.workers.test_engine_owner import serving
 
 pytestmark = pytest.mark.integration
@@ -58,10 +57,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, llm: LlmTestServer) -> Serv
     settings = Settings(data_dir=root / "data", llm_base_url=llm.base_url,
                         llm_api_key="test-key",
                         embedder_url=f"openai://{llm.config.embedding_model}").resolved()
-    with Hopindex(settings) as service:
-        job = service.ingest_documents(INDEX, CURIE_CORPUS[:4])
+    with local_client(settings) as client:
+        job = ingest_documents(client, INDEX, CURIE_CORPUS[:4])
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
-        summary = export_index(service.backends, INDEX, root / "local.jsonl")
+        summary = client.indexes.export_index(INDEX, root / "local.jsonl")
     return Served(settings, settings.data_dir.resolve(), root / "local.jsonl",
                   summary.as_dict())
 
@@ -87,10 +86,11 @@ def described(served: Served) -> dict[str, Any]:
 
 
 def test_commands_go_through_the_server(served: Served, tmp_path: Path) -> None:
-    """query, export and ingest run on the server, each saying so in one line on stderr
-    (a JSON object with --json); the export is the local export's file; import, which
-    has no remote mode, exits 69 in one line; the index ends ready with the new
-    document; a second server is refused; the record goes when the server stops."""
+    """query, export, ingest and import run on the server, each saying so in one line on
+    stderr (a JSON object with --json); the export is the local export's file; the
+    import of an index the server has is refused as it is here (65); quickstart, which
+    runs only here, exits 69 in one line; the index ends ready with the new document; a
+    second server is refused; the record goes when the server stops."""
     before = described(served)["documents"]
     with serving(served.settings, tmp_path / "serve.log") as (process, url):
         through = (f"the data dir {served.data_dir} is in use by `hopindex serve` (pid "
@@ -118,9 +118,15 @@ def test_commands_go_through_the_server(served: Served, tmp_path: Path) -> None:
         assert json.loads(ingested.stdout)["state"] == "succeeded"
 
         imported = run(served, "import", str(served.local_export))
-        assert imported.exit_code == ExitCode.UNAVAILABLE
-        assert imported.stderr == (f"error: {through}: stop it first: `hopindex import` "
-                                   "does not run through a server\n")
+        assert imported.exit_code == ExitCode.DATA_ERROR, imported.output
+        assert imported.stderr.splitlines()[0] == (f"note: {through}: this command goes "
+                                                   f"through it, as with --api {url}")
+        assert f"index {INDEX!r} exists here" in imported.stderr
+
+        here_only = run(served, "quickstart", "--index", "sample")
+        assert here_only.exit_code == ExitCode.UNAVAILABLE
+        assert here_only.stderr == (f"error: {through}: stop it first: `hopindex "
+                                    "quickstart` does not run through a server\n")
 
         second = subprocess.run(
             [sys.executable, "-c", "from hopindex.api.cli import main; main()", "serve",
@@ -132,7 +138,7 @@ def test_commands_go_through_the_server(served: Served, tmp_path: Path) -> None:
 
         view = described(served)
         assert (view["status"], view["documents"]) == ("ready", before + 1)
-        assert ApiClient(url).describe_index(INDEX)["status"] == "ready"
+        assert RemoteClient(url).indexes.describe_index(INDEX).status == "ready"
     assert not record_path(served.settings).exists()
 
 

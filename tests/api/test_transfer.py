@@ -106,11 +106,11 @@ def as_version_1(lines: list[dict[str, Any]], groups: str, records: str
 def index_state(data_dir: Path, namespace: str, records: str
                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The index's groups of ``namespace`` and its documents' records of ``records``."""
-    from hopindex.api.service import Hopindex
     from hopindex.core.settings import Settings
+    from tests.conftest import local_client
 
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-        state = service.backends.state
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        state = client.service.backends.state
         groups = state.get_groups("curie", namespace, state.list_group_keys("curie", namespace))
         doc_ids = sorted(state.document_hashes("curie"))
         return groups, state.get_records("curie", records, doc_ids)
@@ -166,7 +166,7 @@ def test_import_refuses_what_would_corrupt_an_index(tmp_path: Path) -> None:
     run(source, "export", "--index", "curie", str(exported))
 
     existing = source.invoke(main, ["import", str(exported)])
-    assert existing.exit_code == ExitCode.DATA_ERROR and "already exists" in existing.output
+    assert existing.exit_code == ExitCode.DATA_ERROR and "exists here" in existing.output
 
     other_model = CliRunner(env={"HOPINDEX_DATA_DIR": str(tmp_path / "t1"),
                                  "HOPINDEX_EMBEDDER_URL": "openai://text-embedding-3-small"})

@@ -31,7 +31,7 @@ from hopindex.core.errors import (
 )
 from hopindex.core.models import Hit, UnitKind
 from hopindex.core.settings import RefreshPolicy, Settings
-from tests.backends.contracts.keyword_contract import KeywordIndexContract
+from hopindex.testing.contracts.keyword_index import KeywordIndexContract
 from tests.backends.recording_server import (
     Recorded,
     RecordingServer,

@@ -24,9 +24,9 @@ from hopindex.core.errors import (
     NotFoundError,
 )
 from hopindex.core.models import UnitKind
-from tests.backends.contracts.keyword_contract import KeywordIndexContract
-from tests.backends.contracts.keyword_contract import record as keyword_record
-from tests.backends.contracts.vector_contract import DIM, VectorStoreContract, axis, record
+from hopindex.testing.contracts.keyword_index import KeywordIndexContract
+from hopindex.testing.contracts.keyword_index import record as keyword_record
+from hopindex.testing.contracts.vector_store import DIM, VectorStoreContract, axis, record
 
 
 class OwnerOverJson:

@@ -19,8 +19,8 @@ from hopindex.backends.events.sqlite_log import SqliteEventLog
 from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import BackendError, BackendUnavailableError
 from hopindex.core.events import EventType
+from hopindex.testing.contracts.event_log import EventLogContract, append, hook, ids, new_index
 from hopindex.testing.redis_server import free_port
-from tests.backends.contracts.event_contract import EventLogContract, append, hook, ids, new_index
 from tests.redis_server import redis_url, unique_key  # noqa: F401  # pytest fixture
 from tests.waiting import wait_until
 

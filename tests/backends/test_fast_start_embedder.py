@@ -17,20 +17,19 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
+from hopindex.api.client.local import LocalClient
 from hopindex.api.service import Hopindex
 from hopindex.backends.embedder import OnnxEmbedder, SentenceTransformerEmbedder
 from hopindex.backends.embedder.fast_start import SMALL_CALL_TEXTS, FastStartEmbedder
 from hopindex.backends.registry import open_backends
 from hopindex.core.settings import Settings
 from hopindex.evaluation.datasets import DatasetFormat, load_questions
-from hopindex.methods.base import QueryOptions
 from hopindex.testing.contracts.embedder import EmbedderContract
-from tests.conftest import HOTPOT_INDEX, HOTPOT_SAMPLE, hotpot_copy
+from tests.conftest import HOTPOT_INDEX, HOTPOT_SAMPLE, hotpot_client
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "Who directed the film that starred Christopher Nolan?"
-TOP_10 = QueryOptions(k=10)
 
 
 @pytest.fixture(scope="module")
@@ -119,20 +118,23 @@ def test_once_torch_is_loaded_it_serves_questions_too(prepared: Path) -> None:
 
 @pytest.fixture(scope="module")
 def services(hotpot_built: Path, prepared: Path,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Hopindex, Hopindex]]:
+             tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[tuple[LocalClient, LocalClient]]:
     """Two copies of HotpotQA-100 as ingested with torch: one queried through torch (as
     before the export existed), one through the export (as a fresh query process)."""
     data_dir = tmp_path_factory.mktemp("hotpot-onnx") / "data"
     shutil.copytree(hotpot_built, data_dir)
     settings = Settings(data_dir=data_dir).resolved()
     onnx = OnnxEmbedder(cache_dir=cache_of(prepared))
-    with hotpot_copy(hotpot_built, tmp_path_factory) as by_torch, \
-            Hopindex(settings, open_backends(settings, embedder=onnx)) as by_onnx:
+    # Client.local opens backends of its own: the client over a service built on the
+    # export's embedder is the same client with that embedder.
+    with hotpot_client(hotpot_built, tmp_path_factory) as by_torch, \
+            LocalClient(Hopindex(settings, open_backends(settings, embedder=onnx))) as by_onnx:
         yield by_torch, by_onnx
 
 
 @pytest.mark.parametrize("method", ["hops", "naive"])
-def test_the_sample_questions_rank_the_same_either_way(services: tuple[Hopindex, Hopindex],
+def test_the_sample_questions_rank_the_same_either_way(services: tuple[LocalClient, LocalClient],
                                                        method: str) -> None:
     """All 100 HotpotQA questions, top 10: the same passages in the same order through
     the export as through torch, scores within float noise, question rows within 1e-5."""
@@ -140,11 +142,12 @@ def test_the_sample_questions_rank_the_same_either_way(services: tuple[Hopindex,
     questions = load_questions(HOTPOT_SAMPLE / "questions.json", DatasetFormat.HOTPOTQA)
     assert len(questions) == 100
     for question in questions:
-        expected = by_torch.query(HOTPOT_INDEX, question.question, method, TOP_10)
-        found = by_onnx.query(HOTPOT_INDEX, question.question, method, TOP_10)
+        expected = by_torch.query(HOTPOT_INDEX, question.question, method=method, k=10)
+        found = by_onnx.query(HOTPOT_INDEX, question.question, method=method, k=10)
         assert [p.doc_id for p in found.passages] == [p.doc_id for p in expected.passages], \
             question.question
         np.testing.assert_allclose([p.score for p in found.passages],
                                    [p.score for p in expected.passages], atol=1e-5)
-    np.testing.assert_allclose(by_onnx.backends.embedder.embed_query(QUESTION),
-                               by_torch.backends.embedder.embed_query(QUESTION), atol=1e-5)
+    np.testing.assert_allclose(by_onnx.service.backends.embedder.embed_query(QUESTION),
+                               by_torch.service.backends.embedder.embed_query(QUESTION),
+                               atol=1e-5)

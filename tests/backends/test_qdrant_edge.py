@@ -10,7 +10,7 @@ import pytest
 from hopindex.backends.protocols import VectorRecord
 from hopindex.backends.vector.qdrant_edge import QdrantEdgeVectorStore
 from hopindex.core.errors import BackendError, InvalidIndexNameError
-from tests.backends.contracts.vector_contract import (
+from hopindex.testing.contracts.vector_store import (
     DIM,
     VectorStoreContract,
     axis,

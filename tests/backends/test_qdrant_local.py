@@ -48,7 +48,7 @@ from hopindex.backends.protocols import UnitFilter, VectorStore
 from hopindex.backends.vector.qdrant_server import QdrantServerConfig, QdrantServerVectorStore
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import UnitKind
-from tests.backends.contracts.vector_contract import VectorStoreContract, axis, ids, record, uid
+from hopindex.testing.contracts.vector_store import VectorStoreContract, axis, ids, record, uid
 
 # Local mode warns once that its payload indexes do nothing (listed above).
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")

@@ -30,7 +30,7 @@ from hopindex.core.errors import (
 )
 from hopindex.core.models import Hit, UnitKind
 from hopindex.core.settings import Settings
-from tests.backends.contracts.vector_contract import VectorStoreContract, axis, record, uid
+from hopindex.testing.contracts.vector_store import VectorStoreContract, axis, record, uid
 from tests.backends.recording_server import RecordingServer, Reply, recording_server
 from tests.backends.server_replies import (
     Script,

@@ -15,7 +15,8 @@ from hopindex.backends.state.redis_store import LAYOUT_VERSION, RedisStateStore
 from hopindex.core.errors import BackendError
 from hopindex.core.models import FailedItem, Group, UnitKind
 from hopindex.methods.extractive.analyses import decode_analysis
-from tests.backends.contracts.state_records import analysis, encoded_analysis, unit
+from hopindex.testing.contracts.state_records import analysis, unit
+from tests.backends.layout_records import encoded_analysis
 from tests.redis_server import redis_url  # noqa: F401  # pytest fixture
 
 pytestmark = pytest.mark.integration

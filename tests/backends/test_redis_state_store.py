@@ -21,10 +21,8 @@ from hopindex.backends.state.redis_connection import CHUNK, COMMANDS_PER_TRIP, g
 from hopindex.backends.state.redis_store import RedisStateStore
 from hopindex.core.errors import BackendError, BackendUnavailableError
 from hopindex.core.models import Job, Unit, UnitKind
-from hopindex.testing.redis_server import free_port
-from tests.backends.contracts.groups_contract import GroupsContract
-from tests.backends.contracts.state_contract import StateStoreContract
-from tests.backends.contracts.state_records import (
+from hopindex.testing.contracts.groups import GroupsContract
+from hopindex.testing.contracts.state_records import (
     NER,
     TITLE,
     doc,
@@ -32,9 +30,11 @@ from tests.backends.contracts.state_records import (
     new_job,
     unit,
 )
+from hopindex.testing.contracts.state_store import StateStoreContract
+from hopindex.testing.redis_server import free_port
 from tests.redis_server import (
     redis_url,  # noqa: F401  # pytest fixture
-    )
+)
 
 pytestmark = pytest.mark.integration
 

@@ -37,10 +37,10 @@ from hopindex.core.models import Unit, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.testing.contracts.keyword_index import CORPUS, NASTY_QUERIES
+from hopindex.testing.contracts.keyword_index import record as keyword_record
+from hopindex.testing.contracts.vector_store import record as vector_record
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.backends.contracts.keyword_contract import CORPUS, NASTY_QUERIES
-from tests.backends.contracts.keyword_contract import record as keyword_record
-from tests.backends.contracts.vector_contract import record as vector_record
 from tests.backends.recording_server import RecordingServer, recording_server
 from tests.backends.server_replies import (
     ES_HEADERS,

@@ -18,9 +18,10 @@ from hopindex.backends.state.schema import MIGRATIONS
 from hopindex.core.errors import BackendError
 from hopindex.core.models import FailedItem, Group, Job, UnitKind
 from hopindex.methods.extractive.analyses import decode_analysis
-from tests.backends.contracts.groups_contract import GroupsContract
-from tests.backends.contracts.state_contract import StateStoreContract
-from tests.backends.contracts.state_records import analysis, encoded_analysis, new_job, unit
+from hopindex.testing.contracts.groups import GroupsContract
+from hopindex.testing.contracts.state_records import analysis, new_job, unit
+from hopindex.testing.contracts.state_store import StateStoreContract
+from tests.backends.layout_records import encoded_analysis
 
 ROUNDS = 40
 

@@ -10,7 +10,7 @@ import tantivy
 
 from hopindex.backends.keyword.tantivy_index import ANALYZER, TantivyKeywordIndex
 from hopindex.core.errors import InvalidIndexNameError
-from tests.backends.contracts.keyword_contract import CORPUS, KeywordIndexContract, record
+from hopindex.testing.contracts.keyword_index import CORPUS, KeywordIndexContract, record
 
 
 class TestTantivyKeywordIndex(KeywordIndexContract):

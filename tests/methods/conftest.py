@@ -10,7 +10,12 @@ from hopindex.backends.llm.client import LlmClient, LlmSettings
 from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import make_llm_service, start_server  # noqa: F401
+from tests.methods.indexrag.conftest import (  # noqa: F401
+    make_client,
+    make_llm_client,
+    make_llm_service,
+    start_server,
+)
 from tests.plugin_method.fixtures import server  # noqa: F401  # the embeddings server
 
 # A prompt holding this text gets invalid JSON from the poisoned runner's server.

@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_server import LlmTestServer
+from tests.methods.indexrag.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,8 @@ def _corpus() -> list[RawDocument]:
                         origin=title) for title, sentences in data.items()]
 
 
-def _digest(service: Hopindex) -> dict[str, Any]:
-    state = service.backends.state
+def _digest(client: LocalClient) -> dict[str, Any]:
+    state = client.service.backends.state
     units = state.units_of_documents(INDEX, sorted(state.document_hashes(INDEX)))
     lines = sorted(f"{u.unit_id}\t{u.kind.value}\t{u.text}" for u in units)
     return {"units": len(lines), "kinds": dict(sorted(Counter(u.kind.value for u in units)
@@ -57,8 +58,8 @@ def test_hotpotqa_units_are_those_built_before_the_migration(
     settings = Settings(data_dir=tmp_path, llm_model=server.config.model,
                         llm_base_url=server.base_url, llm_api_key="test-key",
                         embedder_url=f"openai://{server.config.embedding_model}").resolved()
-    with Hopindex(settings) as service:
-        job = service.ingest_documents(INDEX, _corpus(), method=method)
+    with local_client(settings) as client:
+        job = client.ingest_read(INDEX, ReadResult(documents=_corpus()), method=method)
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
-        assert _digest(service) == {k: REFERENCE[method][k] for k in ("units", "kinds",
+        assert _digest(client) == {k: REFERENCE[method][k] for k in ("units", "kinds",
                                                                          "sha256")}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.methods.plugin import LlmUse
@@ -20,6 +20,7 @@ from hopindex.methods.registry import (
     index_method_names,
     query_method_names,
 )
+from hopindex.readers import ReadResult
 from hopindex.testing.contracts.query_method import (
     IndexFactory,
     QueryMethodContract,
@@ -27,19 +28,19 @@ from hopindex.testing.contracts.query_method import (
 )
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.conftest import CURIE_CORPUS
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "Where was the wife of Pierre Curie born?"
 
 
-def index_builder(service: Hopindex) -> IndexFactory:
+def index_builder(client: LocalClient) -> IndexFactory:
     def build(index_method: str) -> QueryTarget:
         index = f"contract-{index_method}"
-        job = service.ingest_documents(index, CURIE_CORPUS, method=index_method)
+        job = client.ingest_read(index, ReadResult(documents=CURIE_CORPUS), method=index_method)
         assert job.state is JobState.SUCCEEDED and not job.errors, (job.reason, job.errors)
-        return QueryTarget(service=service, index=index, question=QUESTION)
+        return QueryTarget(client=client, index=index, question=QUESTION)
 
     return build
 
@@ -54,8 +55,8 @@ class TestQueryMethodsWithAnLlm(QueryMethodContract):
         try:
             settings = llm_settings(tmp_path_factory.mktemp("with-llm"), server,
                                     embedder_url=f"openai://{server.config.embedding_model}")
-            with Hopindex(settings) as service:
-                yield index_builder(service)
+            with local_client(settings) as client:
+                yield index_builder(client)
         finally:
             server.stop()
 
@@ -72,6 +73,6 @@ class TestQueryMethodsWithoutAnLlm(QueryMethodContract):
     @pytest.fixture(scope="class")
     def build_index(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexFactory]:
         data_dir: Path = tmp_path_factory.mktemp("without-llm")
-        with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
-            assert not service.settings.llm_enabled
-            yield index_builder(service)
+        with local_client(Settings(data_dir=data_dir).resolved()) as client:
+            assert not client.settings.llm_enabled
+            yield index_builder(client)

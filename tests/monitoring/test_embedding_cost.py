@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from hopindex.api.service import Hopindex
 from hopindex.backends.embedder.metering import EMBED_STAGE
 from hopindex.core.models import JobState
-from hopindex.methods.base import QueryOptions
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 from tests.methods.indexrag.conftest import llm_settings
 
 pytestmark = pytest.mark.integration
@@ -38,10 +36,10 @@ def ingest_and_query(tmp_path: Path, server: LlmTestServer, model: str,
                      **overrides: object) -> None:
     settings = llm_settings(tmp_path / model, server, llm_model="",
                             embedder_url=f"openai://{model}", **overrides)
-    with Hopindex(settings) as service:
-        job = service.ingest_documents("curie", CURIE_CORPUS, method="extractive")
+    with local_client(settings) as client:
+        job = ingest_documents(client, "curie", CURIE_CORPUS, method="extractive")
         assert job.state is JobState.SUCCEEDED, job.reason
-        service.query("curie", "Where was Marie Curie born?", options=QueryOptions(k=2))
+        client.query("curie", "Where was Marie Curie born?", k=2)
 
 
 def test_priced_embeddings_add_tokens_and_cost_under_the_embed_stage(

@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.testing.redis_server import free_port
 from hopindex.testing.workers import READY_MARK, HopindexProcess
+from tests.conftest import local_client
 from tests.monitoring.alertmanager_server import (
     AlertmanagerServer,
     AlertmanagerTools,
@@ -96,8 +96,8 @@ def test_hosts_config_scrapes_by_file_sd_and_alerts_reach_the_webhook(
                        "--metrics-host", "127.0.0.1"],
             name="worker", log_path=tmp_path / "worker.log", ready_mark=READY_MARK)
         stack.callback(worker.stop)
-        service = stack.enter_context(Hopindex(Settings(data_dir=tmp_path / "api").resolved()))
-        api = stack.enter_context(BackgroundServer(service))
+        client = stack.enter_context(local_client(Settings(data_dir=tmp_path / "api").resolved()))
+        api = stack.enter_context(BackgroundServer(client.service))
         api_port = int(api.url.rsplit(":", 1)[1])
         config = hosts_config_copy(tmp_path / "prometheus-config", worker_up=worker_port,
                                    worker_down=dead_port, api=api_port,

@@ -20,9 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from hopindex.api.http.metrics import Exposure, IndexView, render_view
 from hopindex.api.http.server import BackgroundServer
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.monitoring.exposition import render_metrics, serve_metrics
+from tests.conftest import local_client
 
 OPENMETRICS = "application/openmetrics-text"
 
@@ -100,7 +100,7 @@ def test_the_api_view_renders_openmetrics_too() -> None:
 def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real API server (embedded backends, no keys, loopback)."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("api")).resolved()
-    with Hopindex(settings) as service, BackgroundServer(service) as server:
+    with local_client(settings) as client, BackgroundServer(client.service) as server:
         yield server.url + "/metrics"
 
 

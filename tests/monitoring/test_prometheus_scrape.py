@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.opening import open_service_client
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
@@ -31,7 +31,6 @@ from tests.monitoring.prometheus_server import PrometheusServer, PrometheusTools
 # Fixtures: a private Redis per module and the LLM test server.
 from tests.workers.conftest import (  # noqa: F401
     INDEX,
-    JOB_TIMEOUT_S,
     distributed_settings,
     embedder_settings,
     hotpot_corpus,
@@ -174,9 +173,10 @@ def test_prometheus_reports_what_the_job_record_and_the_responses_report(
             "hopindex-api": [f"127.0.0.1:{api_port}"]}))
         for process in processes:
             process.wait_ready()
-        client = stack.enter_context(Hopindex(settings))
-        job = client.ingest_paths(INDEX, [hotpot_corpus(tmp_path, limit=DOCUMENTS)])
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        # A client of a service in this process, whose jobs run on the workers:
+        # Client.local would go through the `hopindex serve` that owns the data dir.
+        client = stack.enter_context(open_service_client(settings))
+        job = client.ingest(INDEX, [hotpot_corpus(tmp_path, limit=DOCUMENTS)])
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         prom.wait_for('sum(hopindex_stage_tasks_total{stage="control.finalize"})',
                       lambda v: v == 1)

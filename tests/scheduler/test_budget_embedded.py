@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import EventType
 from hopindex.core.models import Job, JobState
-from hopindex.readers import RawDocument, read_paths
+from hopindex.readers import RawDocument, ReadResult, read_paths
 from hopindex.scheduler.pause import wait_for_resume
 from hopindex.scheduler.runtime import Runtime
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.workers import base as task_base
 from tests import waiting
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.workers.conftest import hotpot_corpus, kinds_and_texts
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ class BackgroundIngest:
     """An ingest on a thread of its own, as the HTTP service runs one: it blocks while
     its job is paused, and the test resumes it from the main thread."""
 
-    def __init__(self, service: Hopindex, documents: list[RawDocument],
+    def __init__(self, client: LocalClient, documents: list[RawDocument],
                  budget: BudgetLimits | None) -> None:
         self.job: Job | None = None
         self.error: BaseException | None = None
@@ -44,8 +44,8 @@ class BackgroundIngest:
 
         def run() -> None:
             try:
-                self.job = service.ingest_documents(
-                    INDEX, documents, job_id=self.job_id, budget=budget)
+                self.job = client.ingest_read(INDEX, ReadResult(documents=documents),
+                                              job_id=self.job_id, limits=budget)
             except BaseException as exc:  # reported to the test thread
                 self.error = exc
 
@@ -61,12 +61,12 @@ class BackgroundIngest:
         return self.job
 
 
-def wait_until(service: Hopindex, job_id: str, ready: Callable[[Job], bool],
+def wait_until(client: LocalClient, job_id: str, ready: Callable[[Job], bool],
                timeout_s: float) -> Job:
     """The job once ``ready`` holds for it or it ended (it may not exist yet at first)."""
 
     def reached() -> Job | None:
-        job = service.backends.state.get_job(job_id)
+        job = client.jobs.find_job(job_id)
         return job if job is not None and (ready(job) or job.state.is_final) else None
 
     job = waiting.wait_until(reached, what=f"job {job_id} to reach the awaited point",
@@ -97,8 +97,8 @@ def _clean_build(tmp_path: Path, server: LlmTestServer, corpus: Path
                  ) -> tuple[dict[str, tuple[str, str]], int, int]:
     """The unbudgeted build's units, its calls and tokens (prompt + completion)."""
     before = server.stats
-    with Hopindex(llm_settings(tmp_path / "clean", server)) as clean:
-        job = clean.ingest_paths(INDEX, [corpus])
+    with local_client(llm_settings(tmp_path / "clean", server)) as clean:
+        job = clean.ingest(INDEX, [corpus])
         assert job.state is JobState.SUCCEEDED, job.reason
         units = kinds_and_texts(clean)
     after = server.stats
@@ -123,11 +123,11 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
     limit = clean_tokens // 2
     # Concurrency 1: one call in flight, so the spend passes the limit by at most one
     # call's under-estimate.
-    service = Hopindex(llm_settings(tmp_path / "budgeted", server, llm_concurrency=1))
+    client = local_client(llm_settings(tmp_path / "budgeted", server, llm_concurrency=1))
     waiting_for_resume = watch_resume_waits(monkeypatch)
     try:
-        ingest = BackgroundIngest(service, _read(corpus), BudgetLimits(max_llm_tokens=limit))
-        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+        ingest = BackgroundIngest(client, _read(corpus), BudgetLimits(max_llm_tokens=limit))
+        paused = wait_until(client, ingest.job_id, lambda j: j.state is JobState.PAUSED,
                             timeout_s=300)
         assert paused.state is JobState.PAUSED, paused.reason
         assert paused.reason.startswith("LLM budget reached: max_llm_tokens")
@@ -142,22 +142,22 @@ def test_a_paused_ingest_resumes_where_it_stopped(start_server: LlmServerStarter
         # ingest's one thread, which is parked in the resume wait from here on.
         assert waiting_for_resume.wait(60), "the paused task never waited for a resume"
         assert sum(server.stats.by_kind.values()) == sum(sent.by_kind.values())
-        events = [e for e in service.backends.events.read_events(index=INDEX)
+        events = [e for e in client.events.iterate_events(INDEX)
                   if e.event_type is EventType.JOB_PAUSED]
         assert len(events) == 1 and events[0].data["reason"] == paused.reason
 
-        service.resume_job(ingest.job_id, max_llm_tokens=clean_tokens * 2)
+        client.jobs.resume_job(ingest.job_id, BudgetLimits(max_llm_tokens=clean_tokens * 2))
         job = ingest.finished()
         assert job.state is JobState.SUCCEEDED, job.reason
-        assert kinds_and_texts(service) == expected
+        assert kinds_and_texts(client) == expected
         assert sum(server.stats.by_kind.values()) == clean_calls
         total = job.llm_total
         assert total.prompt_tokens + total.completion_tokens == clean_tokens
         assert total.calls == clean_calls
-        kinds = [e.event_type for e in service.backends.events.read_events(index=INDEX)]
+        kinds = [e.event_type for e in client.events.iterate_events(INDEX)]
         assert EventType.JOB_RESUMED in kinds and kinds[-1] is EventType.INDEX_READY
     finally:
-        service.close()
+        client.close()
 
 
 def test_the_pause_shows_what_the_calls_in_flight_spent(start_server: LlmServerStarter,
@@ -168,11 +168,11 @@ def test_the_pause_shows_what_the_calls_in_flight_spent(start_server: LlmServerS
     pause shows the account as it is then: spent is what the provider answered for,
     not 0, nothing is held, and the reason says the same."""
     server = start_server(latency_s=0.3)
-    service = Hopindex(llm_settings(tmp_path / "data", server))
+    client = local_client(llm_settings(tmp_path / "data", server))
     try:
-        ingest = BackgroundIngest(service, _read(hotpot_corpus(tmp_path, limit=5)),
+        ingest = BackgroundIngest(client, _read(hotpot_corpus(tmp_path, limit=5)),
                                   BudgetLimits(max_llm_tokens=1000))
-        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+        paused = wait_until(client, ingest.job_id, lambda j: j.state is JobState.PAUSED,
                             timeout_s=120)
         assert paused.state is JobState.PAUSED, paused.reason
         sent = server.stats
@@ -181,10 +181,10 @@ def test_the_pause_shows_what_the_calls_in_flight_spent(start_server: LlmServerS
         assert paused.pause["spent"]["tokens"] == spent
         assert paused.pause["held"]["tokens"] == 0
         assert f"{spent} spent, 0 held by calls in flight" in paused.reason, paused.reason
-        service.cancel_job(ingest.job_id)
+        client.jobs.cancel_job(ingest.job_id)
         assert ingest.finished().state is JobState.CANCELLED
     finally:
-        service.close()
+        client.close()
 
 
 def test_an_index_default_below_one_call_pauses_before_the_first(
@@ -195,37 +195,37 @@ def test_an_index_default_below_one_call_pauses_before_the_first(
     ends the ingest, cancelled."""
     server = start_server()
     documents = _read(hotpot_corpus(tmp_path, limit=4))
-    service = Hopindex(llm_settings(tmp_path / "data", server))
+    client = local_client(llm_settings(tmp_path / "data", server))
     try:
-        first = service.ingest_documents(INDEX, documents[:1])
+        first = client.ingest_read(INDEX, ReadResult(documents=documents[:1]))
         assert first.state is JobState.SUCCEEDED, first.reason
-        service.set_index_budget(INDEX, BudgetLimits(max_llm_tokens=10))
+        client.indexes.set_budget(INDEX, BudgetLimits(max_llm_tokens=10))
         server.reset()
-        ingest = BackgroundIngest(service, documents[1:], budget=None)
-        paused = wait_until(service, ingest.job_id, lambda j: j.state is JobState.PAUSED,
+        ingest = BackgroundIngest(client, documents[1:], budget=None)
+        paused = wait_until(client, ingest.job_id, lambda j: j.state is JobState.PAUSED,
                             timeout_s=120)
         assert paused.state is JobState.PAUSED
         assert paused.budget == BudgetLimits(max_llm_tokens=10)
         assert paused.reason.startswith("LLM budget is below the cost of one call")
         assert "max_llm_tokens 10" in paused.reason
         assert sum(server.stats.by_kind.values()) == 0
-        service.cancel_job(ingest.job_id)
+        client.jobs.cancel_job(ingest.job_id)
         assert ingest.finished().state is JobState.CANCELLED
-        assert service.get_job(ingest.job_id).state is JobState.CANCELLED
+        assert client.jobs.get_job(ingest.job_id).state is JobState.CANCELLED
     finally:
-        service.close()
+        client.close()
 
 
 def test_a_money_budget_needs_prices(start_server: LlmServerStarter, tmp_path: Path) -> None:
     """max_cost with no prices configured could never pause: refused, naming the field,
     before any job exists."""
     server = start_server()
-    service = Hopindex(llm_settings(tmp_path / "data", server))
+    client = local_client(llm_settings(tmp_path / "data", server))
     try:
         with pytest.raises(InvalidInputError) as refused:
-            service.ingest_documents(INDEX, _read(hotpot_corpus(tmp_path, limit=2)),
-                                     budget=BudgetLimits(max_cost=1.0))
+            client.ingest(INDEX, [hotpot_corpus(tmp_path, limit=2)],
+                          limits=BudgetLimits(max_cost=1.0))
         assert refused.value.where == "max_cost"
-        assert service.list_jobs(INDEX) == []
+        assert client.jobs.list_jobs(INDEX) == []
     finally:
-        service.close()
+        client.close()

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job, JobKind
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.progress import settle
 from hopindex.scheduler.submit import new_job
 from hopindex.scheduler.task_names import FINALIZE, PURGE
 from hopindex.workers.queues import Queue
-from tests.conftest import ServiceFactory
+from tests.methods.indexrag.conftest import ClientFactory
 from tests.redis_server import private_redis_server
 
 pytestmark = pytest.mark.integration
@@ -41,8 +41,8 @@ def _sent(url: str) -> int:
         client.close()
 
 
-def _fan_out_purges(service: Hopindex, job_id: str, phase: str) -> None:
-    runtime = service.runtime
+def _fan_out_purges(client: LocalClient, job_id: str, phase: str) -> None:
+    runtime = client.service.runtime
     header = [runtime.signature(PURGE, job_id, INDEX, [f"u{n}"], immutable=True)
               for n in range(3)]
     fan_out(runtime, job_id, phase, header,
@@ -50,41 +50,41 @@ def _fan_out_purges(service: Hopindex, job_id: str, phase: str) -> None:
 
 
 def test_a_repeated_fan_out_of_a_step_sends_nothing(
-        broker_url: str, make_service: ServiceFactory) -> None:
+        broker_url: str, make_client: ClientFactory) -> None:
     """The first fan-out of a phase sends its three tasks and records them; the same
     phase fanned out again by the same job sends nothing and records nothing; another
     phase, or the same phase of another job, is sent as usual."""
     redis.Redis.from_url(broker_url).flushdb()
-    service = make_service(broker_url=broker_url)
-    state = service.backends.state
+    client = make_client(broker_url=broker_url)
+    state = client.service.backends.state
     for job_id in ("job-a", "job-b"):
         state.create_job(new_job(job_id, INDEX, JobKind.INGEST, {}))
-    _fan_out_purges(service, "job-a", "purge")
+    _fan_out_purges(client, "job-a", "purge")
     assert _sent(broker_url) == 3
     first = state.last_dispatch("job-a")
-    _fan_out_purges(service, "job-a", "purge")
+    _fan_out_purges(client, "job-a", "purge")
     assert _sent(broker_url) == 3
     assert state.last_dispatch("job-a") == first
-    _fan_out_purges(service, "job-a", "embed:x")
-    _fan_out_purges(service, "job-b", "purge")
+    _fan_out_purges(client, "job-a", "embed:x")
+    _fan_out_purges(client, "job-b", "purge")
     assert _sent(broker_url) == 9
 
 
 def test_a_fan_out_marked_but_never_recorded_is_sent_by_the_next_run(
-        broker_url: str, make_service: ServiceFactory) -> None:
+        broker_url: str, make_client: ClientFactory) -> None:
     """A first run that died between marking the phase and recording its fan-out sent
     nothing: the run that comes next (the redelivered message, or the reaper's) sends
     it."""
     redis.Redis.from_url(broker_url).flushdb()
-    service = make_service(broker_url=broker_url)
-    state = service.backends.state
+    client = make_client(broker_url=broker_url)
+    state = client.service.backends.state
     state.create_job(new_job("job-c", INDEX, JobKind.INGEST, {}))
 
     def mark(job: Job) -> None:
         return None
 
     settle(state, "job-c", mark, key="fan-out:purge")  # the dead run's mark
-    _fan_out_purges(service, "job-c", "purge")
+    _fan_out_purges(client, "job-c", "purge")
     assert _sent(broker_url) == 3
     dispatch = state.last_dispatch("job-c")
     assert dispatch is not None and dispatch.phase == "purge"

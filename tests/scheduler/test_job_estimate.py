@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.llm.usage import LlmPrices
-from hopindex.core.models import JobState
+from hopindex.core.models import Job, JobState
 from hopindex.methods.indexrag.method import IndexRagIndexMethod
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import CURIE_CORPUS, raw
+from tests.methods.indexrag.conftest import ClientFactory, llm_settings, local_client
 from tests.workers.conftest import embedder_settings
 
 pytestmark = pytest.mark.integration
@@ -29,6 +30,11 @@ LONG = raw("Long Document", " ".join(f"Sentence {n} says Marie Curie studied ele
 PRICES = {"llm_price_input_per_mtok": 0.15, "llm_price_output_per_mtok": 0.60}
 
 
+def ingest(client: LocalClient, index: str, documents: list[RawDocument],
+           method: str | None = None) -> Job:
+    return client.ingest_read(index, ReadResult(documents=documents), method=method)
+
+
 def test_indexrag_job_keeps_the_plan_of_the_calls_it_sends(
         tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
     """The job's stage-1 estimate is exact and equals the calls the job made and the
@@ -37,8 +43,8 @@ def test_indexrag_job_keeps_the_plan_of_the_calls_it_sends(
     estimate comes from the first's history and still equals its stage-1 calls."""
     server = start_server()
     settings = llm_settings(tmp_path / "data", server, **embedder_settings(server), **PRICES)
-    with Hopindex(settings) as service:
-        job = service.ingest_documents("curie", [*CURIE_CORPUS[:3], LONG], method="indexrag")
+    with local_client(settings) as client:
+        job = ingest(client, "curie", [*CURIE_CORPUS[:3], LONG], method="indexrag")
         assert job.state is JobState.SUCCEEDED
         stage1 = job.estimate["indexrag.stage1"]
         assert stage1["planning"] == "exact"
@@ -50,23 +56,23 @@ def test_indexrag_job_keeps_the_plan_of_the_calls_it_sends(
         assert stage1["cost"] == pytest.approx(prices.cost_of(stage1["prompt_tokens"],
                                                               stage1["completion_tokens"]))
         assert job.estimate["indexrag.stage2"]["planning"] == "not_planned"
-        again = service.ingest_documents("curie", CURIE_CORPUS[3:])
+        again = ingest(client, "curie", CURIE_CORPUS[3:])
         assert again.estimate["indexrag.stage1"]["token_basis"] == "history"
         assert again.estimate["indexrag.stage1"]["calls"] == \
             again.llm["indexrag.stage1"].calls == len(CURIE_CORPUS) - 3
         assert again.estimate["indexrag.stage2"]["planning"] == "bound"
         assert again.llm["indexrag.stage2"].calls <= again.estimate["indexrag.stage2"]["calls"]
         # The record read back from the state store keeps it.
-        assert service.get_job(again.job_id).estimate == again.estimate
+        assert client.jobs.get_job(again.job_id).estimate == again.estimate
 
 
-def test_extractive_job_keeps_no_estimate(make_service: ServiceFactory) -> None:
+def test_extractive_job_keeps_no_estimate(make_client: ClientFactory) -> None:
     """A method that calls no LLM is not planned at all: its job's estimate is empty."""
-    service = make_service()
-    job = service.ingest_documents("curie", CURIE_CORPUS[:2], method="extractive")
+    client = make_client()
+    job = ingest(client, "curie", CURIE_CORPUS[:2], method="extractive")
     assert job.state is JobState.SUCCEEDED
     assert job.estimate == {}
-    assert service.get_job(job.job_id).as_dict()["estimate"] == {}
+    assert client.jobs.get_job(job.job_id).as_dict()["estimate"] == {}
 
 
 def test_compactrag_job_leaves_its_analysed_phase_to_dry_runs(
@@ -76,18 +82,18 @@ def test_compactrag_job_leaves_its_analysed_phase_to_dry_runs(
     plans it), while a dry run of the same documents into another index plans them
     exactly; the job's ``pairs`` phase (no LLM) is still planned."""
     server = start_server()
-    with Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server))
-                  ) as service:
-        job = service.ingest_documents("qa", CURIE_CORPUS[:2], method="compactrag")
-        planned = service.plan_ingest_documents("qa2", CURIE_CORPUS[2:4],
-                                                method="compactrag")
+    with local_client(llm_settings(tmp_path / "data", server, **embedder_settings(server))
+                      ) as client:
+        job = ingest(client, "qa", CURIE_CORPUS[:2], method="compactrag")
+        planned = client.plan_read("qa2", ReadResult(documents=CURIE_CORPUS[2:4]),
+                                   method="compactrag")
     assert job.state is JobState.SUCCEEDED
     qa = job.estimate["compactrag.qa"]
     assert (qa["planning"], qa["calls"]) == ("not_planned", None)
     assert "hopindex ingest --dry-run" in qa["basis"]
     assert (job.estimate["compactrag.pairs"]["planning"],
             job.estimate["compactrag.pairs"]["calls"]) == ("bound", 0)
-    assert (planned.phases[0].planning.value, planned.phases[0].calls) == ("exact", 2)
+    assert (planned.phases[0]["planning"], planned.phases[0]["calls"]) == ("exact", 2)
 
 
 def test_a_planner_that_raises_leaves_the_ingest_alone(
@@ -101,9 +107,9 @@ def test_a_planner_that_raises_leaves_the_ingest_alone(
         raise RuntimeError("planner bug")
 
     monkeypatch.setattr(IndexRagIndexMethod, "plan_document_calls", broken)
-    with Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server))
-                  ) as service, capture_logs() as logs:
-        job = service.ingest_documents("curie", CURIE_CORPUS[:2], method="indexrag")
+    with local_client(llm_settings(tmp_path / "data", server, **embedder_settings(server))
+                      ) as client, capture_logs() as logs:
+        job = ingest(client, "curie", CURIE_CORPUS[:2], method="indexrag")
     assert job.state is JobState.SUCCEEDED
     assert job.estimate == {}
     assert job.llm["indexrag.stage1"].calls == 2

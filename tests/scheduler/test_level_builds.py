@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.state.sqlite_store import SqliteStateStore
 from hopindex.core.errors import IndexBusyError, InvalidInputError
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.methods.plugin import LevelsPhase, Rebuild, Scope
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.scheduler.level_builds import (
     NAMESPACE,
     BuildMode,
@@ -29,10 +29,9 @@ from hopindex.scheduler.level_builds import (
     read_build,
 )
 from hopindex.scheduler.outstanding import IndexStatus
-from hopindex.scheduler.writers import WaitPolicy
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 from tests.plugin_method.method import FAIL_TREE_VARIABLE, build_tree, plan_tree
 
@@ -49,29 +48,29 @@ CHANGED_B = raw("Beta", "The river is the Marne. Paris lies on it.", doc_id="b")
 CHANGED_C = raw("Gamma", "Lakes are still. The sea is far.", doc_id="c")
 
 
-def _service(tmp_path: Path, server: LlmTestServer, **method_env: str) -> Hopindex:
-    return Hopindex(llm_settings(tmp_path / "data", server,
-                                 embedder_url=f"openai://{server.config.embedding_model}",
-                                 method_env=method_env))
+def _client(tmp_path: Path, server: LlmTestServer, **method_env: str) -> LocalClient:
+    return local_client(llm_settings(tmp_path / "data", server,
+                                     embedder_url=f"openai://{server.config.embedding_model}",
+                                     method_env=method_env))
 
 
-def _ingest(service: Hopindex, documents: list[RawDocument],
+def _ingest(client: LocalClient, documents: list[RawDocument],
             state: JobState = JobState.SUCCEEDED) -> Job:
-    job = service.ingest_documents(INDEX, documents, method="lazy_sentences")
+    job = client.ingest_read(INDEX, ReadResult(documents=documents), method="lazy_sentences")
     assert job.state is state, (job.reason, job.errors)
     return job
 
 
-def _tree(service: Hopindex) -> set[str]:
+def _tree(client: LocalClient) -> set[str]:
     """The texts of the tree's units (summaries), read through the tree's groups."""
-    state = service.backends.state
+    state = client.service.backends.state
     groups = state.get_groups(INDEX, "tree", state.list_group_keys(INDEX, "tree"))
     unit_ids = [u for g in groups.values() for u in g.unit_ids]
     return {u.text for u in state.get_units(INDEX, unit_ids)}
 
 
-def _level(service: Hopindex) -> dict[str, Any]:
-    described = service.outstanding(INDEX).as_dict()
+def _level(client: LocalClient) -> dict[str, Any]:
+    described = client.service.outstanding(INDEX).as_dict()
     [level] = described["levels"]
     assert level["phase"] == TREE
     return level
@@ -133,31 +132,31 @@ def test_the_tree_is_built_once_left_stale_then_rebuilt_on_request(
     """The first ingest builds the tree; a second ingest changing one document leaves the
     tree as it was (the record says stale, 1 document changed, a third); a rebuild job
     builds it over the change and the record reads current, built by that job."""
-    with _service(tmp_path, server) as service:
-        first = _ingest(service, CORPUS)
+    with _client(tmp_path, server) as client:
+        first = _ingest(client, CORPUS)
         assert first.count(TREE).done == 3
-        assert _tree(service) == FIRST_TREE
-        level = _level(service)
+        assert _tree(client) == FIRST_TREE
+        level = _level(client)
         assert (level["state"], level["stale"], level["built_by"]) == (
             "current", False, first.job_id)
         assert level["documents_at_build"] == 3 and level["rebuild_share"] == 0.0
 
-        second = _ingest(service, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
+        second = _ingest(client, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
         assert TREE not in second.counts and second.count("lazy_sentences.sentences").done == 1
-        assert _tree(service) == FIRST_TREE
-        level = _level(service)
+        assert _tree(client) == FIRST_TREE
+        level = _level(client)
         assert (level["state"], level["stale"], level["changed_since_build"]) == (
             "stale", True, 1)
         assert level["changed_share"] == pytest.approx(1 / 3, abs=1e-4)
-        assert service.outstanding(INDEX).status is IndexStatus.READY
+        assert client.service.outstanding(INDEX).status is IndexStatus.READY
 
-        rebuilt = service.rebuild_index(INDEX)
+        rebuilt = client.indexes.rebuild_index(INDEX)
         assert (rebuilt.kind, rebuilt.state) == (JobKind.REBUILD, JobState.SUCCEEDED)
         assert rebuilt.count("lazy_sentences.sentences").total == 0
-        assert _tree(service) == {"Paris is in France. The river is the Marne.",
+        assert _tree(client) == {"Paris is in France. The river is the Marne.",
                                   "Rivers flow.",
                                   "Paris is in France. The river is the Marne. Rivers flow."}
-        level = _level(service)
+        level = _level(client)
         assert (level["state"], level["stale"], level["changed_since_build"],
                 level["built_by"]) == ("current", False, 0, rebuilt.job_id)
 
@@ -168,18 +167,18 @@ def test_the_share_setting_rebuilds_automatically(
     """With HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE=0.5, one changed document of three
     leaves the tree stale; the ingest that brings the changed share to two thirds
     rebuilds it with both changes."""
-    with _service(tmp_path, server, HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE="0.5") as service:
-        _ingest(service, CORPUS)
-        _ingest(service, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
-        assert _tree(service) == FIRST_TREE
-        assert _level(service)["rebuild_share"] == 0.5
-        third = _ingest(service, [*CORPUS[:1], CHANGED_B, CHANGED_C])
+    with _client(tmp_path, server, HOPINDEX_LAZY_SENTENCES_REBUILD_SHARE="0.5") as client:
+        _ingest(client, CORPUS)
+        _ingest(client, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
+        assert _tree(client) == FIRST_TREE
+        assert _level(client)["rebuild_share"] == 0.5
+        third = _ingest(client, [*CORPUS[:1], CHANGED_B, CHANGED_C])
         assert third.count(TREE).done == 3
-        assert _tree(service) == {"Paris is in France. The river is the Marne.",
+        assert _tree(client) == {"Paris is in France. The river is the Marne.",
                                   "Lakes are still.",
                                   "Paris is in France. The river is the Marne. "
                                   "Lakes are still."}
-        level = _level(service)
+        level = _level(client)
         assert (level["state"], level["built_by"]) == ("current", third.job_id)
 
 
@@ -189,17 +188,17 @@ def test_a_delete_marks_the_tree_stale_until_a_rebuild(
     """Deleting c drops its passages at once but leaves the tree (its node still cites
     c) and counts c as changed since the build; the rebuild removes c's node and roots
     the tree over the one node left."""
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        deleted = service.delete_documents(INDEX, ["c"])
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        deleted = client.delete_documents(INDEX, ["c"])
         assert deleted.state is JobState.SUCCEEDED, deleted.reason
-        assert _tree(service) == FIRST_TREE
-        level = _level(service)
+        assert _tree(client) == FIRST_TREE
+        level = _level(client)
         assert (level["state"], level["changed_since_build"]) == ("stale", 1)
         assert level["changed_share"] == 0.5  # of the two documents left
-        service.rebuild_index(INDEX)
-        assert _tree(service) == {"Paris is in France. The river is the Seine."}
-        assert _level(service)["state"] == "current"
+        client.indexes.rebuild_index(INDEX)
+        assert _tree(client) == {"Paris is in France. The river is the Seine."}
+        assert _level(client)["state"] == "current"
 
 
 @pytest.mark.integration
@@ -210,19 +209,19 @@ def test_a_repair_finishes_a_partial_tree_without_rebuilding_it(
     tree). Once it can be built, a repair builds the root over the nodes as they are:
     the (a, b) node keeps b's old text and the tree stays stale by b."""
     monkeypatch.setenv(FAIL_TREE_VARIABLE, "root")
-    with _service(tmp_path, server) as service:
-        first = _ingest(service, CORPUS, JobState.SUCCEEDED_WITH_ERRORS)
+    with _client(tmp_path, server) as client:
+        first = _ingest(client, CORPUS, JobState.SUCCEEDED_WITH_ERRORS)
         assert [e.item for e in first.errors] == ["root"]
-        assert service.outstanding(INDEX).failed_per_phase() == {f"{TREE}@1": 1}
-        second = _ingest(service, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]],
+        assert client.service.outstanding(INDEX).failed_per_phase() == {f"{TREE}@1": 1}
+        second = _ingest(client, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]],
                          JobState.SUCCEEDED_WITH_ERRORS)
         assert second.count(TREE).failed == 1 and second.count(TREE).total == 1
         monkeypatch.delenv(FAIL_TREE_VARIABLE)
-        repair = service.repair_index(INDEX)
+        repair = client.indexes.repair_index(INDEX)
         assert repair.state is JobState.SUCCEEDED, repair.errors
         assert repair.count(TREE).done == 1
-        assert _tree(service) == FIRST_TREE
-        work = service.outstanding(INDEX)
+        assert _tree(client) == FIRST_TREE
+        work = client.service.outstanding(INDEX)
         assert work.status is IndexStatus.READY
         assert (work.levels[0].state, work.levels[0].changed_since) == (BuildState.STALE, 1)
 
@@ -236,17 +235,17 @@ def test_finishing_a_failed_node_plans_nothing_else(
     re-planned, and b stays counted as changed since the build. The rebuild brings the
     node into the root."""
     monkeypatch.setenv(FAIL_TREE_VARIABLE, "pair:a|b")
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS, JobState.SUCCEEDED_WITH_ERRORS)
-        assert _tree(service) == {"Rivers flow."}  # the (c) node, and the root over it
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS, JobState.SUCCEEDED_WITH_ERRORS)
+        assert _tree(client) == {"Rivers flow."}  # the (c) node, and the root over it
         monkeypatch.delenv(FAIL_TREE_VARIABLE)
-        _ingest(service, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
-        assert _tree(service) == {"Paris is in France. The river is the Marne.", "Rivers flow."}
-        assert (_level(service)["state"], _level(service)["changed_since_build"]) == (
+        _ingest(client, [*CORPUS[:1], CHANGED_B, *CORPUS[2:]])
+        assert _tree(client) == {"Paris is in France. The river is the Marne.", "Rivers flow."}
+        assert (_level(client)["state"], _level(client)["changed_since_build"]) == (
             "stale", 1)
-        assert service.outstanding(INDEX).failed == []
-        service.rebuild_index(INDEX)
-        assert _tree(service) == {"Paris is in France. The river is the Marne.",
+        assert client.service.outstanding(INDEX).failed == []
+        client.indexes.rebuild_index(INDEX)
+        assert _tree(client) == {"Paris is in France. The river is the Marne.",
                                   "Rivers flow.",
                                   "Paris is in France. The river is the Marne. Rivers flow."}
 
@@ -256,17 +255,17 @@ def test_an_interrupted_build_makes_the_index_partial_and_the_next_job_builds_it
         tmp_path: Path, server: LlmTestServer) -> None:
     """A build whose job ended before it finished (here: a job that no longer exists)
     reads interrupted and the index partial; a repair builds the tree whole again."""
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        state = service.backends.state
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        state = client.service.backends.state
         record = state.get_records(INDEX, NAMESPACE, [TREE])[TREE]
         state.put_records(INDEX, NAMESPACE, {TREE: {**record, "building": "gone-job"}})
-        work = service.outstanding(INDEX)
+        work = client.service.outstanding(INDEX)
         assert work.status is IndexStatus.PARTIAL and work.interrupted_levels == [TREE]
-        repair = service.repair_index(INDEX)
+        repair = client.indexes.repair_index(INDEX)
         assert repair.count(TREE).done == 3
-        assert _level(service)["state"] == "current"
-        assert service.outstanding(INDEX).status is IndexStatus.READY
+        assert _level(client)["state"] == "current"
+        assert client.service.outstanding(INDEX).status is IndexStatus.READY
 
 
 @pytest.mark.integration
@@ -275,17 +274,17 @@ def test_a_rebuild_is_refused_for_a_method_without_trees_and_on_a_busy_index(
     """An index whose method builds everything every job gets a clear input error
     naming its method; behind a running job a rebuild that may not wait is refused,
     naming that job, and leaves no job record."""
-    with _service(tmp_path, server) as service:
-        service.ingest_documents("eager", CORPUS, method="sentences")
+    with _client(tmp_path, server) as client:
+        client.ingest_read("eager", ReadResult(documents=CORPUS), method="sentences")
         with pytest.raises(InvalidInputError, match=r"built with 'sentences'.*nothing to "
                                                     r"rebuild"):
-            service.rebuild_index("eager")
-        assert service.outstanding("eager").levels == []
-        _ingest(service, CORPUS)
-        state = service.backends.state
+            client.indexes.rebuild_index("eager")
+        assert client.service.outstanding("eager").levels == []
+        _ingest(client, CORPUS)
+        state = client.service.backends.state
         state.create_job(Job(job_id="running-job", index=INDEX, kind=JobKind.INGEST,
                              state=JobState.RUNNING, started_at=time.time()))
         with pytest.raises(IndexBusyError, match="running-job"):
-            service.rebuild_index(INDEX, wait=WaitPolicy.NO_WAIT)
-        kinds = [j.kind for j in service.list_jobs(INDEX)]
+            client.indexes.rebuild_index(INDEX, wait=False)
+        kinds = [j.kind for j in client.jobs.list_jobs(INDEX)]
         assert JobKind.REBUILD not in kinds

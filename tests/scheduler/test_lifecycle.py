@@ -12,8 +12,8 @@ from hopindex.core.events import EventType
 from hopindex.core.models import Dispatch, Job, JobState
 from hopindex.scheduler.lifecycle import cancel_job, fail_job
 from hopindex.scheduler.reaper import stalled_jobs
+from hopindex.testing.contracts.state_records import new_job
 from hopindex.workers.tasks.reaper import reap_stalled_jobs
-from tests.backends.contracts.state_records import new_job
 from tests.conftest import CURIE_CORPUS, ServiceFactory
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from hopindex.core.models import Job, JobState
 from hopindex.scheduler.lifecycle import cancel_job
 from hopindex.scheduler.pause import pause_job, resume_job
 from hopindex.scheduler.reaper import stalled_jobs
+from hopindex.testing.contracts.state_records import new_job
 from hopindex.workers.tasks.reaper import reap_stalled_jobs
-from tests.backends.contracts.state_records import new_job
 from tests.conftest import ServiceFactory
 
 pytestmark = pytest.mark.integration

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import IndexBusyError
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.core.settings import Settings
+from hopindex.readers import ReadResult
 from hopindex.scheduler.recovery import (
     OwnerState,
     lease_dir,
@@ -28,11 +29,10 @@ from hopindex.scheduler.recovery import (
     recover_orphaned_jobs,
     this_process,
 )
-from hopindex.scheduler.writers import WaitPolicy
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS, ServiceFactory
-from tests.methods.indexrag.conftest import llm_settings
-from tests.scheduler.test_pipeline import engine_counts, unit_snapshot
+from tests.conftest import CURIE_CORPUS
+from tests.methods.indexrag.conftest import ClientFactory, llm_settings, local_client
+from tests.scheduler.test_pipeline import engine_counts, ingest, unit_snapshot
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -82,37 +82,37 @@ def owner_process(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGBUS], ids=["SIGKILL", "SIGBUS"])
 def test_a_job_whose_process_was_killed_is_failed_when_a_service_opens(
-        make_service: ServiceFactory, owner_process: subprocess.Popen[str],
+        make_client: ClientFactory, owner_process: subprocess.Popen[str],
         sig: signal.Signals) -> None:
     """While its owner lives, the job is left running (and the index busy: an ingest
     that may not wait is refused, the index cannot be deleted); once the
     owner is killed, the next service to open fails it naming pid and host, the index
     can be deleted, and the dead owner's lease is swept."""
-    service = make_service()
+    client = make_client()
     with pytest.raises(IndexBusyError, match="job-orphan"):
-        service.ingest_documents(INDEX, CURIE_CORPUS[:2], wait=WaitPolicy.NO_WAIT)
-    assert service.get_job("job-orphan").state is JobState.RUNNING
+        client.ingest_read(INDEX, ReadResult(documents=CURIE_CORPUS[:2]), wait=False)
+    assert client.jobs.get_job("job-orphan").state is JobState.RUNNING
     with pytest.raises(IndexBusyError):
-        service.delete_index(INDEX)
-    service.close()
+        client.indexes.delete_index(INDEX)
+    client.close()
     owner_process.send_signal(sig)
     assert owner_process.wait(timeout=30) == -sig
-    recovered = make_service()
-    job = recovered.get_job("job-orphan")
+    recovered = make_client()
+    job = recovered.jobs.get_job("job-orphan")
     assert job.state is JobState.FAILED
     assert job.reason == (f"the process that ran it (pid {owner_process.pid} on "
                           f"{socket.gethostname()}) is gone; ingest the same input again to "
                           "redo its unfinished documents")
-    recovered.delete_index(INDEX)
+    recovered.indexes.delete_index(INDEX)
     assert list(lease_dir(recovered.settings).glob("*.lease")) == []
 
 
 def test_a_live_owner_in_another_process_is_left_alone(
-        make_service: ServiceFactory, owner_process: subprocess.Popen[str]) -> None:
+        make_client: ClientFactory, owner_process: subprocess.Popen[str]) -> None:
     """The lease decides: its holder is alive, whatever else the record says."""
-    service = make_service()
-    assert service.get_job("job-orphan").state is JobState.RUNNING
-    assert recover_orphaned_jobs(service.runtime) == []
+    client = make_client()
+    assert client.jobs.get_job("job-orphan").state is JobState.RUNNING
+    assert recover_orphaned_jobs(client.service.runtime) == []
 
 
 def _dead_pid() -> int:
@@ -147,44 +147,44 @@ def test_without_a_lease_the_pid_start_time_and_boot_decide(tmp_path: Path) -> N
         OwnerState.GONE)
 
 
-def _orphan(service: Hopindex, job_id: str, owner: dict[str, object]) -> Job:
+def _orphan(client: LocalClient, job_id: str, owner: dict[str, object]) -> Job:
     job = Job(job_id=job_id, index=INDEX, kind=JobKind.DELETE, state=JobState.RUNNING,
               owner=owner)
-    service.backends.state.create_job(job)
+    client.service.backends.state.create_job(job)
     return job
 
 
-def test_jobs_run_by_workers_are_never_failed_from_here(make_service: ServiceFactory,
+def test_jobs_run_by_workers_are_never_failed_from_here(make_client: ClientFactory,
                                                         tmp_path: Path) -> None:
     """A job without an owner (sent to workers) stays running; with a broker configured
     nothing is failed at all, not even a job whose owner is dead."""
-    service = make_service()
-    service.ingest_documents(INDEX, CURIE_CORPUS[:1])
+    client = make_client()
+    ingest(client, CURIE_CORPUS[:1])
     dead = this_process().owner_record("")
     dead["pid"] = _dead_pid()
-    _orphan(service, "job-dead-owner", dead)
-    _orphan(service, "job-on-workers", {})
-    service.close()
+    _orphan(client, "job-dead-owner", dead)
+    _orphan(client, "job-on-workers", {})
+    client.close()
     settings = Settings(data_dir=tmp_path / "data", broker_url="redis://127.0.0.1:1/0").resolved()
-    with Hopindex(settings) as distributed:
-        assert distributed.get_job("job-dead-owner").state is JobState.RUNNING
-    reopened = make_service()
-    assert reopened.get_job("job-dead-owner").state is JobState.FAILED
-    assert "delete the same ids again" in reopened.get_job("job-dead-owner").reason
-    assert reopened.get_job("job-on-workers").state is JobState.RUNNING
+    with local_client(settings) as distributed:
+        assert distributed.jobs.get_job("job-dead-owner").state is JobState.RUNNING
+    reopened = make_client()
+    assert reopened.jobs.get_job("job-dead-owner").state is JobState.FAILED
+    assert "delete the same ids again" in reopened.jobs.get_job("job-dead-owner").reason
+    assert reopened.jobs.get_job("job-on-workers").state is JobState.RUNNING
 
 
-def test_a_jobs_owner_record_survives_the_store(make_service: ServiceFactory) -> None:
+def test_a_jobs_owner_record_survives_the_store(make_client: ClientFactory) -> None:
     """An embedded ingest records its owner (this process and its lease), and gives the
     lease back once the job is over."""
-    service = make_service()
-    job = service.ingest_documents(INDEX, CURIE_CORPUS[:1])
+    client = make_client()
+    job = ingest(client, CURIE_CORPUS[:1])
     here = this_process()
     assert {k: job.owner[k] for k in ("host", "pid", "boot_id", "started")} == {
         "host": here.host, "pid": here.pid, "boot_id": here.boot_id, "started": here.started}
     assert str(job.owner["lease"]).endswith(".lease")
     assert json.loads(json.dumps(job.as_dict()))["owner"] == job.owner
-    assert list(lease_dir(service.settings).glob("*.lease")) == []
+    assert list(lease_dir(client.settings).glob("*.lease")) == []
 
 
 @pytest.mark.parametrize(("stage", "calls_before_kill"), [("stage1", 3), ("stage2", 2)])
@@ -201,8 +201,8 @@ def test_an_embedded_ingest_killed_mid_job_is_recovered_and_redone_exactly(
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "title": d.title, "text": d.text})
                               + "\n" for i, d in enumerate(CURIE_CORPUS)), encoding="utf-8")
     one_at_a_time = {"llm_concurrency": 1, "stage1_batch_docs": 1}
-    with Hopindex(llm_settings(tmp_path / "clean", server, **one_at_a_time)) as clean:
-        built = clean.ingest_paths(INDEX, [corpus])
+    with local_client(llm_settings(tmp_path / "clean", server, **one_at_a_time)) as clean:
+        built = clean.ingest(INDEX, [corpus])
         assert built.state is JobState.SUCCEEDED, built.reason
         expected = unit_snapshot(clean), engine_counts(clean)
     calls = dict(server.stats.by_kind)
@@ -233,16 +233,16 @@ def test_an_embedded_ingest_killed_mid_job_is_recovered_and_redone_exactly(
             process.wait(timeout=30)
     killed_at = dict(server.stats.by_kind)
 
-    with Hopindex(settings) as service:
-        [job] = service.list_jobs(INDEX)
+    with local_client(settings) as client:
+        [job] = client.jobs.list_jobs(INDEX)
         assert job.state is JobState.FAILED
         assert f"the process that ran it (pid {process.pid} on " in job.reason
         assert "ingest the same input again" in job.reason
-        assert all(j.state.is_final for j in service.list_jobs(INDEX))
+        assert all(j.state.is_final for j in client.jobs.list_jobs(INDEX))
         server.reset()
-        again = service.ingest_paths(INDEX, [corpus])
+        again = client.ingest(INDEX, [corpus])
         assert again.state is JobState.SUCCEEDED, again.reason
-        assert (unit_snapshot(service), engine_counts(service)) == expected
+        assert (unit_snapshot(client), engine_counts(client)) == expected
         print(f"clean build: {calls} LLM calls; killed after {killed_at}; the redo made "
               f"{dict(server.stats.by_kind)} (the rest came from the cache)")
-        service.delete_index(INDEX)
+        client.indexes.delete_index(INDEX)

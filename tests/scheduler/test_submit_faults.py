@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 import hopindex.scheduler.submit as submit
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import BackendUnavailableError, HopindexError
 from hopindex.core.ids import doc_id_from_title
 from hopindex.core.models import JobKind, JobState, Stage
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument
 from hopindex.workers.app import app
-from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
-from tests.scheduler.test_pipeline import engine_counts, unit_snapshot
+from tests.conftest import CURIE_CORPUS, raw
+from tests.methods.indexrag.conftest import ClientFactory, local_client
+from tests.scheduler.test_pipeline import engine_counts, ingest, unit_snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -46,21 +47,21 @@ class Step:
     when: Callable[..., bool] | None = None
 
 
-def _target(service: Hopindex, step: Step) -> Any:
+def _target(client: LocalClient, step: Step) -> Any:
     if step.where == "submit":
         return submit
     if step.where == "state":
-        return service.backends.state
+        return client.service.backends.state
     if step.where == "events":
-        return service.backends.events
+        return client.service.backends.events
     return app.tasks[step.attribute]
 
 
-def inject(monkeypatch: pytest.MonkeyPatch, service: Hopindex, step: Step,
+def inject(monkeypatch: pytest.MonkeyPatch, client: LocalClient, step: Step,
            fault: BaseException | None = None) -> None:
     """Make the step's first call raise ``fault`` (an InjectedError naming the step by
     default); later calls, such as the retry's, run as usual."""
-    target = _target(service, step)
+    target = _target(client, step)
     attribute = "run" if step.where == "task" else step.attribute
     original: Callable[..., Any] = getattr(target, attribute)
     fired: list[bool] = []
@@ -114,13 +115,10 @@ class CleanBuild:
 
 
 def _clean(data_dir: Path, documents: list[RawDocument]) -> CleanBuild:
-    service = Hopindex(Settings(data_dir=data_dir).resolved())
-    try:
-        job = service.ingest_documents(INDEX, documents)
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
+        job = ingest(client, documents)
         assert job.state is JobState.SUCCEEDED, job.reason
-        return CleanBuild(unit_snapshot(service), engine_counts(service))
-    finally:
-        service.close()
+        return CleanBuild(unit_snapshot(client), engine_counts(client))
 
 
 @pytest.fixture(scope="module")
@@ -131,110 +129,110 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CleanB
            "without": _clean(root / "without", WITHOUT_WARSAW)}
 
 
-def assert_no_job_left_running(service: Hopindex, kind: JobKind, reason: str) -> None:
-    jobs = [j for j in service.list_jobs(limit=1000) if j.kind is kind]
+def assert_no_job_left_running(client: LocalClient, kind: JobKind, reason: str) -> None:
+    jobs = [j for j in client.jobs.list_jobs(limit=1000) if j.kind is kind]
     for job in jobs:
         assert job.state is JobState.FAILED, (job.job_id, job.state, job.reason)
         assert reason in job.reason, job.reason
 
 
-def assert_clean(service: Hopindex, build: CleanBuild) -> None:
-    assert unit_snapshot(service) == build.units
-    assert engine_counts(service) == build.engines
+def assert_clean(client: LocalClient, build: CleanBuild) -> None:
+    assert unit_snapshot(client) == build.units
+    assert engine_counts(client) == build.engines
 
 
 @pytest.mark.parametrize("step", INGEST_STEPS, ids=[s.name for s in INGEST_STEPS])
 def test_a_fault_while_an_ingest_is_planned_fails_its_job_alone(
-        step: Step, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        step: Step, make_client: ClientFactory, clean: dict[str, CleanBuild],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The ingest raises a HopindexError naming the fault, its job (when it got one) is
     failed with the reason, and the same ingest again builds the clean unit set."""
-    service = make_service()
-    inject(monkeypatch, service, step)
+    client = make_client()
+    inject(monkeypatch, client, step)
     with pytest.raises(HopindexError, match=f"injected at {step.name}"):
-        service.ingest_documents(INDEX, CURIE_CORPUS)
-    assert_no_job_left_running(service, JobKind.INGEST, f"injected at {step.name}")
-    again = service.ingest_documents(INDEX, CURIE_CORPUS)
+        ingest(client, CURIE_CORPUS)
+    assert_no_job_left_running(client, JobKind.INGEST, f"injected at {step.name}")
+    again = ingest(client, CURIE_CORPUS)
     assert again.state is JobState.SUCCEEDED, again.reason
-    assert_clean(service, clean["all"])
+    assert_clean(client, clean["all"])
 
 
 @pytest.mark.parametrize("step", DELETE_STEPS, ids=[s.name for s in DELETE_STEPS])
 def test_a_fault_while_a_delete_is_planned_fails_its_job_alone(
-        step: Step, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        step: Step, make_client: ClientFactory, clean: dict[str, CleanBuild],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The delete raises a HopindexError naming the fault, its job (when it got one) is
     failed with the reason, and the same delete again finishes what the first one began:
     the index holds the unit set of a clean build without the deleted document."""
-    service = make_service()
-    assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
-    inject(monkeypatch, service, step)
+    client = make_client()
+    assert ingest(client, CURIE_CORPUS).state is JobState.SUCCEEDED
+    inject(monkeypatch, client, step)
     with pytest.raises(HopindexError, match=f"injected at {step.name}"):
-        service.delete_documents(INDEX, [WARSAW, "no-such-doc"])
-    assert_no_job_left_running(service, JobKind.DELETE, f"injected at {step.name}")
-    again = service.delete_documents(INDEX, [WARSAW, "no-such-doc"])
+        client.delete_documents(INDEX, [WARSAW, "no-such-doc"])
+    assert_no_job_left_running(client, JobKind.DELETE, f"injected at {step.name}")
+    again = client.delete_documents(INDEX, [WARSAW, "no-such-doc"])
     assert again.state is JobState.SUCCEEDED, again.reason
     # A first delete that got as far as its last step left nothing of Warsaw to find.
     assert [e.item for e in again.errors] in (["no-such-doc"], sorted(["no-such-doc", WARSAW]))
-    assert_clean(service, clean["without"])
+    assert_clean(client, clean["without"])
 
 
 def test_a_hopindex_error_while_planning_keeps_its_type(
-        make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """A HopindexError (here: the state store unreachable) reaches the caller as itself,
     so the API answers its own status, and the job is failed with it."""
-    service = make_service()
-    inject(monkeypatch, service, Step("put_documents", "state", "put_documents"),
+    client = make_client()
+    inject(monkeypatch, client, Step("put_documents", "state", "put_documents"),
            BackendUnavailableError("state store unreachable"))
     with pytest.raises(BackendUnavailableError, match="unreachable"):
-        service.ingest_documents(INDEX, CURIE_CORPUS)
-    assert_no_job_left_running(service, JobKind.INGEST, "unreachable")
+        ingest(client, CURIE_CORPUS)
+    assert_no_job_left_running(client, JobKind.INGEST, "unreachable")
 
 
 def test_an_interrupted_ingest_is_failed_and_the_interrupt_goes_on(
-        make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        make_client: ClientFactory, clean: dict[str, CleanBuild],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C in the middle of an embedded ingest: the job is failed as interrupted,
     KeyboardInterrupt still stops the program, and the next ingest completes the index."""
-    service = make_service()
-    inject(monkeypatch, service, Step("start_step", "task", CONTROL + "start_step"),
+    client = make_client()
+    inject(monkeypatch, client, Step("start_step", "task", CONTROL + "start_step"),
            KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
-        service.ingest_documents(INDEX, CURIE_CORPUS)
-    assert_no_job_left_running(service, JobKind.INGEST, "KeyboardInterrupt")
-    assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
-    assert_clean(service, clean["all"])
+        ingest(client, CURIE_CORPUS)
+    assert_no_job_left_running(client, JobKind.INGEST, "KeyboardInterrupt")
+    assert ingest(client, CURIE_CORPUS).state is JobState.SUCCEEDED
+    assert_clean(client, clean["all"])
 
 
-def test_deleting_only_unknown_ids_succeeds_listing_them(make_service: ServiceFactory) -> None:
+def test_deleting_only_unknown_ids_succeeds_listing_them(make_client: ClientFactory) -> None:
     """A delete none of whose ids exist finishes: each id is a validation error on the
     job, nothing is removed, and the index can be deleted afterwards."""
-    service = make_service()
-    service.ingest_documents(INDEX, CURIE_CORPUS[:2])
-    before = unit_snapshot(service)
-    job = service.delete_documents(INDEX, ["ghost-1", "ghost-2"])
+    client = make_client()
+    ingest(client, CURIE_CORPUS[:2])
+    before = unit_snapshot(client)
+    job = client.delete_documents(INDEX, ["ghost-1", "ghost-2"])
     assert job.state is JobState.SUCCEEDED, job.reason
     assert [(e.item, e.stage) for e in job.errors] == [("ghost-1", Stage.VALIDATE),
                                                        ("ghost-2", Stage.VALIDATE)]
     assert "no document 'ghost-1'" in job.errors[0].reason
     assert job.counts[Stage.VALIDATE].failed == 2
-    assert unit_snapshot(service) == before
-    service.delete_index(INDEX)
-    assert service.list_indexes() == []
+    assert unit_snapshot(client) == before
+    client.indexes.delete_index(INDEX)
+    assert client.indexes.list_indexes() == []
 
 
 def test_an_unstorable_id_in_a_delete_is_a_validation_error(
-        make_service: ServiceFactory) -> None:
+        make_client: ClientFactory) -> None:
     """An id holding an unpaired surrogate (an undecodable argv byte) is listed on the
     job with an escaped name; the other id is deleted."""
-    service = make_service()
-    service.ingest_documents(INDEX, CURIE_CORPUS[:2])
+    client = make_client()
+    ingest(client, CURIE_CORPUS[:2])
     gone = doc_id_from_title(CURIE_CORPUS[0].title)
-    job = service.delete_documents(INDEX, [gone, "bad-\udcff"])
+    job = client.delete_documents(INDEX, [gone, "bad-\udcff"])
     assert job.state is JobState.SUCCEEDED, job.reason
     assert [e.item for e in job.errors] == ["bad-\\udcff"]
     assert "surrogate" in job.errors[0].reason
-    assert gone not in service.backends.state.document_hashes(INDEX)
+    assert gone not in client.service.backends.state.document_hashes(INDEX)
 
 
 UNSTORABLE = [
@@ -251,36 +249,36 @@ UNSTORABLE = [
                          ids=[f for f, _, _ in UNSTORABLE])
 def test_an_unstorable_record_fails_alone_naming_its_field(
         field: str, record: RawDocument, metadata: dict[str, Any],
-        make_service: ServiceFactory) -> None:
+        make_client: ClientFactory) -> None:
     """A record whose title, text, id or metadata (at any depth) holds an unpaired
     surrogate is a validation error naming the record and the field; the good records
     of the same job are ingested and the job succeeds."""
-    service = make_service()
+    client = make_client()
     bad = RawDocument(doc_id=record.doc_id, title=record.title, text=record.text,
                       metadata=metadata, origin="upload.jsonl:7")
-    job = service.ingest_documents(INDEX, [*CURIE_CORPUS[:2], bad])
+    job = ingest(client, [*CURIE_CORPUS[:2], bad])
     assert job.state is JobState.SUCCEEDED, job.reason
     assert len(job.errors) == 1
     error = job.errors[0]
     assert error.stage == Stage.VALIDATE
     assert error.where == f"upload.jsonl:7:{field}"
     assert field in error.reason and "surrogate" in error.reason
-    assert sorted(service.backends.state.document_hashes(INDEX)) == sorted(
+    assert sorted(client.service.backends.state.document_hashes(INDEX)) == sorted(
         doc_id_from_title(d.title) for d in CURIE_CORPUS[:2])
 
 
 @pytest.mark.parametrize("kind", [JobKind.INGEST, JobKind.DELETE])
 def test_an_event_log_fault_never_fails_the_job(
-        kind: JobKind, make_service: ServiceFactory, clean: dict[str, CleanBuild],
+        kind: JobKind, make_client: ClientFactory, clean: dict[str, CleanBuild],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Events report a job; they do not make it. An event log that raises (any error,
     not only a HopindexError) loses that event, is logged, and the job goes on to the
     clean build's unit set."""
-    service = make_service()
+    client = make_client()
     if kind is JobKind.DELETE:
-        assert service.ingest_documents(INDEX, CURIE_CORPUS).state is JobState.SUCCEEDED
-    inject(monkeypatch, service, Step("event publish", "events", "append_event"))
-    job = (service.ingest_documents(INDEX, CURIE_CORPUS) if kind is JobKind.INGEST
-           else service.delete_documents(INDEX, [WARSAW]))
+        assert ingest(client, CURIE_CORPUS).state is JobState.SUCCEEDED
+    inject(monkeypatch, client, Step("event publish", "events", "append_event"))
+    job = (ingest(client, CURIE_CORPUS) if kind is JobKind.INGEST
+           else client.delete_documents(INDEX, [WARSAW]))
     assert job.state is JobState.SUCCEEDED, job.reason
-    assert_clean(service, clean["all" if kind is JobKind.INGEST else "without"])
+    assert_clean(client, clean["all" if kind is JobKind.INGEST else "without"])

@@ -17,14 +17,15 @@ import pytest
 import standardwebhooks
 from prometheus_client import REGISTRY
 
-from hopindex.api.events import register_webhook
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.events import EventType
 from hopindex.core.models import JobState
+from hopindex.readers import ReadResult
 from hopindex.scheduler.webhook_sender import embedded_sender
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.workers.queues import Queue
-from tests.conftest import CURIE_CORPUS, ServiceFactory, raw
+from tests.conftest import CURIE_CORPUS, raw
+from tests.methods.indexrag.conftest import ClientFactory, local_client
 from tests.scheduler.webhook_receiver import WebhookReceiver
 from tests.waiting import wait_until
 
@@ -48,11 +49,11 @@ ROUNDS = 3
 READ_TIMEOUT_S = 2.0
 
 
-def timed_ingest(service: Hopindex, index: str, n: int) -> float:
+def timed_ingest(client: LocalClient, index: str, n: int) -> float:
     doc = raw(f"Note {index} {n}", f"Note {n} about {index}: Marie Curie worked in Paris "
               f"in {1890 + n} and taught physics there.")
     started = time.monotonic()
-    job = service.ingest_documents(index, [doc])
+    job = client.ingest_read(index, ReadResult(documents=[doc]))
     elapsed = time.monotonic() - started
     assert job.state is JobState.SUCCEEDED, job.reason
     return elapsed
@@ -64,35 +65,34 @@ def counted(outcome: str) -> float:
 
 
 def test_a_silent_receiver_stalls_no_writer_and_gets_its_events_later(
-        make_service: ServiceFactory) -> None:
+        make_client: ClientFactory) -> None:
     """Median one-document ingest times with a never-answering webhook on one index stay
     within noise of the times without it, on that index and another; the receiver is
     tried again and again meanwhile, and once it answers every event of its index
     arrives exactly once with a valid Standard Webhooks signature."""
-    service = make_service(webhook_allow_private=True, webhook_connect_timeout_s=1.0,
-                           webhook_read_timeout_s=READ_TIMEOUT_S, webhook_breaker_failures=2,
-                           webhook_breaker_cooldown_s=1.0)
-    service.ingest_documents("warm-up", CURIE_CORPUS[:2])  # models load once, here
-    quiet = {index: [timed_ingest(service, index, n) for n in range(ROUNDS)]
+    client = make_client(webhook_allow_private=True, webhook_connect_timeout_s=1.0,
+                         webhook_read_timeout_s=READ_TIMEOUT_S, webhook_breaker_failures=2,
+                         webhook_breaker_cooldown_s=1.0)
+    # Models load once, here.
+    client.ingest_read("warm-up", ReadResult(documents=CURIE_CORPUS[:2]))
+    quiet = {index: [timed_ingest(client, index, n) for n in range(ROUNDS)]
              for index in (HOOKED, OTHER)}
     failed_before = counted("failed") + counted("deferred")
     with WebhookReceiver(hold=True) as receiver:
-        hook = register_webhook(service.backends.events, HOOKED, receiver.url, None,
-                                allow_private=True)
-        cursor = service.backends.events.last_event_id()
+        hook = client.webhooks.add_webhook(HOOKED, receiver.url)
+        cursor = client.service.backends.events.last_event_id()
         loud: dict[str, list[float]] = {HOOKED: [], OTHER: []}
         for n in range(ROUNDS, 2 * ROUNDS):
             for index in (HOOKED, OTHER):
-                loud[index].append(timed_ingest(service, index, n))
+                loud[index].append(timed_ingest(client, index, n))
         receiver.wait_held(2, timeout_s=30)  # tried, timed out, tried again
         assert counted("failed") + counted("deferred") > failed_before
         receiver.hold = False
-        expected = [e.event_id for e in service.backends.events.read_events(
-            after_id=cursor, index=HOOKED, limit=1000)]
+        expected = [e.event_id for e in client.events.iterate_events(HOOKED, cursor)]
         receiver.wait_for(lambda r: len(r) >= len(expected), timeout_s=60)
         # Nothing queued, waiting for a retry or in flight: anything sent twice has
         # arrived by now.
-        sender = embedded_sender(service.settings)
+        sender = embedded_sender(client.settings)
         wait_until(lambda: sender.pending() == 0, what="the sender to finish its deliveries")
         got = receiver.received
     for index in (HOOKED, OTHER):
@@ -124,18 +124,19 @@ def corpus_slices(tmp: Path, sizes: list[int]) -> list[Path]:
     return out
 
 
-def events_through_ready(client: Hopindex, cursor: str | None) -> list[str] | None:
+def events_through_ready(client: LocalClient, cursor: str | None) -> list[str] | None:
     """The hooked index's event ids after ``cursor`` once its job's index.ready is
     among them, else None."""
-    read = client.backends.events.read_events(after_id=cursor, index=HOOKED, limit=1000)
+    read = list(client.events.iterate_events(HOOKED, cursor))
     if not any(e.event_type is EventType.INDEX_READY for e in read):
         return None
     return [e.event_id for e in read]
 
 
-def timed_job(client: Hopindex, index: str, path: Path) -> float:
+def timed_job(client: LocalClient, index: str, path: Path) -> float:
     started = time.monotonic()
-    job = client.wait_for_job(client.ingest_paths(index, [path]).job_id, timeout_s=120)
+    job = client.jobs.wait_for_job(client.ingest(index, [path], wait=False).job_id,
+                                   timeout_s=120)
     assert job.state is JobState.SUCCEEDED, job.reason
     return time.monotonic() - started
 
@@ -154,13 +155,12 @@ def test_with_workers_a_silent_receiver_stalls_no_job(
     c.start("w1", "stage1,stage2,control,embed")
     c.start("w2", "webhooks", concurrency=4, pool="threads")
     slices = corpus_slices(tmp_path, [3, 3, 3, 3, 3, 3])
-    with Hopindex(c.settings) as client, WebhookReceiver(hold=True) as receiver:
+    with local_client(c.settings) as client, WebhookReceiver(hold=True) as receiver:
         timed_job(client, "warm-up", slices[0])
         quiet = {HOOKED: timed_job(client, HOOKED, slices[1]),
                  OTHER: timed_job(client, OTHER, slices[2])}
-        events = client.backends.events
-        hook = register_webhook(events, HOOKED, receiver.url, None, allow_private=True)
-        cursor = events.last_event_id()
+        hook = client.webhooks.add_webhook(HOOKED, receiver.url)
+        cursor = client.service.backends.events.last_event_id()
         loud = {HOOKED: timed_job(client, HOOKED, slices[3]),
                 OTHER: timed_job(client, OTHER, slices[4])}
         receiver.wait_held(2, timeout_s=30)

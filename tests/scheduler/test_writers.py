@@ -20,12 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
-from hopindex.api.service import Hopindex
 from hopindex.backends.state import SqliteStateStore
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.waiting import wait_until
 from tests.workers.conftest import embedder_settings
 from tests.workers.logged_processes import LoggedProcess, hopindex_argv, settings_env
@@ -98,8 +97,8 @@ def _units(settings: Settings) -> set[tuple[str, str]]:
 def _clean_build(tmp_path: Path, server: LlmTestServer, corpus: Path, method: str
                  ) -> set[tuple[str, str]]:
     settings = _settings(tmp_path / "clean", server)
-    with Hopindex(settings) as service:
-        job = service.ingest_paths(INDEX, [corpus], method=method)
+    with local_client(settings) as client:
+        job = client.ingest(INDEX, [corpus], method=method)
         assert job.state is JobState.SUCCEEDED, job.reason
     return _units(settings)
 

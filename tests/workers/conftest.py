@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.registry import open_keyword_index, open_vector_store
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
@@ -23,7 +23,7 @@ from hopindex.testing.workers import BeatProcess, HopindexProcess, WorkerProcess
 from tests import waiting
 
 # start_server is a fixture: imported so these tests start LLM test servers the same way.
-from tests.methods.indexrag.conftest import llm_settings, start_server  # noqa: F401
+from tests.methods.indexrag.conftest import llm_settings, local_client, start_server  # noqa: F401
 from tests.redis_server import private_redis_server
 
 INDEX = "hotpot"
@@ -119,9 +119,9 @@ def cluster(tmp_path: Path, private_redis: str) -> Iterator[Callable[..., Cluste
         c.stop_all()
 
 
-def unit_texts(service: Hopindex, index: str = INDEX) -> dict[str, str]:
+def unit_texts(client: LocalClient, index: str = INDEX) -> dict[str, str]:
     """Every unit of the index, id → text (bridges come with their source documents)."""
-    state = service.backends.state
+    state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(index))
     return {u.unit_id: u.text for u in state.units_of_documents(index, doc_ids)}
 
@@ -146,8 +146,9 @@ def engine_counts(cluster: Cluster) -> tuple[int, int]:
 
 def eager_units(tmp_path: Path, server: LlmTestServer, corpus: Path) -> dict[str, str]:
     """The units an eager (in-process) ingest of ``corpus`` builds: the reference."""
-    with Hopindex(llm_settings(tmp_path / "eager", server, **embedder_settings(server))) as eager:
-        job = eager.ingest_paths(INDEX, [corpus])
+    with local_client(llm_settings(tmp_path / "eager", server,
+                                   **embedder_settings(server))) as eager:
+        job = eager.ingest(INDEX, [corpus])
         expected = unit_texts(eager)
     assert job.state is JobState.SUCCEEDED and not job.errors
     return expected
@@ -235,9 +236,9 @@ def chats_in_flight(server: LlmTestServer) -> int:
 FAST_GIVE_UP = {"llm_max_attempts": 3}
 
 
-def kinds_and_texts(service: Hopindex) -> dict[str, tuple[str, str]]:
+def kinds_and_texts(client: LocalClient) -> dict[str, tuple[str, str]]:
     """Every unit of the index: id → (kind, text)."""
-    state = service.backends.state
+    state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(INDEX))
     return {u.unit_id: (u.kind.value, u.text) for u in state.units_of_documents(INDEX, doc_ids)}
 
@@ -245,18 +246,19 @@ def kinds_and_texts(service: Hopindex) -> dict[str, tuple[str, str]]:
 def eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
                     ) -> dict[str, tuple[str, str]]:
     """The clean build's units (id → kind, text), made by an eager ingest."""
-    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
-        job = s.ingest_paths(INDEX, [corpus])
+    with local_client(llm_settings(tmp_path / "clean", server,
+                                   **embedder_settings(server))) as s:
+        job = s.ingest(INDEX, [corpus])
         assert job.state is JobState.SUCCEEDED and not job.errors
         return kinds_and_texts(s)
 
 
-def wait_until(client: Hopindex, job_id: str, ready: Callable[[Job], bool],
+def wait_until(client: LocalClient, job_id: str, ready: Callable[[Job], bool],
                timeout_s: float = JOB_TIMEOUT_S) -> Job:
     """The job once ``ready`` holds for it or it ended, polled every 50 ms."""
 
     def reached() -> Job | None:
-        job = client.get_job(job_id)
+        job = client.jobs.get_job(job_id)
         return job if ready(job) or job.state.is_final else None
 
     job = waiting.wait_until(reached, what=f"job {job_id} to reach the awaited point",

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.models import JobState
 from hopindex.testing.llm_server import LlmTestServer
@@ -21,7 +20,7 @@ from hopindex.testing.redis_server import RedisServer
 from hopindex.testing.workers import WorkerProcess
 from hopindex.workers.queues import Queue
 from tests import waiting
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -104,9 +103,9 @@ def test_workers_racing_for_a_budget_pause_and_resume_through_kill_and_restart(
     ends with the clean build's units in both engines, and no request sent twice."""
     clean_server = start_server()
     corpus = hotpot_corpus(tmp_path, limit=DOCUMENTS)
-    with Hopindex(llm_settings(tmp_path / "clean", clean_server,
-                               **embedder_settings(clean_server))) as clean:
-        reference = clean.ingest_paths(INDEX, [corpus])
+    with local_client(llm_settings(tmp_path / "clean", clean_server,
+                                   **embedder_settings(clean_server))) as clean:
+        reference = clean.ingest(INDEX, [corpus])
         assert reference.state is JobState.SUCCEEDED, reference.reason
         expected = kinds_and_texts(clean)
     clean_calls = chat_requests(clean_server)
@@ -120,8 +119,9 @@ def test_workers_racing_for_a_budget_pause_and_resume_through_kill_and_restart(
     engines = c.start("engines", "control,embed", concurrency=2)
     beat = c.start_beat()
     workers = [c.start(f"llm-{n}", "stage1,stage2", concurrency=1) for n in range(WORKERS)]
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus], budget=BudgetLimits(max_llm_tokens=limit))
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], limits=BudgetLimits(max_llm_tokens=limit),
+                            wait=False)
         job = wait_until(client, job.job_id, lambda j: j.state is JobState.PAUSED)
         assert job.state is JobState.PAUSED, job.reason
         assert job.reason.startswith("LLM budget reached: max_llm_tokens")
@@ -142,7 +142,7 @@ def test_workers_racing_for_a_budget_pause_and_resume_through_kill_and_restart(
         # reason names them), far less than half the limit, however the calls interleave.
         assert limit // 2 < spent <= limit + WORKERS * server.stats.largest_call_tokens
         assert spent > 0 and sent_calls < clean_calls
-        paused = client.get_job(job.job_id)
+        paused = client.jobs.get_job(job.job_id)
 
         # Paused past the stall timeout: a reaper run that began more than STALL_S after
         # the job's last change has finished, and left it as it was (not re-driven, not
@@ -150,7 +150,7 @@ def test_workers_racing_for_a_budget_pause_and_resume_through_kill_and_restart(
         waiting.wait_until(lambda: _reaper_runs_since(engines, paused.updated_at + STALL_S),
                            what=f"a reaper run {STALL_S} s after the job paused",
                            timeout_s=STALL_S + 60)
-        assert client.get_job(job.job_id).as_dict() == paused.as_dict()
+        assert client.jobs.get_job(job.job_id).as_dict() == paused.as_dict()
         assert paused.state is JobState.PAUSED and not paused.redrives
         assert chat_requests(server) == sent_calls
 
@@ -165,12 +165,12 @@ def test_workers_racing_for_a_budget_pause_and_resume_through_kill_and_restart(
                            what="the last reaper runs to return")
         workers[0].kill()
         aof_redis.restart(down_s=REDIS_DOWN_S)
-        after = client.get_job(job.job_id)
+        after = client.jobs.get_job(job.job_id)
         assert after.state is JobState.PAUSED and after.pause == job.pause
         assert after.paused_tasks, "no paused task was noted for the resume"
 
-        client.resume_job(job.job_id, max_llm_tokens=clean_tokens * 3)
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        client.jobs.resume_job(job.job_id, BudgetLimits(max_llm_tokens=clean_tokens * 3))
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = kinds_and_texts(client)
     c.stop_all()
     assert job.state is JobState.SUCCEEDED, job.reason

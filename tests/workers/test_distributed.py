@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
 from tests.workers.conftest import (
@@ -20,6 +19,7 @@ from tests.workers.conftest import (
     embedder_settings,
     hotpot_corpus,
     kill_mid_task,
+    local_client,
     unit_texts,
     wait_until,
 )
@@ -44,10 +44,10 @@ def test_two_workers_build_the_same_units_as_the_eager_run(
     c = cluster(server, **embedder_settings(server))
     c.start("w1", "stage1,stage2,control,embed")
     c.start("w2", "stage1,stage2,control")
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         assert job.state is JobState.RUNNING  # returned at once: workers run it
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     logs = c.workers[0].log_text() + c.workers[1].log_text()
@@ -72,8 +72,8 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
     c.start("engines", "control,embed", concurrency=2)
     c.start_beat()
     victim = c.start("llm-1", ",".join(LLM_QUEUES), concurrency=LLM_SLOTS, pool="threads")
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("indexrag.stage1").done
                           < j.count("indexrag.stage1").total // 2)
         assert job.state is JobState.RUNNING, "stage 1 ended before the kill"
@@ -84,7 +84,7 @@ def test_workers_killed_in_stage1_and_stage2_lose_and_duplicate_nothing(
         assert job.state is JobState.RUNNING, "stage 2 ended before the kill"
         kill_mid_task(victim, c.settings.broker_url, LLM_QUEUES, LLM_SLOTS)
         c.start("llm-3", ",".join(LLM_QUEUES), concurrency=LLM_SLOTS, pool="threads")
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     # Redelivered tasks were counted once: no stage reports more than its total.

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import UnitKind
 from hopindex.core.settings import Settings
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
+from tests.methods.indexrag.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -25,9 +25,9 @@ def test_units_sharing_a_text_get_its_vector(tmp_path: Path) -> None:
             ("Alpha", "Marie Curie and Pierre Curie met in Paris in 1894. It rained."),
             ("Beta", "Marie Curie and Pierre Curie married in Paris in 1895. It snowed."),
         )]
-    with Hopindex(Settings(data_dir=tmp_path).resolved()) as service:
-        job = service.ingest_documents("shared", documents, method="extractive")
-        state, vectors = service.backends.state, service.backends.vectors
+    with local_client(Settings(data_dir=tmp_path).resolved()) as client:
+        job = client.ingest_read("shared", ReadResult(documents=documents), method="extractive")
+        state, vectors = client.service.backends.state, client.service.backends.vectors
         units = state.units_of_documents("shared", sorted(state.document_hashes("shared")))
         bridges = [u for u in units if u.kind is UnitKind.BRIDGE]
         assert len(bridges) >= 2 and len({u.text for u in bridges}) < len(bridges)
@@ -35,6 +35,6 @@ def test_units_sharing_a_text_get_its_vector(tmp_path: Path) -> None:
         stored = {r.unit_id: r.vector for r in vectors.get_vectors(
             "shared", [u.unit_id for u in units])}
         assert stored.keys() == {u.unit_id for u in units}
-        embedder = service.backends.embedder
+        embedder = client.service.backends.embedder
         for unit in units:
             assert np.abs(stored[unit.unit_id] - embedder.embed_query(unit.text)).max() < 1e-4

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.render import render_job, render_result
-from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobState
-from hopindex.methods.base import QueryOptions
+from hopindex.readers import ReadResult
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.workers.conftest import embedder_settings
 
 pytestmark = pytest.mark.integration
@@ -29,9 +29,12 @@ EMBEDDING_PRICE = 0.13  # per million tokens
 QUESTION = "Who did Marie Curie share the Nobel Prize with?"
 
 
-def open_service(tmp_path: Path, server: LlmTestServer, **overrides: object) -> Hopindex:
-    return Hopindex(llm_settings(tmp_path / "data", server, **embedder_settings(server),
-                                 **overrides))
+CURIE = ReadResult(documents=list(CURIE_CORPUS))
+
+
+def open_client(tmp_path: Path, server: LlmTestServer, **overrides: object) -> LocalClient:
+    return local_client(llm_settings(tmp_path / "data", server, **embedder_settings(server),
+                                     **overrides))
 
 
 def test_a_priced_ingest_records_embedding_tokens_and_cost(
@@ -40,8 +43,8 @@ def test_a_priced_ingest_records_embedding_tokens_and_cost(
     the price, its LLM totals are still the chat calls alone, and the record, its JSON
     and the CLI carry them."""
     server = start_server()
-    with open_service(tmp_path, server, embedding_price_per_mtok=EMBEDDING_PRICE) as service:
-        job = service.ingest_documents("curie", CURIE_CORPUS)
+    with open_client(tmp_path, server, embedding_price_per_mtok=EMBEDDING_PRICE) as client:
+        job = client.ingest_read("curie", CURIE)
     assert job.state is JobState.SUCCEEDED, job.reason
     stats = server.stats
     assert job.embedding.tokens == stats.embedding_tokens > 0
@@ -60,8 +63,8 @@ def test_an_unpriced_ingest_records_tokens_and_no_cost(start_server: LlmServerSt
                                                        tmp_path: Path) -> None:
     """Without the price: the tokens, and no cost on the record, in its JSON or the CLI."""
     server = start_server()
-    with open_service(tmp_path, server) as service:
-        job = service.ingest_documents("curie", CURIE_CORPUS)
+    with open_client(tmp_path, server) as client:
+        job = client.ingest_read("curie", CURIE)
     assert job.state is JobState.SUCCEEDED, job.reason
     assert job.embedding.tokens == server.stats.embedding_tokens > 0
     assert job.embedding.cost is None and "cost" not in job.as_dict()["embedding"]
@@ -77,16 +80,16 @@ def test_a_query_reports_its_embedding_tokens_and_their_cost(
     """A query's embedding tokens are what the server counted for it; a retrieval-only
     query's cost is theirs at the price, and an answered one adds them to the LLM's."""
     server = start_server()
-    with open_service(tmp_path, server, embedding_price_per_mtok=EMBEDDING_PRICE,
-                      llm_price_input_per_mtok=0.4,
-                      llm_price_output_per_mtok=1.6) as service:
-        assert service.ingest_documents("curie", CURIE_CORPUS).state is JobState.SUCCEEDED
-        plain = service.ingest_documents("plain", CURIE_CORPUS, method="extractive")
+    with open_client(tmp_path, server, embedding_price_per_mtok=EMBEDDING_PRICE,
+                     llm_price_input_per_mtok=0.4,
+                     llm_price_output_per_mtok=1.6) as client:
+        assert client.ingest_read("curie", CURIE).state is JobState.SUCCEEDED
+        plain = client.ingest_read("plain", CURIE, method="extractive")
         assert plain.state is JobState.SUCCEEDED
         before = server.stats
-        retrieval = service.query("plain", QUESTION, options=QueryOptions(k=3))
+        retrieval = client.query("plain", QUESTION, k=3)
         between = server.stats
-        answered = service.query("curie", QUESTION, options=QueryOptions(k=3))
+        answered = client.query("curie", QUESTION, k=3)
         after = server.stats
     tokens = between.embedding_tokens - before.embedding_tokens
     assert retrieval.usage.embedding_tokens == tokens > 0
@@ -108,10 +111,10 @@ def test_an_unpriced_embedding_leaves_the_llm_cost_of_a_query_as_it_was(
     """LLM prices without an embedding price: the query's cost is its LLM calls' alone,
     with its embedding tokens beside it."""
     server = start_server()
-    with open_service(tmp_path, server, llm_price_input_per_mtok=0.4,
-                      llm_price_output_per_mtok=1.6) as service:
-        assert service.ingest_documents("curie", CURIE_CORPUS).state is JobState.SUCCEEDED
-        used = service.query("curie", QUESTION, options=QueryOptions(k=3)).usage
+    with open_client(tmp_path, server, llm_price_input_per_mtok=0.4,
+                     llm_price_output_per_mtok=1.6) as client:
+        assert client.ingest_read("curie", CURIE).state is JobState.SUCCEEDED
+        used = client.query("curie", QUESTION, k=3).usage
     assert used.embedding_tokens > 0
     assert used.cost == pytest.approx((used.prompt_tokens * 0.4
                                        + used.completion_tokens * 1.6) / 1e6)

@@ -21,17 +21,17 @@ from pathlib import Path
 import pytest
 import requests
 
+from hopindex.api.client.local import LocalClient
+from hopindex.api.client.opening import open_service_client
+from hopindex.api.client.remote import RemoteClient
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.remote import ApiClient, RemoteApiError
-from hopindex.api.service import Hopindex
-from hopindex.api.transfer import export_index, import_index
-from hopindex.core.errors import BackendUnavailableError
+from hopindex.core.errors import BackendUnavailableError, HopindexError
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.workers import HopindexProcess
 from tests import waiting
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -76,7 +76,7 @@ class QueryLoad:
     """``clients`` threads querying through the API in a loop until stopped; every
     answer other than success is kept with what it said."""
 
-    client: ApiClient
+    client: RemoteClient
     asked: list[str]
     clients: int = QUERY_CLIENTS
     answered: list[float] = field(default_factory=list)
@@ -91,7 +91,7 @@ class QueryLoad:
             n += self.clients
             try:
                 self.client.query(INDEX, question)
-            except RemoteApiError as exc:
+            except HopindexError as exc:
                 with self._lock:
                     self.errors.append(str(exc)[:300])
             else:
@@ -119,9 +119,9 @@ def changed_document(tmp: Path, corpus: Path) -> Path:
     return out
 
 
-def doc_id_titled(service: Hopindex, corpus: Path, at: int) -> str:
+def doc_id_titled(client: LocalClient, corpus: Path, at: int) -> str:
     title = json.loads(corpus.read_text().splitlines()[at])["title"]
-    state = service.backends.state
+    state = client.service.backends.state
     found = [d.doc_id for d in state.get_documents(INDEX, sorted(state.document_hashes(INDEX)))
              if d.title == title]
     assert len(found) == 1, title
@@ -131,21 +131,21 @@ def doc_id_titled(service: Hopindex, corpus: Path, at: int) -> str:
 def eager_after_changes(tmp: Path, server: LlmTestServer, corpus: Path,
                         changed: Path) -> dict[str, str]:
     """The reference: the same ingest, change and delete run eagerly in this process."""
-    with Hopindex(llm_settings(tmp / "eager", server, **embedder_settings(server))) as eager:
-        jobs = [eager.ingest_paths(INDEX, [corpus]), eager.ingest_paths(INDEX, [changed])]
+    with local_client(llm_settings(tmp / "eager", server, **embedder_settings(server))) as eager:
+        jobs = [eager.ingest(INDEX, [corpus]), eager.ingest(INDEX, [changed])]
         jobs.append(eager.delete_documents(INDEX, [doc_id_titled(eager, corpus, DELETED_AT)]))
         expected = unit_texts(eager)
     assert all(j.state is JobState.SUCCEEDED and not j.errors for j in jobs)
     return expected
 
 
-def wait_while_recording(reader: Hopindex, job_id: str) -> tuple[Job, float]:
+def wait_while_recording(reader: LocalClient, job_id: str) -> tuple[Job, float]:
     """Wait for the job; returns it and when its first units reached the engines."""
     first_embed = float("inf")
 
     def ended() -> Job | None:
         nonlocal first_embed
-        job = reader.get_job(job_id)
+        job = reader.jobs.get_job(job_id)
         if job.count(Stage.EMBED).done and first_embed == float("inf"):
             first_embed = time.monotonic()
         return job if job.state.is_final else None
@@ -180,10 +180,12 @@ def test_queries_changes_and_deletes_while_the_owner_holds_the_engines(
     c.start("llm-1", "stage1,stage2,control")
     c.start("llm-2", "stage1,stage2,control")
     problems: list[str] = []
+    # The reader reads the job records and units beside the server, in this process:
+    # Client.local would go through the server that owns the data dir.
     with serving(c.settings, tmp_path / "serve.log") as (api, url), \
-            Hopindex(c.settings) as reader:
-        client = ApiClient(url)
-        job = client.ingest_paths(INDEX, [corpus])
+            open_service_client(c.settings) as reader:
+        client = RemoteClient(url)
+        job = client.ingest(INDEX, [corpus], wait=False)
         with QueryLoad(client, asked).running() as load:
             job, first_embed = wait_while_recording(reader, job.job_id)
         problems += [f"query during the ingest: {e}" for e in load.errors]
@@ -197,20 +199,21 @@ def test_queries_changes_and_deletes_while_the_owner_holds_the_engines(
         for question in asked[:2]:
             try:
                 client.query(INDEX, question)
-            except RemoteApiError as exc:
+            except HopindexError as exc:
                 problems.append(f"query after the owner restarted: {exc}")
-        job = client.ingest_paths(INDEX, [changed])
+        job = client.ingest(INDEX, [changed], wait=False)
         job, _ = wait_while_recording(reader, job.job_id)
         if job.state is not JobState.SUCCEEDED or job.errors:
             problems.append(f"change: {outcome(job)} {job.errors}")
-        job = client.delete_documents(INDEX, [doc_id_titled(reader, corpus, DELETED_AT)])
+        job = client.delete_documents(INDEX, [doc_id_titled(reader, corpus, DELETED_AT)],
+                                      wait=False)
         job, _ = wait_while_recording(reader, job.job_id)
         if job.state is not JobState.SUCCEEDED or job.errors:
             problems.append(f"delete: {outcome(job)} {job.errors}")
         try:
             result = client.query(INDEX, asked[0])
             assert result.passages
-        except RemoteApiError as exc:
+        except HopindexError as exc:
             problems.append(f"query after the changes: {exc}")
         got = unit_texts(reader)
         api_log = api.log_text()
@@ -248,9 +251,9 @@ def test_a_second_process_opening_the_engines_is_told_who_owns_them(
     owner = c.start("engines", "embed,control")
     c.start("llm", "stage1,stage2")
     pid = str(owner.process.pid)
-    with Hopindex(c.settings) as client:
-        job = client.wait_for_job(client.ingest_paths(INDEX, [hotpot_corpus(tmp_path, 5)]).job_id,
-                                  timeout_s=JOB_TIMEOUT_S)
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [hotpot_corpus(tmp_path, 5)], wait=False)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         assert job.state is JobState.SUCCEEDED, job.reason
 
     with pytest.raises(BackendUnavailableError, match="did not start"):
@@ -298,14 +301,16 @@ def test_a_second_process_opening_the_engines_is_told_who_owns_them(
         # A new owner: export, deletion and import travel to it like queries.
         c.start("engines-3", "embed")
         assert requests.get(f"{url}/readyz", timeout=30).status_code == 200
-        with Hopindex(c.settings) as client:
-            engines = client.backends
-            exported = export_index(engines, INDEX, tmp_path / "hotpot.jsonl.gz")
+        # A client of a service in this process, beside the server (Client.local would
+        # go through it): its export and import reach the engines through the new owner.
+        with open_service_client(c.settings) as client:
+            engines = client.service.backends
+            exported = client.indexes.export_index(INDEX, tmp_path / "hotpot.jsonl.gz")
             assert exported.vectors == exported.units == job.units_embedded > 0
             assert requests.delete(f"{url}/v1/indexes/{INDEX}", timeout=60).status_code == 204
             assert (engines.vectors.count_vectors(INDEX), engines.keywords.count_units(INDEX)
                     ) == (0, 0)
-            imported = import_index(engines, tmp_path / "hotpot.jsonl.gz")
+            imported = client.indexes.import_index(tmp_path / "hotpot.jsonl.gz")
             assert imported.as_dict() == exported.as_dict()
             assert (engines.vectors.count_vectors(INDEX), engines.keywords.count_units(INDEX)
                     ) == (exported.vectors, exported.vectors)

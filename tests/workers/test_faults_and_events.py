@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 import standardwebhooks
 
-from hopindex.api.events import follow_events, register_webhook
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.events import Event, EventType
 from hopindex.core.models import JobState
 from hopindex.testing.llm_server import LlmTestServer
 from tests.scheduler.webhook_receiver import WebhookReceiver
 from tests.waiting import wait_until as wait_for
-from tests.workers.conftest import INDEX, Cluster, hotpot_corpus, wait_until
+from tests.workers.conftest import INDEX, Cluster, hotpot_corpus, local_client, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -41,28 +40,25 @@ def test_faults_one_failing_document_late_subscriber_and_webhook(
     c = cluster(server, webhook_allow_private=True)
     c.start("w1", "stage1,stage2,control,embed")
     c.start("w2", "stage1,stage2,control,webhooks")
-    with WebhookReceiver() as receiver, Hopindex(c.settings) as client:
-        events = client.backends.events
-        hook = register_webhook(events, INDEX, receiver.url, None, allow_private=True)
-        cursor = events.last_event_id()
-        job = client.ingest_paths(INDEX, [corpus])
+    with WebhookReceiver() as receiver, local_client(c.settings) as client:
+        hook = client.webhooks.add_webhook(INDEX, receiver.url)
+        cursor = client.service.backends.events.last_event_id()
+        job = client.ingest(INDEX, [corpus], wait=False)
         # The subscriber connects only once the job has started, from the id it kept.
-        started = _first(events.read_events(after_id=cursor, index=INDEX),
+        started = _first(list(client.events.iterate_events(INDEX, cursor)),
                          EventType.JOB_STARTED)
         assert started is not None and started.job_id == job.job_id
         seen: list[Event] = []
-        done = threading.Event()
 
         def subscribe() -> None:
-            for event in follow_events(events, index=INDEX, after_id=cursor, follow=True,
-                                       poll_timeout_s=0.5, stop=done.is_set):
+            for event in client.events.iterate_events(INDEX, cursor, follow=True):
                 seen.append(event)
                 if event.event_type is EventType.INDEX_READY:
-                    done.set()
+                    break
 
         subscriber = threading.Thread(target=subscribe, daemon=True)
         subscriber.start()
-        job = client.wait_for_job(job.job_id, timeout_s=600)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=600)
         subscriber.join(timeout=60)
         deliveries = receiver.wait_for(lambda r: any(
             h.get("x-hopindex-event") == "index.ready" for _, h in r), timeout_s=60)
@@ -97,13 +93,13 @@ def test_cancel_stops_scheduling_and_publishes(
     corpus = hotpot_corpus(tmp_path, limit=200)
     c = cluster(server, stage1_batch_docs=4)
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         wait_until(client, job.job_id, lambda j: j.count("indexrag.stage1").done > 0,
                    timeout_s=120)
-        cancelled = client.cancel_job(job.job_id)
+        cancelled = client.jobs.cancel_job(job.job_id)
         assert cancelled.state is JobState.CANCELLING
-        after = client.wait_for_job(job.job_id, timeout_s=120)
+        after = client.jobs.wait_for_job(job.job_id, timeout_s=120)
         # The event log is another store than the job record: the worker appends the
         # event just after the state changes, so the client waits for it to land.
         types = wait_for(lambda: _types_once(client, EventType.JOB_CANCELLED),
@@ -114,7 +110,7 @@ def test_cancel_stops_scheduling_and_publishes(
     assert EventType.JOB_CANCELLED in types and EventType.INDEX_READY not in types
 
 
-def _types_once(client: Hopindex, expected: EventType) -> list[EventType] | None:
+def _types_once(client: LocalClient, expected: EventType) -> list[EventType] | None:
     """The index's event types once ``expected`` is among them, else None."""
-    types = [e.event_type for e in client.backends.events.read_events(index=INDEX)]
+    types = [e.event_type for e in client.events.iterate_events(INDEX)]
     return types if expected in types else None

@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 import redis
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
 from hopindex.methods.registry import create_query, get_index_method, method_settings
+from hopindex.readers import ReadResult
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from hopindex.testing.workers import WorkerProcess
 from hopindex.workers.query_tasks import CeleryQueryTasks
 from tests.methods.bridgerag.conftest import bridgerag_settings, hotpot_documents, hotpot_questions
+from tests.methods.indexrag.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -28,16 +30,16 @@ INDEX = "hotpot"
 @dataclass
 class JudgeEnv:
     server: LlmTestServer
-    service: Hopindex  # queries with a broker: the judge goes to the judge queue
+    client: LocalClient  # queries with a broker: the judge goes to the judge queue
     tmp: Path
     questions: list[dict[str, Any]]
 
     def query(self, question: str, *, tasks: CeleryQueryTasks | None, timeout_s: float = 20.0,
               **params: str) -> QueryResult:
         """A bridgerag query whose judge runs on workers (``tasks``) or in-process (None)."""
-        b = self.service.backends
-        settings = replace(self.service.settings, method_env={
-            **self.service.settings.method_env,
+        b = self.client.service.backends
+        settings = replace(self.client.settings, method_env={
+            **self.client.settings.method_env,
             "HOPINDEX_BRIDGERAG_JUDGE_TIMEOUT_S": str(timeout_s)})
         context = SearchContext(vectors=b.vectors, keywords=b.keywords, units=b.state,
                                 documents=b.state, indexes=b.state, embedder=b.embedder,
@@ -50,24 +52,26 @@ class JudgeEnv:
 
 @pytest.fixture(scope="module")
 def judge_env(tmp_path_factory: pytest.TempPathFactory, private_redis: str) -> Iterator[JudgeEnv]:
-    """An index ingested in-process, then a service over it whose broker is a private Redis."""
+    """An index ingested in-process, then a client of a service over it whose broker is a
+    private Redis."""
     redis.Redis.from_url(private_redis).flushdb()
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
     tmp = tmp_path_factory.mktemp("judge")
     embedded = bridgerag_settings(tmp / "data", server)
     records = hotpot_questions(3)
-    with Hopindex(embedded) as ingesting:
-        job = ingesting.ingest_documents(INDEX, hotpot_documents(records), method="extractive")
+    with local_client(embedded) as ingesting:
+        job = ingesting.ingest_read(INDEX, ReadResult(documents=hotpot_documents(records)),
+                                    method="extractive")
         assert not job.errors
-    service = Hopindex(replace(embedded, broker_url=private_redis))
+    client = local_client(replace(embedded, broker_url=private_redis))
     # With a broker, the embedded engines are the embed worker's; searches go to it.
-    owner = WorkerProcess(service.settings, ["embed"], concurrency=2, name="engines",
+    owner = WorkerProcess(client.settings, ["embed"], concurrency=2, name="engines",
                           log_path=tmp / "engines.log").wait_ready()
     try:
-        yield JudgeEnv(server=server, service=service, tmp=tmp, questions=records)
+        yield JudgeEnv(server=server, client=client, tmp=tmp, questions=records)
     finally:
         owner.stop()
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -81,9 +85,9 @@ def test_judge_runs_on_a_judge_worker(judge_env: JudgeEnv) -> None:
     (site "worker"), its call counts in the query's usage (3 in all, as the server saw),
     and the ranking is exactly the in-process one."""
     question = judge_env.questions[0]["question"]
-    with judge_worker(judge_env.service.settings, judge_env.tmp) as worker:
+    with judge_worker(judge_env.client.settings, judge_env.tmp) as worker:
         judge_env.server.reset()
-        result = judge_env.service.query(INDEX, question, "bridgerag")
+        result = judge_env.client.query(INDEX, question, method="bridgerag", k=5)
         assert judge_env.server.stats.by_kind == {"queries": 1, "entity_pair": 1, "scores": 1}
         assert result.trace["judge"]["site"] == "worker"
         assert result.trace["judge"]["status"] == "scored" and result.degraded == []

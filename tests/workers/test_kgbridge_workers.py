@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState, Stage
 from hopindex.methods.kgbridge.graphs import GRAPHS, LINKS
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.methods.kgbridge.corpus import CORPUS, LINKED_KEYS
 from tests.workers.conftest import (
     INDEX,
@@ -85,31 +85,32 @@ def _slug(name: str) -> str:
     return name.lower().replace(" ", "-")
 
 
-def _keys(service: Hopindex) -> list[str]:
-    state = service.backends.state
+def _keys(client: LocalClient) -> list[str]:
+    state = client.service.backends.state
     mentions = state.mentions_of_documents(INDEX, sorted(state.document_hashes(INDEX)))
     return sorted({m.entity for found in mentions.values() for m in found})
 
 
-def built_state(service: Hopindex) -> dict[str, Any]:
+def built_state(client: LocalClient) -> dict[str, Any]:
     """What a build leaves: units (id → kind, text), graph records by document, each
     stored link as (entity, link id, its two documents, S_link) with how many times it
     is stored, and each name's candidate tallies."""
-    state = service.backends.state
-    records = state.get_records(INDEX, LINKS, _keys(service))
+    state = client.service.backends.state
+    records = state.get_records(INDEX, LINKS, _keys(client))
     links = Counter((key, x["link_id"], x["a"]["doc_id"], x["b"]["doc_id"], round(x["s_link"], 4))
                     for key, record in records.items() for x in record["links"])
     tallies = {key: {name: record[name] for name in ("candidates", "prefiltered",
                                                      "adjudicated", "rejected")}
                for key, record in records.items()}
-    return {"units": kinds_and_texts(service),
+    return {"units": kinds_and_texts(client),
             "graphs": state.get_records(INDEX, GRAPHS, sorted(state.document_hashes(INDEX))),
             "links": links, "tallies": tallies}
 
 
 def _clean_reference(tmp_path: Path, server: LlmTestServer) -> dict[str, Any]:
-    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
-        job = s.ingest_documents(INDEX, kg_corpus(), method="kgbridge")
+    with local_client(llm_settings(tmp_path / "clean", server, **embedder_settings(server))
+                      ) as s:
+        job = s.ingest_read(INDEX, ReadResult(documents=kg_corpus()), method="kgbridge")
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return built_state(s)
 
@@ -141,8 +142,9 @@ def test_a_stage2_worker_killed_mid_adjudication_loses_and_duplicates_no_link(
     c.start_beat()
     c.start("stage1", "stage1")
     victim = c.start("stage2-1", "stage2", concurrency=2, pool="threads")
-    with Hopindex(c.settings) as client:
-        job = client.ingest_documents(INDEX, kg_corpus(), method="kgbridge")
+    with local_client(c.settings) as client:
+        job = client.ingest_read(INDEX, ReadResult(documents=kg_corpus()), method="kgbridge",
+                                 wait=False)
         job = wait_until(client, job.job_id, lambda j: server.stats.by_kind.get(
             ADJUDICATE, 0) >= KILL_AFTER_ADJUDICATIONS, timeout_s=JOB_TIMEOUT_S)
         victim.kill()
@@ -151,9 +153,9 @@ def test_a_stage2_worker_killed_mid_adjudication_loses_and_duplicates_no_link(
         assert links.done + links.failed + links.skipped < links.total, (
             "the links phase ended before the kill")
         c.start("stage2-2", "stage2", concurrency=2, pool="threads")
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = built_state(client)
-        stored = sum(client.backends.state.count_units(INDEX).values())
+        stored = sum(client.service.backends.state.count_units(INDEX).values())
     c.stop_all()
     assert job.state is JobState.SUCCEEDED, job.reason
     assert not job.errors

@@ -12,7 +12,7 @@ import pytest
 from celery import Celery
 from celery.exceptions import Reject
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import BackendUnavailableError
 from hopindex.core.models import Job
 from hopindex.testing.llm_server import LlmTestServer
@@ -29,6 +29,7 @@ from tests.workers.conftest import (
     eager_units,
     embedder_settings,
     hotpot_corpus,
+    local_client,
     unit_texts,
     wait_until,
 )
@@ -67,7 +68,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "--lazy", str(mount_point)], check=False)
 
 
-def _wait_for_stage1_calls(client: Hopindex, job_id: str, server: LlmTestServer) -> None:
+def _wait_for_stage1_calls(client: LocalClient, job_id: str, server: LlmTestServer) -> None:
     """Return once stage 1 is under way and a stage-1 call that arrived since is in
     flight at the server: it stays there for up to ``CALL_LATENCY_S``."""
     job = wait_until(client, job_id, lambda j: 0 < j.count("indexrag.stage1").done
@@ -97,11 +98,11 @@ def test_a_redis_restart_mid_ingest_retries_tasks_and_fails_no_document(
                 **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
     c.start("llm", "stage1,stage2", concurrency=2, pool="threads")
-    with Hopindex(c.settings) as client:
-        job: Job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job: Job = client.ingest(INDEX, [corpus], wait=False)
         _wait_for_stage1_calls(client, job.job_id, server)
         aof_redis.restart(down_s=REDIS_DOWN_S)
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     log = _llm_log(c)
@@ -150,9 +151,9 @@ def test_a_full_disk_under_the_sqlite_llm_cache_keeps_every_paid_reply(
                 **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
     c.start("llm", "stage1,stage2", concurrency=2)
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     log = _llm_log(c)

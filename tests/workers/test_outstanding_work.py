@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import JobKind, JobState
 from hopindex.scheduler.outstanding import IndexStatus
 from hopindex.testing.llm_server import LlmTestServer
@@ -27,6 +26,7 @@ from tests.workers.conftest import (
     engine_counts,
     hotpot_corpus,
     kinds_and_texts,
+    local_client,
     queues_idle,
     wait_until,
 )
@@ -44,28 +44,30 @@ def test_stage2_outage_is_remembered_and_repaired_with_workers(
     expected = eager_reference(tmp_path, start_server(), corpus)
     c = cluster(server, **embedder_settings(server), **FAST_GIVE_UP)
     c.start("w1", "stage1,stage2,control,embed")
-    with Hopindex(c.settings) as client:
-        job = client.wait_for_job(client.ingest_paths(INDEX, [corpus]).job_id, timeout_s=600)
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=600)
         assert server.api.outage.started
         assert job.state is JobState.SUCCEEDED_WITH_ERRORS, job.reason
         failed = job.missing()["indexrag.stage2"]
         assert failed > 0 and set(job.missing()) == {"indexrag.stage2"}
         assert all("LLM bridging facts failed" in e.reason for e in job.errors)
         assert kinds_and_texts(client) != expected  # bridges are missing now
-        outstanding = client.outstanding(INDEX)
+        outstanding = client.service.outstanding(INDEX)
         assert outstanding.status is IndexStatus.PARTIAL
         assert outstanding.failed_per_phase() == {"indexrag.stage2": failed}
         assert not outstanding.documents
 
         server.api.outage.wait_over()
         calls_before = server.stats.count("chat.completions", "ok")
-        repair = client.wait_for_job(client.repair_index(INDEX).job_id, timeout_s=600)
+        repair = client.indexes.repair_index(INDEX, wait=False)
+        repair = client.jobs.wait_for_job(repair.job_id, timeout_s=600)
         assert repair.kind is JobKind.REPAIR and repair.state is JobState.SUCCEEDED, repair
         assert repair.count("indexrag.stage1").total == 0
         assert repair.count("indexrag.stage2").total == failed
         # Each failed entity costs one call again; nothing that succeeded is redone.
         assert server.stats.count("chat.completions", "ok") - calls_before == failed
-        assert client.outstanding(INDEX).status is IndexStatus.READY
+        assert client.service.outstanding(INDEX).status is IndexStatus.READY
         got = kinds_and_texts(client)
     c.stop_all()
     assert got == expected
@@ -84,12 +86,12 @@ def test_cancel_means_it_and_the_index_says_partial(
     # Ten batches of four, two at a time: most are still queued when the cancel comes.
     c = cluster(server, **embedder_settings(server), llm_concurrency=2, stage1_batch_docs=4)
     c.start("w1", "stage1,stage2,control,embed", concurrency=2)
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         started = wait_until(client, job.job_id,
                              lambda j: j.count("indexrag.stage1").done > 0, timeout_s=120)
         assert started.state is JobState.RUNNING, "the job ended before the cancel"
-        asked = client.cancel_job(job.job_id)
+        asked = client.jobs.cancel_job(job.job_id)
         assert asked.state is JobState.CANCELLING
         cancelled = wait_until(client, job.job_id, lambda j: j.state is JobState.CANCELLED,
                                timeout_s=120)
@@ -100,17 +102,17 @@ def test_cancel_means_it_and_the_index_says_partial(
         # move the counts.
         waiting.wait_until(lambda: queues_idle(c.settings.broker_url, list(Queue)),
                            what="every queued and running task to return", timeout_s=120)
-        assert client.get_job(job.job_id).as_dict() == cancelled.as_dict()
-        outstanding = client.outstanding(INDEX)
+        assert client.jobs.get_job(job.job_id).as_dict() == cancelled.as_dict()
+        outstanding = client.service.outstanding(INDEX)
         assert outstanding.status is IndexStatus.PARTIAL
         assert len(outstanding.documents) == 40  # none reached its finalize step
         described = outstanding.as_dict()
         assert described["outstanding"]["documents"] == 40
 
-        again = client.wait_for_job(client.ingest_paths(INDEX, [corpus]).job_id,
-                                    timeout_s=600)
+        again = client.ingest(INDEX, [corpus], wait=False)
+        again = client.jobs.wait_for_job(again.job_id, timeout_s=600)
         assert again.state is JobState.SUCCEEDED, again.reason
-        assert client.outstanding(INDEX).status is IndexStatus.READY
+        assert client.service.outstanding(INDEX).status is IndexStatus.READY
         got = kinds_and_texts(client)
     c.stop_all()
     assert got == expected

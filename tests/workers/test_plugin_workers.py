@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job, JobKind, JobState, Stage
 from hopindex.scheduler.level_builds import BuildState
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 from tests.plugin_method.method import LAZY_METHOD, SLOW_PHASE_VARIABLE
 from tests.workers.conftest import (
@@ -50,11 +50,11 @@ def corpus(tmp_path: Path) -> Path:
 def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path,
                      method: str = "sentences") -> dict[str, tuple[str, str]]:
     """The units (id → kind, text) an in-process ingest with the plugin builds."""
-    with Hopindex(llm_settings(tmp_path / f"clean-{method}", server,
-                               **embedder_settings(server), **METHOD_ENV)) as service:
-        job = service.ingest_paths(INDEX, [corpus], method=method)
+    with local_client(llm_settings(tmp_path / f"clean-{method}", server,
+                                   **embedder_settings(server), **METHOD_ENV)) as client:
+        job = client.ingest(INDEX, [corpus], method=method)
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
-        return kinds_and_texts(service)
+        return kinds_and_texts(client)
 
 
 def _assert_built_as_eager(c: Cluster, job: Job, got: dict[str, tuple[str, str]],
@@ -73,8 +73,8 @@ def _assert_built_as_eager(c: Cluster, job: Job, got: dict[str, tuple[str, str]]
         "sentences.tree": "levels"}
 
 
-def _stored_units(client: Hopindex) -> int:
-    return sum(client.backends.state.count_units(INDEX).values())
+def _stored_units(client: LocalClient) -> int:
+    return sum(client.service.backends.state.count_units(INDEX).values())
 
 
 def test_workers_build_the_plugin_units_the_eager_run_builds(
@@ -88,10 +88,10 @@ def test_workers_build_the_plugin_units_the_eager_run_builds(
     c = cluster(server, stage2_batch_entities=8, **embedder_settings(server), **METHOD_ENV)
     c.start("engines", "control,embed")
     phases = c.start("phases", PHASE_QUEUES)
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus], method="sentences")
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], method="sentences", wait=False)
         assert job.state is JobState.RUNNING  # returned at once: the workers run it
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got, stored = kinds_and_texts(client), _stored_units(client)
     _assert_built_as_eager(c, job, got, stored, expected)
     log = phases.log_text()
@@ -119,8 +119,8 @@ def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothi
     # popped and lose it (see test_redrive.py).
     c.start_beat()
     victim = c.start("phases-1", PHASE_QUEUES, concurrency=PHASE_SLOTS, pool="threads")
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus], method="sentences")
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], method="sentences", wait=False)
         job = wait_until(client, job.job_id, lambda j: 0 < j.count("sentences.words").done
                           < j.count("sentences.words").total // 2)
         assert job.state is JobState.RUNNING, "the words phase ended before the kill"
@@ -131,7 +131,7 @@ def test_workers_killed_in_the_groups_and_levels_phases_lose_and_duplicate_nothi
         assert job.state is JobState.RUNNING, "the tree phase ended before the kill"
         kill_mid_task(victim, c.settings.broker_url, PHASE_QUEUES.split(","), PHASE_SLOTS)
         c.start("phases-3", PHASE_QUEUES, concurrency=PHASE_SLOTS, pool="threads")
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got, stored = kinds_and_texts(client), _stored_units(client)
     _assert_built_as_eager(c, job, got, stored, expected)
     # Redelivered batches were counted once: no phase reports more than its total.
@@ -158,21 +158,21 @@ def test_workers_leave_an_on_request_tree_stale_and_rebuild_it(
     c.start("engines", "control,embed")
     c.start("phases", PHASE_QUEUES)
     tree = f"{LAZY_METHOD}.tree"
-    with Hopindex(c.settings) as client:
-        first = client.ingest_paths(INDEX, [corpus], method=LAZY_METHOD)
-        first = client.wait_for_job(first.job_id, timeout_s=JOB_TIMEOUT_S)
+    with local_client(c.settings) as client:
+        first = client.ingest(INDEX, [corpus], method=LAZY_METHOD, wait=False)
+        first = client.jobs.wait_for_job(first.job_id, timeout_s=JOB_TIMEOUT_S)
         assert first.state is JobState.SUCCEEDED and first.count(tree).done > 0, first.reason
         summaries = {k: v for k, v in kinds_and_texts(client).items() if v[0] == "summary"}
-        second = client.ingest_paths(INDEX, [grown])
-        second = client.wait_for_job(second.job_id, timeout_s=JOB_TIMEOUT_S)
+        second = client.ingest(INDEX, [grown], wait=False)
+        second = client.jobs.wait_for_job(second.job_id, timeout_s=JOB_TIMEOUT_S)
         assert second.state is JobState.SUCCEEDED and tree not in second.counts
         assert {k: v for k, v in kinds_and_texts(client).items()
                 if v[0] == "summary"} == summaries
-        [level] = client.outstanding(INDEX).levels
+        [level] = client.service.outstanding(INDEX).levels
         assert (level.state, level.changed_since) == (BuildState.STALE, 1)
-        rebuilt = client.wait_for_job(client.rebuild_index(INDEX).job_id,
-                                      timeout_s=JOB_TIMEOUT_S)
+        rebuilt = client.indexes.rebuild_index(INDEX, wait=False)
+        rebuilt = client.jobs.wait_for_job(rebuilt.job_id, timeout_s=JOB_TIMEOUT_S)
         assert (rebuilt.kind, rebuilt.state) == (JobKind.REBUILD, JobState.SUCCEEDED)
-        assert client.outstanding(INDEX).levels[0].state is BuildState.CURRENT
+        assert client.service.outstanding(INDEX).levels[0].state is BuildState.CURRENT
         got = kinds_and_texts(client)
     assert got == expected

@@ -11,7 +11,7 @@ import pytest
 from hopindex.backends.state.sqlite_store import SqliteStateStore
 from hopindex.core.models import Job, JobState, Stage
 from hopindex.scheduler.progress import claim_phase, is_cancelled, record_progress, settle
-from tests.backends.contracts.state_records import new_job
+from hopindex.testing.contracts.state_records import new_job
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.ids import doc_id_from_title
 from hopindex.core.models import JobState
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.testing.llm_server import LlmTestServer
 from tests.workers.conftest import (
     INDEX,
@@ -23,6 +22,7 @@ from tests.workers.conftest import (
     embedder_settings,
     hotpot_corpus,
     kinds_and_texts,
+    local_client,
     wait_until,
 )
 
@@ -57,28 +57,30 @@ def test_a_job_behind_a_paused_one_is_queued_and_starts_when_that_one_ends(
     c = cluster(server, **embedder_settings(server))
     c.start("engines", "control,embed", concurrency=2)
     c.start("llm", "stage1,stage2", concurrency=2)
-    with Hopindex(c.settings) as client:
-        first = client.ingest_paths(INDEX, [corpus], budget=BudgetLimits(max_llm_tokens=10))
+    with local_client(c.settings) as client:
+        first = client.ingest(INDEX, [corpus], limits=BudgetLimits(max_llm_tokens=10),
+                              wait=False)
         first = wait_until(client, first.job_id, lambda j: j.state is JobState.PAUSED)
         assert first.state is JobState.PAUSED, first.reason
-        stored = {d.doc_id: d.text for d in client.get_documents(
-            INDEX, list(client.backends.state.document_hashes(INDEX)))}
+        stored = {d.doc_id: d.text for d in client.service.get_documents(
+            INDEX, list(client.service.backends.state.document_hashes(INDEX)))}
 
-        second = client.ingest_documents(INDEX, changed)
+        second = client.ingest_read(INDEX, ReadResult(documents=changed), wait=False)
         assert (second.state, second.queue_position, second.waits_for) == (
             JobState.QUEUED, 1, first.job_id)
         removed = doc_id_from_title(changed[0].title)
         assert removed in stored
-        deleting = client.delete_documents(INDEX, [removed])
+        deleting = client.delete_documents(INDEX, [removed], wait=False)
         assert (deleting.state, deleting.queue_position, deleting.waits_for) == (
             JobState.QUEUED, 2, second.job_id)
-        assert {d.doc_id: d.text for d in client.get_documents(INDEX, list(stored))} == stored
+        kept = client.service.get_documents(INDEX, list(stored))
+        assert {d.doc_id: d.text for d in kept} == stored
 
-        client.cancel_job(first.job_id)
+        client.jobs.cancel_job(first.job_id)
         second = wait_until(client, second.job_id, lambda j: j.state.is_final)
         assert second.state is JobState.SUCCEEDED, second.reason
         deleting = wait_until(client, deleting.job_id, lambda j: j.state.is_final)
         assert deleting.state is JobState.SUCCEEDED, deleting.reason
-        assert client.outstanding(INDEX, verify=True).status.value == "ready"
+        assert client.indexes.describe_index(INDEX, verify=True).status.value == "ready"
         got = kinds_and_texts(client)
     assert sorted(got.values()) == sorted(expected.values())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job, Stage
 from hopindex.testing.llm_server import LlmTestServer
 from tests import waiting
@@ -21,6 +21,7 @@ from tests.workers.conftest import (
     eager_units,
     embedder_settings,
     hotpot_corpus,
+    local_client,
     unit_texts,
 )
 
@@ -44,8 +45,8 @@ def _queue(c: Cluster) -> redis.Redis:
     return redis.Redis.from_url(c.settings.broker_url)
 
 
-def _finish(c: Cluster, client: Hopindex, job: Job, expected: dict[str, str]) -> Job:
-    job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+def _finish(c: Cluster, client: LocalClient, job: Job, expected: dict[str, str]) -> Job:
+    job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
     got = unit_texts(client)
     assert_built_as_eager(c, job, got, expected)
     for stage in ("indexrag.stage1", Stage.EMBED, "indexrag.stage2"):
@@ -65,8 +66,8 @@ def test_a_lost_stage1_task_is_sent_again(
     expected = eager_units(tmp_path, server, corpus)
     c = _cluster(cluster, server)
     broker = _queue(c)
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         assert broker.llen("stage1") == DOCS // BATCH
         assert broker.rpop("stage1") is not None  # the broker loses one message
         c.start("engines", "control,embed")
@@ -89,11 +90,11 @@ def test_a_lost_chord_callback_is_sent_again_with_the_results(
     c = _cluster(cluster, server)
     broker = _queue(c)
     c.start("llm", "stage1,stage2")  # nobody takes the control queue yet
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus])
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], wait=False)
         waiting.wait_until(lambda: broker.llen("control") == 1,
                            what="the stage-1 chord's callback", timeout_s=120)
-        stage1 = client.get_job(job.job_id).count("indexrag.stage1")
+        stage1 = client.jobs.get_job(job.job_id).count("indexrag.stage1")
         assert stage1.done == stage1.total == DOCS
         assert broker.rpop("control") is not None  # the broker loses it
         c.start("engines", "control,embed")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import JobState, Stage
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
@@ -37,8 +36,9 @@ STAGE2_SLOTS = 2
 
 def _eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path
                      ) -> dict[str, tuple[str, str]]:
-    with Hopindex(llm_settings(tmp_path / "clean", server, **embedder_settings(server))) as s:
-        job = s.ingest_paths(INDEX, [corpus], method="sirerag")
+    with local_client(llm_settings(tmp_path / "clean", server, **embedder_settings(server))
+                      ) as s:
+        job = s.ingest(INDEX, [corpus], method="sirerag")
         assert job.state is JobState.SUCCEEDED and not job.errors, job.reason
         return kinds_and_texts(s)
 
@@ -64,16 +64,16 @@ def test_a_stage2_worker_killed_during_a_summary_level_loses_and_duplicates_noth
     c.start_beat()
     c.start("stage1", "stage1")
     victim = c.start("stage2-1", "stage2", concurrency=STAGE2_SLOTS, pool="threads")
-    with Hopindex(c.settings) as client:
-        job = client.ingest_paths(INDEX, [corpus], method="sirerag")
+    with local_client(c.settings) as client:
+        job = client.ingest(INDEX, [corpus], method="sirerag", wait=False)
         job = wait_until(client, job.job_id, lambda j: 0 < j.count(PHASE).done
                           < j.count(PHASE).total)
         assert job.state is JobState.RUNNING, "the summary level ended before the kill"
         kill_mid_task(victim, c.settings.broker_url, ["stage2"], STAGE2_SLOTS)
         c.start("stage2-2", "stage2", concurrency=STAGE2_SLOTS, pool="threads")
-        job = client.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
+        job = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
         got = kinds_and_texts(client)
-        stored = sum(client.backends.state.count_units(INDEX).values())
+        stored = sum(client.service.backends.state.count_units(INDEX).values())
     c.stop_all()
     assert job.state is JobState.SUCCEEDED, job.reason
     assert not job.errors

@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.event_tokens import EventTokens
 from hopindex.api.http.keys import KeyRing, load_key_ring
@@ -33,9 +34,11 @@ def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Applicatio
     if keys is None:
         keys = load_key_ring(settings.api_keys, settings.api_keys_file)
     blocking = BlockingRunner(settings.api_concurrency)
-    ctx = ApiContext(service=service, settings=settings, keys=keys,
+    # Not closed by the app: closing the client would close the caller's service.
+    client = LocalClient(service)
+    ctx = ApiContext(client=client, settings=settings, keys=keys,
                      tokens=EventTokens(keys), blocking=blocking,
-                     jobs=JobLauncher(service, blocking),
+                     jobs=JobLauncher(client, blocking),
                      streams=StreamGate(limit=settings.api_max_event_streams))
     # Body limits are enforced while streaming (params.py, uploads.py); aiohttp's own
     # limit is set to match for anything read another way.

@@ -38,6 +38,7 @@ from hopindex.api.http.routing import (
     Route,
     RouteKind,
     context,
+    require_access,
     require_index_scope,
     route_of,
 )
@@ -71,8 +72,16 @@ def _request_id(request: web.Request) -> str:
     return given if _CLIENT_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
 
 
+def _allowed(request: web.Request, allow: str) -> str:
+    """The methods of the request's path as the spec matches it (a fixed path before a
+    templated one): ``/v1/indexes/import``'s own, without those of ``/v1/indexes/{name}``,
+    which it also fits and aiohttp adds in."""
+    fixed = sorted(method for method, path in context(request).routes if path == request.path)
+    return ",".join(fixed) if fixed else allow
+
+
 def _from_http_exception(request: web.Request, exc: web.HTTPException) -> ApiError:
-    headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else {}
+    headers = {"Allow": _allowed(request, exc.headers["Allow"])} if "Allow" in exc.headers else {}
     message = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
     if exc.status == 404 and message == exc.reason:  # the router's: no route matched
         message = "no such route; /v1/openapi.json lists them"
@@ -229,10 +238,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     else:
         request[PRINCIPAL_KEY] = (await _authenticate(request) if ctx.keys.configured
                                   else LOCAL_PRINCIPAL)
-    who = request[PRINCIPAL_KEY]
-    if not who.access.allows(needed):
-        raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"
-                                         f" this request needs {needed.value} access")
+    require_access(request, needed)
     if "name" in request.match_info:
         require_index_scope(request, request.match_info["name"])
     _check_query(request, route)

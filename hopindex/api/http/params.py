@@ -8,16 +8,18 @@ same settings and constants).
 from __future__ import annotations
 
 import enum
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
+from hopindex.api.client.local import LocalClient
+from hopindex.api.client.requests import REFUSED
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.routing import context
-from hopindex.api.service import Hopindex
 from hopindex.core.budget import (
     MAX_COST,
     MAX_LLM_TOKENS,
@@ -38,8 +40,10 @@ from hopindex.core.json_input import (
     shown_literal,
     shown_number,
 )
+from hopindex.core.text import unstorable_field
 
 E = TypeVar("E", bound=enum.Enum)
+M = TypeVar("M", bound=BaseModel)
 
 # JSON bodies other than documents (queries, index and webhook creation) are small.
 MAX_JSON_BODY_BYTES = 1_000_000
@@ -109,74 +113,61 @@ def body_json_limits(max_query_chars: int) -> JsonLimits:
                       string_limit_name=MAX_QUERY_CHARS_VARIABLE if from_setting else "")
 
 
-def check_fields(body: dict[str, Any], allowed: Iterable[str], required: Iterable[str] = ()
-                 ) -> None:
-    allowed_set = set(allowed)
-    for name in body:
-        if name not in allowed_set:
-            raise bad_request(f"unknown field {name!r}; known: {', '.join(sorted(allowed_set))}",
-                              field=name)
-    for name in required:
-        if name not in body:
-            raise bad_request(f"missing required field {name!r}", field=name)
+def validated(model: type[M], body: dict[str, Any], **context: Any) -> M:
+    """``body`` as ``model`` (api/client/requests.py), or the 4xx that names the first
+    thing wrong with it; ``context``: the limits that settings give (the model's
+    validation context)."""
+    try:
+        return model.model_validate(body, context=context)
+    except ValidationError as exc:
+        raise refusal(model, exc.errors(include_url=False)) from None
 
 
-def body_string(body: dict[str, Any], name: str, *, max_chars: int | None = None,
-                required: bool = False, min_chars: int = 1,
-                limit_name: str = "") -> str | None:
-    """A string field of at most ``max_chars``; ``limit_name``: the variable that sets
-    that limit, which a refusal names."""
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str):
-        raise bad_request(f"field {name!r} must be a string", field=name)
-    if len(value.strip()) < min_chars:
-        raise bad_request(f"field {name!r} must not be empty", field=name)
-    if max_chars is not None and len(value) > max_chars:
-        limit = f"{limit_name}={max_chars:,}" if limit_name else f"the limit of {max_chars:,}"
-        raise bad_request(f"field {name!r} is {len(value):,} characters, over {limit}",
-                          field=name, code="too_long")
-    return value
+# Unknown fields are named before missing ones, and those before what is wrong with
+# the value of a field (in the order of the model's fields).
+_FIRST = {"extra_forbidden": 0, "missing": 1}
+# What a field must be, for pydantic's type errors.
+_MUST_BE = {"int_type": "an integer", "int_parsing": "an integer", "float_type": "a number",
+            "float_parsing": "a number", "finite_number": "a finite number",
+            "bool_type": "a boolean", "dict_type": "an object", "list_type": "a list",
+            "model_type": "an object"}
 
 
-def body_int(body: dict[str, Any], name: str, low: int, high: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    # bool is an int subclass: ``true`` is not a count. JSON has one number type, so
-    # 5.0 is the integer 5 (as JSON Schema says), and 5.5 is not an integer. The range
-    # is checked on the number as sent, so 1e308 is shown as that, not as 309 digits.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad_request(f"field {name!r} must be an integer", field=name)
-    if not low <= value <= high:
-        raise bad_request(f"field {name!r} must be between {low} and {high}, got "
-                          f"{shown_number(value)}", field=name)
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise bad_request(f"field {name!r} must be an integer, got {shown_number(value)}",
-                              field=name)
-        value = int(value)
-    return value
-
-
-def body_number(body: dict[str, Any], name: str, *, minimum: float) -> float | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise bad_request(f"field {name!r} must be a finite number", field=name)
-    if value < minimum:
-        raise bad_request(f"field {name!r} must be at least {minimum:g}, got "
-                          f"{shown_number(value)}", field=name)
-    return float(value)
-
-
-def body_enum(body: dict[str, Any], name: str, kind: type[E]) -> E | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    return _enum_value(value, name, kind)
+def refusal(model: type[BaseModel], errors: Sequence[ErrorDetails]) -> ApiError:
+    """The answer for pydantic's ``errors`` about a body read as ``model``: the first
+    error, as hopindex words it (a refusal a model states itself, ``REFUSED``, carries
+    its message, status and code)."""
+    error = min(errors, key=lambda e: _FIRST.get(e["type"], 2))
+    kind, value, ctx = error["type"], error["input"], error.get("ctx") or {}
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                    for p in error["loc"]).removeprefix(".")
+    if kind == REFUSED:
+        field = ctx["field"] or field
+        return ApiError(ctx["status"], ctx["code"],
+                        ctx["message"] or f"field {field!r} {ctx['what']}", field=field,
+                        details=ctx["details"])
+    code = "invalid_input"
+    unstorable = unstorable_field([(field, value)]) if kind == "string_unicode" else None
+    if kind == "extra_forbidden":
+        message = f"unknown field {field!r}; known: {', '.join(sorted(model.model_fields))}"
+    elif kind == "missing":
+        message = f"missing required field {field!r}"
+    elif kind == "string_too_long":
+        message = (f"field {field!r} is {len(value):,} characters, over the limit of "
+                   f"{ctx['max_length']:,}")
+        code = "too_long"
+    elif unstorable is not None:
+        message = str(unstorable)
+    elif kind in ("enum", "literal_error"):
+        choices = ", ".join(re.findall(r"'([^']*)'", ctx.get("expected", "")))
+        message = f"{field!r} must be one of {choices}, got {value!r}"
+    elif kind == "string_type":
+        message = f"field {field!r} must be a string" + (", not null" if value is None else "")
+    elif kind in _MUST_BE:
+        message = f"field {field!r} must be {_MUST_BE[kind]}"
+    else:
+        message = f"field {field!r}: {error['msg'][:1].lower()}{error['msg'][1:]}"
+    return bad_request(message, field=field, code=code)
 
 
 def _enum_value(value: object, name: str, kind: type[E]) -> E:
@@ -188,12 +179,6 @@ def _choice(value: object, name: str, choices: Sequence[str]) -> str:
         raise bad_request(f"{name!r} must be one of {', '.join(choices)}, got {value!r}",
                           field=name)
     return value
-
-
-def body_choice(body: dict[str, Any], name: str, choices: Sequence[str]) -> str | None:
-    """A body field that must be one of ``choices`` (names the registry knows, say)."""
-    value = body.get(name)
-    return None if value is None else _choice(value, name, choices)
 
 
 def query_choice(request: web.Request, name: str, choices: Sequence[str]) -> str | None:
@@ -276,28 +261,11 @@ def _whole(text: str | None) -> int | None:
                           field=MAX_LLM_TOKENS) from None
 
 
-def body_limits(body: dict[str, Any]) -> BudgetLimits:
-    """The ``max_llm_tokens`` and ``max_cost`` fields of a JSON body (absent or null: not
-    given); a 400 naming the field for anything but a number of 0 or more (a token
-    count a whole one)."""
-    for name in BUDGET_FIELDS:
-        value = body.get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float | None):
-            raise bad_request(f"field {name!r} must be a number of 0 or more, got "
-                              f"{value!r}", field=name)
-    try:
-        return BudgetLimits.from_dict(body)
-    except InvalidInputError as exc:
-        raise bad_request(str(exc), field=exc.where) from None
-
-
-def require_prices(service: Hopindex, limits: BudgetLimits) -> None:
+def require_prices(client: LocalClient, limits: BudgetLimits) -> None:
     """422 naming ``max_cost`` when a cost limit is given to a server with no LLM prices
     (nothing could count against it): what the server is not set up for, as an LLM
-    method without a model is."""
-    from hopindex.scheduler.submit import check_budget
-
+    method without a model is. Asked before a body is read or a job started."""
     try:
-        check_budget(service.runtime, limits)
+        client.check_limits(limits)
     except InvalidInputError as exc:
         raise ApiError(422, "not_configured", str(exc), field=exc.where or None) from None

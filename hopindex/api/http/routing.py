@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError
 from hopindex.api.http.event_tokens import EventTokens
 from hopindex.api.http.keys import Access, KeyRing, Principal
 from hopindex.api.http.submission import JobLauncher
-from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -84,7 +84,9 @@ class StreamGate:
 
 @dataclass(slots=True)
 class ApiContext:
-    service: Hopindex
+    # Every route works through the client, as an application in this process would, so
+    # the API answers with the client's results and refuses with its errors.
+    client: LocalClient
     settings: Settings
     keys: KeyRing
     tokens: EventTokens
@@ -116,6 +118,15 @@ def route_of(request: web.Request) -> Route | None:
     if resource is None:
         return None
     return context(request).routes.get((request.method, resource.canonical))
+
+
+def require_access(request: web.Request, needed: Access) -> None:
+    """403 unless the request's key has ``needed`` access (the route's guard, or what a
+    handler finds the request needs once it knows more)."""
+    who = principal(request)
+    if not who.access.allows(needed):
+        raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"
+                                         f" this request needs {needed.value} access")
 
 
 def require_index_scope(request: web.Request, index: str) -> None:

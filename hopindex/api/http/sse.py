@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import itertools
 import json
 import time
 
 from aiohttp import web
 
+from hopindex.api.client.local import LocalEvents
 from hopindex.api.http.errors import ApiError
 from hopindex.api.http.routing import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiContext
 from hopindex.core.errors import HopindexError
@@ -41,6 +43,12 @@ def frame(event: Event) -> bytes:
     return f"id: {event.event_id}\nevent: {event.event_type.value}\ndata: {data}\n\n".encode()
 
 
+def read_page(events: LocalEvents, cursor: str | None, index: str | None) -> list[Event]:
+    """The next events after ``cursor``, at most a page: the client's backlog read, cut
+    off there (the rest is read once these are written)."""
+    return list(itertools.islice(events.iterate_events(index, cursor), PAGE))
+
+
 def comment(text: str) -> bytes:
     return f": {text}\n\n".encode()
 
@@ -58,8 +66,8 @@ class EventStream:
         self._written_at = time.monotonic()
 
     async def read_page(self) -> list[Event]:
-        return await self._ctx.blocking.run(self._ctx.service.backends.events.read_events,
-                                            self.cursor, self._index, PAGE)
+        return await self._ctx.blocking.run(read_page, self._ctx.client.events, self.cursor,
+                                            self._index)
 
     async def _write(self, response: web.StreamResponse, data: bytes) -> None:
         await response.write(data)

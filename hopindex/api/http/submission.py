@@ -22,9 +22,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError, plain_traceback
-from hopindex.api.service import Hopindex
 from hopindex.core.errors import HopindexError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
@@ -41,8 +41,8 @@ ENDING_JOB_WAIT_S = 30.0
 
 
 class JobLauncher:
-    def __init__(self, service: Hopindex, blocking: BlockingRunner) -> None:
-        self._service = service
+    def __init__(self, client: LocalClient, blocking: BlockingRunner) -> None:
+        self._client = client
         self._blocking = blocking
         self._pool: ThreadPoolExecutor | None = None
         # Held from the moment a request claims the embedded slot until its job ends;
@@ -53,11 +53,11 @@ class JobLauncher:
 
     @property
     def eager(self) -> bool:
-        return not self._service.runs_on_workers
+        return self._client.runs_jobs_here
 
     async def launch(self, submit: Callable[[str], Job]) -> Job:
-        """Run ``submit`` (an ingest or delete, given the job id to use) and return its
-        job, which may still be running."""
+        """Run ``submit`` (a client call that starts a job without waiting for it, given
+        the job id to use) and return its job, which may still be running."""
         job_id = new_job_id()
         if not self.eager:
             try:
@@ -75,7 +75,7 @@ class JobLauncher:
             raise
         self._running = future
         future.add_done_callback(self._finished)
-        state = self._service.backends.state
+        find_job = self._client.jobs.find_job
         waiting = asyncio.wrap_future(future)
         # Once the request has answered, the outcome is logged by _finished instead.
         waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -85,7 +85,7 @@ class JobLauncher:
                 failure = waiting.exception()
                 return waiting.result() if failure is None else (
                     await self._job_or_raise(job_id, failure))
-            job = await self._blocking.run(state.get_job, job_id)
+            job = await self._blocking.run(find_job, job_id)
             if job is not None:
                 return job
 
@@ -98,7 +98,7 @@ class JobLauncher:
         if self._slot.acquire(blocking=False):
             return
         ahead = self._running_job
-        job = (await self._blocking.run(self._service.backends.state.get_job, ahead)
+        job = (await self._blocking.run(self._client.jobs.find_job, ahead)
                if ahead is not None else None)
         if job is not None and job.state.is_final and await self._blocking.run(
                 self._slot.acquire, True, ENDING_JOB_WAIT_S):
@@ -110,7 +110,7 @@ class JobLauncher:
 
     async def _job_or_raise(self, job_id: str, failure: BaseException) -> Job:
         """The failed submission's job; its error when it failed before the job existed."""
-        job = await self._blocking.run(self._service.backends.state.get_job, job_id)
+        job = await self._blocking.run(self._client.jobs.find_job, job_id)
         if job is None:
             raise failure
         log.warning("job_failed_at_submission", job_id=job_id, state=job.state.value,
@@ -128,8 +128,8 @@ class JobLauncher:
         try:
             if running is not None and not running.done() and job_id is not None:
                 try:
-                    kind = self._service.get_job(job_id).kind
-                    self._service.cancel_job(job_id, reason=shutdown_reason(kind))
+                    jobs = self._client.jobs
+                    jobs.cancel_job(job_id, reason=shutdown_reason(jobs.get_job(job_id).kind))
                 except HopindexError as exc:
                     log.warning("job_not_cancelled_at_shutdown", job_id=job_id,
                                 error=str(exc))

@@ -119,6 +119,16 @@ async def _save_stream(request: web.Request, target: Path, budget: _Budget) -> N
             fh.write(chunk)
 
 
+async def save_body(request: web.Request, target: Path, limit_bytes: int) -> int:
+    """The raw body streamed into ``target``, its size returned; a 413 naming
+    HOPINDEX_API_MAX_BODY_BYTES past ``limit_bytes`` (at once when Content-Length says
+    so), as for an ingest's body."""
+    check_declared_length(request, limit_bytes, setting=MAX_BODY_BYTES_VARIABLE)
+    budget = _Budget(limit_bytes)
+    await _save_stream(request, target, budget)
+    return budget.used
+
+
 async def _save_part(part: BodyPartReader, target: Path, budget: _Budget) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as fh:

@@ -15,7 +15,7 @@ registered as a query method).
 
 from hopindex.core.models import UnitKind
 from hopindex.methods.bridgerag.judge import judge_task
-from hopindex.methods.bridgerag.params import BridgeRagParams, BridgeRagSettings
+from hopindex.methods.bridgerag.params import EVAL_VARIANTS, BridgeRagParams, BridgeRagSettings
 from hopindex.methods.bridgerag.query import METHOD, BridgeRagMethod
 from hopindex.methods.bridgerag.report import describe_trace
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
@@ -29,6 +29,6 @@ def register(registry: MethodRegistry) -> None:
         reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
         llm_use=LlmUse.REQUIRED, settings_type=BridgeRagSettings,
         options_schema=BridgeRagParams.json_schema(), describe_trace=describe_trace,
-        tasks={"judge": judge_task},
+        tasks={"judge": judge_task}, eval_variants=EVAL_VARIANTS,
         summary="hop-1 bridge, SVO and entity hop-2 pool, one batched bridge-conditioned "
                 "judge call, PIT fusion; evidence only"))

@@ -6,7 +6,7 @@ same-name entities the model confirms are one.
 
 ``graphs`` is the documents phase (passages, one graph and its summaries per
 document), ``links`` the groups phase (per entity name, the adjudicated links between
-documents, and the functions a route listing and rejecting links calls); ``prompts``
+documents), which ``operations`` lists and rejects by hand as admin operations; ``prompts``
 and ``parsing`` hold the five LLM calls (extraction, gleaning, entity summaries,
 document summary, adjudication), ``settings`` the ``HOPINDEX_KGBRIDGE_*`` variables,
 ``planning`` the dry run's bound and ``method`` the index method. The query side reads
@@ -21,6 +21,7 @@ from typing import Any
 from hopindex.core.models import UnitKind
 from hopindex.methods.base import degraded_lines
 from hopindex.methods.kgbridge.method import KgBridgeIndexMethod, KgBridgeSettings
+from hopindex.methods.kgbridge.operations import OPERATIONS
 from hopindex.methods.kgbridge.query import KgBridgeMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 
@@ -90,3 +91,5 @@ def register(registry: MethodRegistry) -> None:
         summary="route by entities and summaries, plan primary documents, follow SAME_AS "
                 "links; up to 3 times check sufficiency and route and plan a refined "
                 "query: at most 8 calls"))
+    for operation in OPERATIONS:
+        registry.add_operation(operation)

@@ -11,8 +11,8 @@ tau are the key's links, kept as a record (namespace ``kgbridge.links``); the ph
 writes no unit.
 
 A link rejected by hand (a record in ``kgbridge.rejected``, keyed by link id) is never
-linked or adjudicated again. ``list_links`` and ``reject_link`` are what a route
-reading and rejecting links calls.
+linked or adjudicated again. ``list_links`` and ``reject_link`` are what the
+``links.list`` and ``links.reject`` operations (``operations``) call.
 """
 
 from __future__ import annotations

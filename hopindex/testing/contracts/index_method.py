@@ -1,7 +1,7 @@
 """The index method contract: what any ``IndexMethod`` guarantees about the units it writes.
 
-The method is driven the way a user drives it, through the embedded service
-(``Hopindex``, tasks run eagerly), over data directories fresh for each test. The test
+The method is driven the way a user drives it, through ``Client.local`` (the service
+in this process, tasks run eagerly), over data directories fresh for each test. The test
 class provides ``index_case``: the method's name, a small corpus (two documents at
 least, sharing entities so that groups form) and the settings it needs (an LLM's URL).
 
@@ -30,12 +30,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
+from hopindex.api.client.protocol import Client
 from hopindex.core.models import Group, Job, JobState, StageCounts, Unit
 from hopindex.core.settings import Settings
 from hopindex.methods.plugin import phase_name
 from hopindex.methods.registry import get_index_method
-from hopindex.readers import RawDocument
+from hopindex.readers import RawDocument, ReadResult
 from hopindex.scheduler.submit import validate_documents
 
 GroupKey = tuple[str, str]  # (namespace, key)
@@ -83,9 +84,9 @@ class Snapshot:
         return self.citing(doc_id) | self.grouped_with(doc_id)
 
 
-def snapshot(service: Hopindex, index: str) -> Snapshot:
+def snapshot(client: LocalClient, index: str) -> Snapshot:
     """Every unit of ``index``: those citing its documents and those of its groups."""
-    state = service.backends.state
+    state = client.service.backends.state
     documents = state.document_hashes(index)
     units = {u.unit_id: u for u in state.units_of_documents(index, sorted(documents))}
     groups: dict[GroupKey, Group] = {}
@@ -112,30 +113,34 @@ class IndexMethodContract:
         raise NotImplementedError("the method's test class provides the index_case fixture")
 
     @contextmanager
-    def open_service(self, case: IndexCase, data_dir: Path) -> Iterator[Hopindex]:
+    def open_client(self, case: IndexCase, data_dir: Path) -> Iterator[LocalClient]:
+        """A client of the service in this process over ``data_dir``: the contract reads
+        the stores and engines behind it (``client.service``) to check the units."""
         settings = Settings(data_dir=data_dir, **case.settings).resolved()
-        with Hopindex(settings) as service:
-            yield service
+        client = Client.local(settings=settings, through_server=False)
+        assert isinstance(client, LocalClient)
+        with client:
+            yield client
 
-    def ingest(self, service: Hopindex, case: IndexCase,
+    def ingest(self, client: LocalClient, case: IndexCase,
                corpus: Sequence[RawDocument] | None = None) -> Job:
         assert len(case.corpus) >= 2, "the contract needs a corpus of two documents or more"
-        job = service.ingest_documents(self.index, list(corpus or case.corpus),
-                                       method=case.method)
+        job = client.ingest_read(self.index, ReadResult(documents=list(corpus or case.corpus)),
+                                 method=case.method)
         assert job.state is JobState.SUCCEEDED, (job.state, job.reason)
         assert not job.errors, job.errors
         return job
 
-    def target_id(self, service: Hopindex, case: IndexCase) -> str:
+    def target_id(self, client: LocalClient, case: IndexCase) -> str:
         """The id the service gives the target document (its id, else its title's)."""
         documents, errors = validate_documents(self.index, [case.corpus[case.target]],
-                                               service.settings.max_document_bytes)
+                                               client.settings.max_document_bytes)
         assert not errors, errors
         return documents[0].doc_id
 
-    def assert_engines_hold(self, service: Hopindex, snap: Snapshot) -> None:
+    def assert_engines_hold(self, client: LocalClient, snap: Snapshot) -> None:
         """The snapshot saw every unit, and each engine holds exactly those."""
-        state, b = service.backends.state, service.backends
+        state, b = client.service.backends.state, client.service.backends
         assert sum(state.count_units(self.index).values()) == len(snap.units), (
             "units citing no document and in no group")
         assert b.vectors.count_vectors(self.index) == len(snap.units)
@@ -155,9 +160,9 @@ class IndexMethodContract:
         (ids, kinds, texts, cited documents) and the same groups."""
         builds: list[Snapshot] = []
         for name in ("first", "second"):
-            with self.open_service(index_case, tmp_path / name) as service:
-                self.ingest(service, index_case)
-                builds.append(snapshot(service, self.index))
+            with self.open_client(index_case, tmp_path / name) as client:
+                self.ingest(client, index_case)
+                builds.append(snapshot(client, self.index))
         first, second = builds
         assert first.units, "the method wrote no unit"
         assert unit_faces(first) == unit_faces(second)
@@ -169,28 +174,28 @@ class IndexMethodContract:
         """Re-ingesting the same documents, then repairing the complete index, runs no
         item of any phase, embeds nothing, calls no LLM and leaves every unit and group
         as it was."""
-        with self.open_service(index_case, tmp_path / "data") as service:
-            self.ingest(service, index_case)
-            before = snapshot(service, self.index)
-            self.assert_ran_nothing(self.ingest(service, index_case), index_case.method)
-            assert snapshot(service, self.index) == before
-            self.assert_ran_nothing(service.repair_index(self.index), index_case.method)
-            after = snapshot(service, self.index)
+        with self.open_client(index_case, tmp_path / "data") as client:
+            self.ingest(client, index_case)
+            before = snapshot(client, self.index)
+            self.assert_ran_nothing(self.ingest(client, index_case), index_case.method)
+            assert snapshot(client, self.index) == before
+            self.assert_ran_nothing(client.indexes.repair_index(self.index), index_case.method)
+            after = snapshot(client, self.index)
             assert after == before
-            self.assert_engines_hold(service, after)
+            self.assert_engines_hold(client, after)
 
     def test_change_touches_only_its_units_and_groups(self, index_case: IndexCase,
                                                       tmp_path: Path) -> None:
         """Changing one document's text replaces only units citing it or belonging to its
         groups: every other unit keeps its id and text, every group it is in neither
         before nor after is unchanged, and only new or rewritten units are embedded."""
-        with self.open_service(index_case, tmp_path / "data") as service:
-            self.ingest(service, index_case)
-            before = snapshot(service, self.index)
-            job = self.ingest(service, index_case, index_case.revised_corpus())
-            after = snapshot(service, self.index)
-            self.assert_engines_hold(service, after)
-            target = self.target_id(service, index_case)
+        with self.open_client(index_case, tmp_path / "data") as client:
+            self.ingest(client, index_case)
+            before = snapshot(client, self.index)
+            job = self.ingest(client, index_case, index_case.revised_corpus())
+            after = snapshot(client, self.index)
+            self.assert_engines_hold(client, after)
+            target = self.target_id(client, index_case)
         changed = {d for d, digest in before.documents.items()
                    if after.documents.get(d) != digest}
         assert changed == {target}
@@ -211,16 +216,16 @@ class IndexMethodContract:
                                                        tmp_path: Path) -> None:
         """Deleting a document removes it, every unit citing it and its group
         memberships; every unit it did not touch stays as it was."""
-        with self.open_service(index_case, tmp_path / "data") as service:
-            self.ingest(service, index_case)
-            before = snapshot(service, self.index)
-            target = self.target_id(service, index_case)
+        with self.open_client(index_case, tmp_path / "data") as client:
+            self.ingest(client, index_case)
+            before = snapshot(client, self.index)
+            target = self.target_id(client, index_case)
             assert before.citing(target), "the target document has no unit to delete"
-            job = service.delete_documents(self.index, [target])
+            job = client.delete_documents(self.index, [target])
             assert job.state is JobState.SUCCEEDED, (job.state, job.reason)
-            after = snapshot(service, self.index)
-            self.assert_engines_hold(service, after)
-            assert service.backends.state.units_of_documents(self.index, [target]) == []
+            after = snapshot(client, self.index)
+            self.assert_engines_hold(client, after)
+            assert client.service.backends.state.units_of_documents(self.index, [target]) == []
         assert set(after.documents) == set(before.documents) - {target}
         assert not after.citing(target), [after.units[u] for u in after.citing(target)]
         assert not after.groups_of(target)

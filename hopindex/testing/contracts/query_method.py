@@ -3,8 +3,9 @@
 Each test runs for every (query method, index method) pair the registry knows, the
 pairs where the query method fits (it reads a unit kind the index method writes) or,
 for the refusal test, where it does not. The test class provides ``build_index``: a
-function that builds a small index with a given index method and returns the service
-holding it, the index name and a question its documents answer. The contract builds
+function that builds a small index with a given index method and returns the client
+holding it (``Client.local``), the index name and a question its documents answer.
+Queries go through the client; the provenance test reads the units behind it. The contract builds
 each index once per test class.
 """
 
@@ -18,10 +19,10 @@ from typing import ClassVar
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult, QueryUsage, RankedPassage
+from hopindex.methods.base import QueryResult, QueryUsage, RankedPassage
 from hopindex.methods.phases import PHASES
 from hopindex.methods.plugin import LlmUse
 from hopindex.methods.registry import (
@@ -38,9 +39,10 @@ UNIT_KINDS = frozenset(kind.value for kind in UnitKind)
 
 @dataclass(frozen=True, slots=True)
 class QueryTarget:
-    """An index built for the contract: where it lives and what to ask it."""
+    """An index built for the contract: the client it is reached through, its name and
+    what to ask it."""
 
-    service: Hopindex
+    client: LocalClient
     index: str
     question: str
 
@@ -106,8 +108,7 @@ class QueryMethodContract:
 
     def ask(self, target_of: IndexFactory, pairing: Pairing, k: int = 5) -> QueryResult:
         target = target_of(pairing.index_method)
-        return target.service.query(target.index, target.question, method=pairing.query,
-                                    options=QueryOptions(k=k))
+        return target.client.query(target.index, target.question, method=pairing.query, k=k)
 
     def test_result_has_its_shape(self, target_of: IndexFactory, fitting: Pairing) -> None:
         """The result names the question, method and index asked; its fields have their
@@ -153,7 +154,7 @@ class QueryMethodContract:
         """Each passage is a document of the index reached through a unit of the index:
         the unit exists, has the kind the passage says, and cites the document."""
         target = target_of(fitting.index_method)
-        state = target.service.backends.state
+        state = target.client.service.backends.state
         passages = self.ask(target_of, fitting).passages
         documents = set(state.document_hashes(target.index))
         for passage in passages:
@@ -168,12 +169,12 @@ class QueryMethodContract:
     def test_index_it_cannot_read_is_refused(self, target_of: IndexFactory,
                                              misfit: Pairing) -> None:
         """Asked of an index it reads nothing of, the method is refused with invalid
-        input naming every method that fits the index, by the service and by
+        input naming every method that fits the index, by the client and by
         ``check_fit`` alike."""
         target = target_of(misfit.index_method)
         fitting = fitting_queries(misfit.index_method)
         with pytest.raises(InvalidInputError) as refused:
-            target.service.query(target.index, target.question, method=misfit.query)
+            target.client.query(target.index, target.question, method=misfit.query)
         with pytest.raises(InvalidInputError) as checked:
             check_fit(misfit.query, target.index, misfit.index_method)
         for error in (refused.value, checked.value):

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.remote import ApiClient, RemoteApiError
+from hopindex.api.client.remote import RemoteClient
 from hopindex.api.transfer import export_index, save_export
+from hopindex.core.errors import IndexBusyError
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.testing.llm_server import LlmTestServer
 from tests.api.http.conftest import KEYS, ApiFactory, sample_documents
@@ -41,8 +42,8 @@ def test_export_streams_the_local_export_file(make_api: ApiFactory, llm: LlmTest
     assert json.loads(lines[0])["type"] == "header"
     assert json.loads(lines[-1]) == {"type": "end", "counts": summary.as_dict()}
     # What `hopindex export --api` does with it: the same file, the same summary.
-    client = ApiClient(api.url, KEYS["read"])
-    assert save_export(client.export_lines(INDEX), tmp_path / "remote.jsonl",
+    client = RemoteClient(api.url, KEYS["read"])
+    assert save_export(client.indexes.export_lines(INDEX), tmp_path / "remote.jsonl",
                        INDEX) == summary
     assert (tmp_path / "remote.jsonl").read_bytes() == local.read_bytes()
 
@@ -56,6 +57,6 @@ def test_export_streams_the_local_export_file(make_api: ApiFactory, llm: LlmTest
     busy = api.call("GET", f"/v1/indexes/{INDEX}/export")
     assert (busy.status_code, busy.json()["error"]["code"]) == (409, "index_busy")
     assert "job-running" in busy.json()["error"]["message"]
-    with pytest.raises(RemoteApiError) as refused:
-        save_export(client.export_lines(INDEX), tmp_path / "busy.jsonl", INDEX)
-    assert refused.value.status == 409 and not (tmp_path / "busy.jsonl").exists()
+    with pytest.raises(IndexBusyError) as refused:
+        save_export(client.indexes.export_lines(INDEX), tmp_path / "busy.jsonl", INDEX)
+    assert refused.value.http_status == 409 and not (tmp_path / "busy.jsonl").exists()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from hopindex.api.client.local import LocalClient
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError
 from hopindex.api.http.submission import JobLauncher
@@ -54,7 +55,7 @@ def test_a_job_that_reads_final_lets_the_next_one_in(make_service: ServiceFactor
         return state.get_job(job_id) or _job(job_id, JobState.SUCCEEDED)
 
     async def scenario() -> tuple[Job, Job]:
-        launcher = JobLauncher(service, BlockingRunner(4))
+        launcher = JobLauncher(LocalClient(service), BlockingRunner(4))
         try:
             first = await launcher.launch(slow_first)
             with pytest.raises(ApiError) as busy:

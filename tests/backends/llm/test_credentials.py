@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from hopindex.api.cli import main
 from hopindex.api.exit_codes import ExitCode
-from hopindex.api.service import Hopindex
 from hopindex.backends.llm.client import ChatRequest, LlmClient, LlmSettings
 from hopindex.backends.llm.credentials import check_llm_key
 from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
@@ -24,7 +23,7 @@ from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_limits import Endpoint, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer, running_llm_server
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 
 OPENAI = "https://api.openai.com/v1"
 KEY_VARIABLES = ("OPENAI_API_KEY", "HOPINDEX_LLM_API_KEY")
@@ -121,11 +120,11 @@ def test_keyless_service_ingests_and_answers_with_the_llm(
                         llm_base_url=keyless_server.base_url,
                         embedder_url=f"openai://{keyless_server.config.embedding_model}"
                         ).resolved()
-    with Hopindex(settings) as service:
-        job = service.ingest_documents("curie", CURIE_CORPUS)
+    with local_client(settings) as client:
+        job = ingest_documents(client, "curie", CURIE_CORPUS)
         assert job.state is JobState.SUCCEEDED and not job.errors
         assert job.llm["indexrag.stage1"].calls == len(CURIE_CORPUS)
-        result = service.query("curie", "Where was Marie Curie born?")
+        result = client.query("curie", "Where was Marie Curie born?", k=5)
     assert result.method == "indexrag" and result.answer
     assert result.usage.llm_calls == 1
 

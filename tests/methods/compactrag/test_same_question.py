@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState, Unit
-from hopindex.methods.base import QueryOptions
+from hopindex.readers import ReadResult
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
+from tests.methods.indexrag.conftest import LlmClientFactory
 
 pytestmark = pytest.mark.integration
 
@@ -33,55 +33,56 @@ LIND_AGAIN = raw("Lind filmography", "Blue Harbor was directed by Anna Lind.",
 OTHER = raw("Rome", "Rome is the capital of Italy.", doc_id="rome")
 
 
-def _harbor_units(service: Hopindex) -> dict[str, Unit]:
+def _harbor_units(client: LocalClient) -> dict[str, Unit]:
     """The index's units answering QUESTION, by the one document each cites."""
-    state = service.backends.state
+    state = client.service.backends.state
     units = state.units_of_documents(INDEX, sorted(state.document_hashes(INDEX)))
     found = [u for u in units if u.metadata["question"] == QUESTION]
     assert all(len(u.source_doc_ids) == 1 for u in found)
     return {u.source_doc_ids[0]: u for u in found}
 
 
-def _retrieved(service: Hopindex) -> list[Unit]:
-    result = service.query(INDEX, "Who directed Blue Harbor?", method="compactrag",
-                           options=QueryOptions(k=5))
+def _retrieved(client: LocalClient) -> list[Unit]:
+    result = client.query(INDEX, "Who directed Blue Harbor?", method="compactrag", k=5)
     ids = [u for step in result.trace["sub_questions"] for u in step["units"]]
-    return service.backends.state.get_units(INDEX, ids)
+    return client.service.backends.state.get_units(INDEX, ids)
 
 
 def test_each_documents_answer_to_a_shared_question_is_kept_and_retrieved(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Two documents answering one question differently give two units, each citing
     its document; a third repeating one answer gives a third. A query retrieves both
     answers, and the repeated fact once."""
-    service = make_llm_service(start_server())
-    job = service.ingest_documents(INDEX, [LIND, BERG, LIND_AGAIN, OTHER], method="compactrag")
+    client = make_llm_client(start_server())
+    job = client.ingest_read(INDEX, ReadResult(documents=[LIND, BERG, LIND_AGAIN, OTHER]),
+                              method="compactrag")
     assert job.state is JobState.SUCCEEDED, job.reason
-    units = _harbor_units(service)
+    units = _harbor_units(client)
     assert {d: u.metadata["answer"] for d, u in units.items()} == {
         "harbor-1961": "Anna Lind", "harbor-1988": "Karl Berg", "lind-works": "Anna Lind"}
     assert len({u.unit_id for u in units.values()}) == 3
-    retrieved = [u for u in _retrieved(service) if u.metadata["question"] == QUESTION]
+    retrieved = [u for u in _retrieved(client) if u.metadata["question"] == QUESTION]
     assert sorted(u.metadata["answer"] for u in retrieved) == ["Anna Lind", "Karl Berg"]
 
 
 def test_deleting_or_changing_one_document_leaves_the_others_unit(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """The 1988 film's unit keeps its id while the 1961 film's document is changed and
     then deleted; the changed answer replaces the old one, the deleted one is gone."""
-    service = make_llm_service(start_server())
-    assert service.ingest_documents(INDEX, [LIND, BERG], method="compactrag").state is (
+    client = make_llm_client(start_server())
+    assert client.ingest_read(INDEX, ReadResult(documents=[LIND, BERG]),
+                               method="compactrag").state is (
         JobState.SUCCEEDED)
-    before = _harbor_units(service)
+    before = _harbor_units(client)
     kept = before["harbor-1988"].unit_id
     recut = raw(LIND.title, "Blue Harbor was directed by Maria Holm.", doc_id="harbor-1961")
-    assert service.ingest_documents(INDEX, [recut]).state is JobState.SUCCEEDED
-    changed = _harbor_units(service)
+    assert client.ingest_read(INDEX, ReadResult(documents=[recut])).state is JobState.SUCCEEDED
+    changed = _harbor_units(client)
     assert changed["harbor-1988"].unit_id == kept
     assert changed["harbor-1961"].metadata["answer"] == "Maria Holm"
-    assert before["harbor-1961"].unit_id not in {u.unit_id for u in _retrieved(service)}
-    assert service.delete_documents(INDEX, ["harbor-1961"]).state is JobState.SUCCEEDED
-    after = _harbor_units(service)
+    assert before["harbor-1961"].unit_id not in {u.unit_id for u in _retrieved(client)}
+    assert client.delete_documents(INDEX, ["harbor-1961"]).state is JobState.SUCCEEDED
+    after = _harbor_units(client)
     assert list(after) == ["harbor-1988"] and after["harbor-1988"].unit_id == kept
-    assert [u.metadata["answer"] for u in _retrieved(service)
+    assert [u.metadata["answer"] for u in _retrieved(client)
             if u.metadata["question"] == QUESTION] == ["Karl Berg"]

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryOptions, Retrieval
-from hopindex.readers.base import RawDocument
+from hopindex.readers.base import RawDocument, ReadResult
+from tests.methods.indexrag.conftest import local_client
 
 pytestmark = pytest.mark.integration
 
@@ -52,38 +53,39 @@ def documents(rows: list[tuple[str, str]]) -> list[RawDocument]:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hopindex]:
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClient]:
     path: Path = tmp_path_factory.mktemp("hops")
-    with Hopindex(Settings(data_dir=path).resolved()) as built:
+    with local_client(Settings(data_dir=path).resolved()) as built:
         for index, rows in (("hop", HOP_CORPUS), ("flat", FLAT_CORPUS)):
-            job = built.ingest_documents(index, documents(rows), method="extractive")
+            job = built.ingest_read(index, ReadResult(documents=documents(rows)),
+                                    method="extractive")
             assert job.state is JobState.SUCCEEDED
         yield built
 
 
-def titles(service: Hopindex, index: str, method: str, k: int,
+def titles(client: LocalClient, index: str, method: str, k: int,
            **params: str | int | float) -> list[str]:
-    result = service.query(index, QUESTION, method=method,
-                           options=QueryOptions(k=k, params=params))
+    result = client.query(index, QUESTION, method=method, k=k,
+                          options=QueryOptions(params=params))
     return [p.title for p in result.passages]
 
 
-def test_the_second_hop_is_found_through_the_first(service: Hopindex) -> None:
+def test_the_second_hop_is_found_through_the_first(client: LocalClient) -> None:
     """The director's page shares no words with the question but "born"; the look-alike
     directors outrank it by similarity, so ``naive`` misses it in the top 2, while
     ``hops`` walks from the film's page (named in the question) through the bridge of
     the director's name to his page."""
-    assert DIRECTOR not in titles(service, "hop", "naive", 2)
-    assert titles(service, "hop", "hops", 2) == [FILM, DIRECTOR]
+    assert DIRECTOR not in titles(client, "hop", "naive", 2)
+    assert titles(client, "hop", "hops", 2) == [FILM, DIRECTOR]
 
 
-def test_the_trace_says_how_each_passage_ranks(service: Hopindex) -> None:
+def test_the_trace_says_how_each_passage_ranks(client: LocalClient) -> None:
     """The trace names the seeds, the bridge walked (the director's name, from the film
     to his page) and each passage's rank in each list. One seed besides the named film:
     in this small corpus hop 1 already ranks the director second, and a seed is not
     walked to."""
-    result = service.query("hop", QUESTION, method="hops",
-                           options=QueryOptions(k=2, params={"seeds": 1}))
+    result = client.query("hop", QUESTION, method="hops", k=2,
+                          options=QueryOptions(params={"seeds": 1}))
     trace = result.trace
     film_id, director_id = "d0", "d1"
     assert film_id in trace["seeds"] and film_id in trace["named"]
@@ -96,13 +98,12 @@ def test_the_trace_says_how_each_passage_ranks(service: Hopindex) -> None:
 
 
 def test_an_index_without_entities_ranks_as_extractive_and_says_so(
-        service: Hopindex) -> None:
+        client: LocalClient) -> None:
     """No bridges to walk: the same passages as ``extractive``, and the trace says the
     walk found nothing."""
     question = "When are the ovens used for baking bread?"
-    hops = service.query("flat", question, method="hops", options=QueryOptions(k=4))
-    extractive = service.query("flat", question, method="extractive",
-                               options=QueryOptions(k=4))
+    hops = client.query("flat", question, method="hops", k=4)
+    extractive = client.query("flat", question, method="extractive", k=4)
     assert [p.doc_id for p in hops.passages] == [p.doc_id for p in extractive.passages]
     assert any("no bridge units" in d.reason for d in hops.degraded)
     assert hops.trace["degraded"] == [{"step": "walk", "reason": d.reason}
@@ -110,11 +111,11 @@ def test_an_index_without_entities_ranks_as_extractive_and_says_so(
     assert hops.trace["walk"] == []
 
 
-def test_keyword_only_retrieval_has_no_walk_and_says_so(service: Hopindex) -> None:
+def test_keyword_only_retrieval_has_no_walk_and_says_so(client: LocalClient) -> None:
     """Keyword retrieval embeds nothing, so there is no vector to score bridges with:
     the walk is skipped, named in the trace, and hop 1 still answers."""
-    result = service.query("hop", QUESTION, method="hops",
-                           options=QueryOptions(k=2, retrieval=Retrieval.KEYWORD))
+    result = client.query("hop", QUESTION, method="hops", k=2,
+                          options=QueryOptions(retrieval=Retrieval.KEYWORD))
     assert [d.step for d in result.degraded] == ["walk"]
     assert "keyword-only" in result.degraded[0].reason
     assert result.passages[0].title == FILM

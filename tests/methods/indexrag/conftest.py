@@ -1,4 +1,5 @@
-"""LLM-mode services: a real test server on loopback and a service configured for it."""
+"""LLM-mode services: a real test server on loopback and a client of the service
+configured for it; ``make_client`` opens clients over the embedded backends without an LLM."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ from pathlib import Path
 
 import pytest
 
+from hopindex import Client
+from hopindex.api.client.local import LocalClient
 from hopindex.api.service import Hopindex
 from hopindex.core.settings import Settings
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
 LlmServiceFactory = Callable[..., Hopindex]
+LlmClientFactory = Callable[..., LocalClient]
+ClientFactory = Callable[..., LocalClient]
+
+
+def local_client(settings: Settings) -> LocalClient:
+    """``Client.local`` over ``settings``: the service in this process, its internals
+    at ``client.service`` for the tests that inspect them."""
+    client = Client.local(settings=settings, through_server=False)
+    assert isinstance(client, LocalClient)
+    return client
 
 
 def llm_settings(data_dir: Path, server: LlmTestServer, **overrides: object) -> Settings:
@@ -53,3 +66,35 @@ def make_llm_service(tmp_path: Path) -> Iterator[LlmServiceFactory]:
     yield factory
     for service in opened:
         service.close()
+
+
+@pytest.fixture
+def make_llm_client(tmp_path: Path) -> Iterator[LlmClientFactory]:
+    """Clients of services in LLM mode against ``server``, each over data dir ``name``."""
+    opened: list[LocalClient] = []
+
+    def factory(server: LlmTestServer, name: str = "data", **overrides: object) -> LocalClient:
+        client = local_client(llm_settings(tmp_path / name, server, **overrides))
+        opened.append(client)
+        return client
+
+    yield factory
+    for client in opened:
+        client.close()
+
+
+@pytest.fixture
+def make_client(tmp_path: Path) -> Iterator[ClientFactory]:
+    """Clients over fresh embedded backends, each over data dir ``name``, settings
+    overridden by keyword (``make_service`` with the client in front)."""
+    opened: list[LocalClient] = []
+
+    def factory(name: str = "data", **overrides: object) -> LocalClient:
+        settings = Settings(data_dir=tmp_path / name, **overrides).resolved()  # type: ignore[arg-type]
+        client = local_client(settings)
+        opened.append(client)
+        return client
+
+    yield factory
+    for client in opened:
+        client.close()

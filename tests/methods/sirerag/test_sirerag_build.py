@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Document, Job, JobState, Unit, UnitKind
 from hopindex.methods.base import QueryOptions
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.sirerag.trees import PLANS, Tree, plan_key
+from hopindex.readers import ReadResult
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from tests.conftest import raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.methods.indexrag.conftest import llm_settings, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ def hotpot_subset(folder: Path, limit: int) -> Path:
 @dataclass
 class Built:
     server: LlmTestServer
-    service: Hopindex
+    client: LocalClient
     job: Job
     corpus: Path
     documents: list[Document]
@@ -52,13 +53,13 @@ class Built:
     trees: list[tuple[str, int, str, tuple[str, ...]]]  # the trees right after the build
 
 
-def _build(folder: Path, server: LlmTestServer, corpus: Path) -> tuple[Hopindex, Job]:
-    service = Hopindex(llm_settings(folder, server))
-    return service, service.ingest_paths(INDEX, [corpus], method="sirerag")
+def _build(folder: Path, server: LlmTestServer, corpus: Path) -> tuple[LocalClient, Job]:
+    client = local_client(llm_settings(folder, server))
+    return client, client.ingest(INDEX, [corpus], method="sirerag")
 
 
-def summaries(service: Hopindex) -> list[Unit]:
-    state = service.backends.state
+def summaries(client: LocalClient) -> list[Unit]:
+    state = client.service.backends.state
     units: list[Unit] = []
     for tree in Tree:
         groups = state.get_groups(INDEX, tree.namespace, state.list_group_keys(
@@ -67,9 +68,9 @@ def summaries(service: Hopindex) -> list[Unit]:
     return sorted(units, key=lambda u: u.source_key)
 
 
-def tree_shape(service: Hopindex) -> list[tuple[str, int, str, tuple[str, ...]]]:
+def tree_shape(client: LocalClient) -> list[tuple[str, int, str, tuple[str, ...]]]:
     return [(u.source_key, u.level, u.text, tuple(u.metadata["children"]))
-            for u in summaries(service)]
+            for u in summaries(client)]
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +78,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
     folder = tmp_path_factory.mktemp("sirerag")
     corpus = hotpot_subset(folder, DOCS)
-    service, job = _build(folder / "data", server, corpus)
+    client, job = _build(folder / "data", server, corpus)
     try:
-        doc_ids = sorted(service.backends.state.document_hashes(INDEX))
-        yield Built(server=server, service=service, job=job, corpus=corpus,
-                    documents=service.get_documents(INDEX, doc_ids),
+        doc_ids = sorted(client.service.backends.state.document_hashes(INDEX))
+        yield Built(server=server, client=client, job=job, corpus=corpus,
+                    documents=client.service.get_documents(INDEX, doc_ids),
                     propositions=server.stats.by_kind["propositions"],
-                    summaries=server.stats.by_kind["summary"], trees=tree_shape(service))
+                    summaries=server.stats.by_kind["summary"], trees=tree_shape(client))
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -93,10 +94,10 @@ def test_the_build_succeeds_and_the_pool_holds_every_node_kind(built: Built) -> 
     """Passages, aggregates and summaries of both trees over more than one level."""
     assert built.job.state is JobState.SUCCEEDED, built.job.reason
     assert built.job.errors == []
-    counts = built.service.backends.state.count_units(INDEX)
+    counts = built.client.service.backends.state.count_units(INDEX)
     assert counts[UnitKind.PASSAGE] == sum(len(chunk_document(d)) for d in built.documents)
     assert counts[UnitKind.PROPOSITION_AGGREGATE] > 100
-    found = summaries(built.service)
+    found = summaries(built.client)
     assert counts[UnitKind.SUMMARY] == len(found)
     levels = {(u.metadata["tree"], u.level) for u in found}
     assert {("similarity", 1), ("similarity", 2), ("relatedness", 1),
@@ -115,11 +116,11 @@ def test_one_proposition_call_per_chunk(built: Built) -> None:
 def test_one_summary_call_per_cluster(built: Built) -> None:
     """Every planned cluster of every level of both trees cost one summary request, and
     each has its summary unit."""
-    state = built.service.backends.state
+    state = built.client.service.backends.state
     plans = state.get_records(INDEX, PLANS, [plan_key(t, level) for t in Tree
                                              for level in range(3)])
     clusters = sum(len(p["clusters"]) for p in plans.values())
-    assert built.summaries == clusters == len(summaries(built.service))
+    assert built.summaries == clusters == len(summaries(built.client))
     done = built.job.count("sirerag.similarity").done + built.job.count(
         "sirerag.relatedness").done
     assert done == clusters
@@ -128,7 +129,7 @@ def test_one_summary_call_per_cluster(built: Built) -> None:
 def test_a_summary_names_its_children_and_the_documents_beneath(built: Built) -> None:
     """A level-2 summary's children are level-1 summaries of its tree, and its sources
     are theirs."""
-    found = {u.unit_id: u for u in summaries(built.service)}
+    found = {u.unit_id: u for u in summaries(built.client)}
     upper = next(u for u in found.values() if u.level == 2)
     children = [found[c] for c in upper.metadata["children"]]
     assert all(c.level == 1 and c.metadata["tree"] == upper.metadata["tree"] for c in children)
@@ -139,15 +140,15 @@ def test_a_query_reads_the_flat_pool_and_reports_passages_through_provenance(
         built: Built) -> None:
     """``sirerag`` answers from its top 20 nodes and reports k distinct documents; the
     similarity pool is smaller and holds no aggregate or relatedness summary."""
-    both = built.service.query(INDEX, QUESTION, method="sirerag", options=QueryOptions(k=5))
+    both = built.client.query(INDEX, QUESTION, method="sirerag", k=5)
     assert both.answer
     assert len(both.passages) == 5 and len({p.doc_id for p in both.passages}) == 5
     assert len(both.trace["nodes"]) == 20
     assert both.usage.llm_calls == 1
-    similar = built.service.query(INDEX, QUESTION, method="sirerag",
-                                  options=QueryOptions(k=5, params={"pool": "similarity"}))
+    similar = built.client.query(INDEX, QUESTION, method="sirerag", k=5,
+                                 options=QueryOptions(params={"pool": "similarity"}))
     assert similar.trace["pool_size"] < both.trace["pool_size"]
-    counts = built.service.backends.state.count_units(INDEX)
+    counts = built.client.service.backends.state.count_units(INDEX)
     assert both.trace["pool_size"] == sum(counts.values())
     assert all(n["kind"] == "passage" or n["tree"] == "similarity"
                for n in similar.trace["nodes"])
@@ -159,7 +160,7 @@ def test_reingesting_the_unchanged_corpus_calls_no_model(built: Built) -> None:
     """Unchanged documents are skipped by their content hash: no proposition or summary
     request reaches the server."""
     before = dict(built.server.stats.by_kind)
-    job = built.service.ingest_paths(INDEX, [built.corpus])
+    job = built.client.ingest(INDEX, [built.corpus])
     assert job.state is JobState.SUCCEEDED
     assert built.server.stats.by_kind == before
 
@@ -168,29 +169,29 @@ def test_a_changed_document_marks_the_trees_stale_until_a_rebuild(built: Built) 
     """Changing one document re-extracts it alone and leaves the trees as they were,
     marked stale with one changed document; a rebuild job builds them again, paying
     only for the clusters that changed (the others' summaries come from the cache)."""
-    state = built.service.backends.state
+    state = built.client.service.backends.state
     first = built.documents[0]
     before = dict(built.server.stats.by_kind)
-    trees_before = tree_shape(built.service)
-    job = built.service.ingest_documents(INDEX, [raw(
-        first.title, first.text + " It was restored in 1999 by the Vale Trust.")])
+    trees_before = tree_shape(built.client)
+    job = built.client.ingest_read(INDEX, ReadResult(documents=[raw(
+        first.title, first.text + " It was restored in 1999 by the Vale Trust.")]))
     assert job.state is JobState.SUCCEEDED, job.reason
     after = built.server.stats.by_kind
     assert after["propositions"] - before["propositions"] == len(chunk_document(first))
     assert after["summary"] == before["summary"]
-    assert tree_shape(built.service) == trees_before
-    levels = {s.phase: s for s in built.service.outstanding(INDEX).levels}
+    assert tree_shape(built.client) == trees_before
+    levels = {s.phase: s for s in built.client.service.outstanding(INDEX).levels}
     assert set(levels) == {"sirerag.similarity", "sirerag.relatedness"}
     assert all(s.stale and s.changed_since == 1 for s in levels.values())
 
-    rebuilt = built.service.rebuild_index(INDEX)
+    rebuilt = built.client.indexes.rebuild_index(INDEX)
     assert rebuilt.state is JobState.SUCCEEDED, rebuilt.reason
     paid = built.server.stats.by_kind["summary"] - before["summary"]
     assert 0 < paid < built.summaries
     assert rebuilt.llm_total.cache_hits > 0
-    assert not any(s.stale for s in built.service.outstanding(INDEX).levels)
+    assert not any(s.stale for s in built.client.service.outstanding(INDEX).levels)
     passage = state.units_of_documents(INDEX, [first.doc_id], kinds=(UnitKind.PASSAGE,))[0]
-    assert any(passage.unit_id in u.metadata["children"] for u in summaries(built.service))
+    assert any(passage.unit_id in u.metadata["children"] for u in summaries(built.client))
 
 
 def test_the_same_seed_builds_the_same_trees(built: Built,
@@ -198,9 +199,9 @@ def test_the_same_seed_builds_the_same_trees(built: Built,
     """A second build from scratch (its own state and LLM cache) of the same corpus
     gives the same summaries over the same children. Last: the second service takes
     over the process's runtime."""
-    service, job = _build(tmp_path_factory.mktemp("again"), built.server, built.corpus)
+    client, job = _build(tmp_path_factory.mktemp("again"), built.server, built.corpus)
     try:
         assert job.state is JobState.SUCCEEDED
-        assert tree_shape(service) == built.trees
+        assert tree_shape(client) == built.trees
     finally:
-        service.close()
+        client.close()

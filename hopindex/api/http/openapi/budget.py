@@ -1,10 +1,11 @@
-"""The OpenAPI components of LLM budgets: the limits a request gives (an ingest's query
-parameters, a resume's body, an index's default) and the budget and pause a job
-record shows (core/budget.py, scheduler/pause.py)."""
+"""The OpenAPI components of LLM budgets: the limits an ingest's query parameters give,
+and the budget and pause a job record shows (core/budget.py, scheduler/pause.py). The
+body that gives limits (a resume's, an index's default) and the index's default as
+answered are models (requests.BudgetRequest, models.IndexBudget)."""
 
 from __future__ import annotations
 
-from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, obj, or_null, ref
+from hopindex.api.http.openapi.schemas import Schema, obj, ref
 from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
 
 TOKENS: Schema = {"type": "integer", "minimum": 0,
@@ -19,13 +20,6 @@ COST: Schema = {"type": "number", "minimum": 0,
 BUDGET = obj({MAX_LLM_TOKENS: TOKENS, MAX_COST: COST}, closed=True)
 BUDGET["description"] = ("what a job's LLM calls may use before it pauses; a limit left "
                          "out is not set, and an empty object is no budget")
-
-# As a request gives it: a field left out or null is not given.
-BUDGET_LIMITS = obj({MAX_LLM_TOKENS: or_null(TOKENS), MAX_COST: or_null(COST)}, closed=True)
-
-INDEX_BUDGET = obj({"index": INDEX_NAME, "budget": ref("Budget")}, ("index", "budget"))
-INDEX_BUDGET["description"] = ("the default budget of the index's later jobs: an ingest's "
-                               "max_llm_tokens or max_cost replaces that limit for its job")
 
 _SPEND = obj({"tokens": {"type": "integer", "minimum": 0}, "cost": {"type": "number",
                                                                    "minimum": 0}})
@@ -46,5 +40,4 @@ JOB_FIELDS: dict[str, Schema] = {
                      "description": "on workers: the tasks a resume sends again"},
 }
 
-BUDGET_SCHEMAS: dict[str, Schema] = {"Budget": BUDGET, "BudgetLimits": BUDGET_LIMITS,
-                                     "IndexBudget": INDEX_BUDGET, "JobPause": PAUSE}
+BUDGET_SCHEMAS: dict[str, Schema] = {"Budget": BUDGET, "JobPause": PAUSE}

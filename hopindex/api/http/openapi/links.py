@@ -1,10 +1,10 @@
-"""The OpenAPI components of a ``kgbridge`` index's SAME_AS links: a link, a rejected
-link, and the body that rejects one (``/v1/indexes/{name}/links``)."""
+"""The OpenAPI components of a ``kgbridge`` index's SAME_AS links: a link and a rejected
+link (``/v1/indexes/{name}/links``), the values of operations, which no model
+describes. The body that rejects one is a model (requests.RejectLink)."""
 
 from __future__ import annotations
 
-from hopindex.api.http.openapi.schemas import NOT_BLANK, NUMBER, Schema, obj, ref
-from hopindex.api.links import MAX_BY_CHARS
+from hopindex.api.http.openapi.schemas import NUMBER, Schema, obj, ref
 
 LINK_END = obj({
     "doc_id": {"type": "string"},
@@ -13,7 +13,7 @@ LINK_END = obj({
     "title": {"type": "string", "description": "the document's title (\"\" without one)"},
 }, ("doc_id", "unit_id", "name", "title"))
 
-# What a link holds besides its id and state (links.py keeps them in kgbridge.links).
+# What a link holds besides its id and state (kgbridge keeps them in kgbridge.links).
 _LINK_FIELDS: dict[str, Schema] = {
     "entity": {"type": "string", "description": "the normalised entity name both ends share"},
     "a": ref("LinkEnd"), "b": ref("LinkEnd"),
@@ -37,9 +37,5 @@ REJECTED_LINK["description"] = (
     "the link as it was, rejected; a link rejected before comes back as its first "
     "rejection only (link_id, state, rejected_at, by): the link itself is gone")
 
-REJECT_LINK = obj({"by": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_BY_CHARS,
-                          "description": "who rejects the link, kept with the rejection"}},
-                  ("by",), closed=True)
-
 LINK_SCHEMAS: dict[str, Schema] = {"LinkEnd": LINK_END, "Link": LINK,
-                                   "RejectedLink": REJECTED_LINK, "RejectLink": REJECT_LINK}
+                                   "RejectedLink": REJECTED_LINK}

@@ -1,9 +1,11 @@
-"""The OpenAPI component of an ingest dry run (``POST /v1/indexes/{name}/documents
-?dry_run=true``): what the ingest would change and cost (scheduler/dry_run.py)."""
+"""What the OpenAPI document says of an ingest dry run (``POST /v1/indexes/{name}/
+documents?dry_run=true``) beyond its model (models.IngestPlanView, whose phases and
+embedding are dicts the planner builds, scheduler/dry_run.py): each phase's plan and
+the fields' shapes, grafted onto the model's component."""
 
 from __future__ import annotations
 
-from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, enum_of, obj
+from hopindex.api.http.openapi.schemas import INDEX_NAME, Schema, enum_of, obj, ref
 from hopindex.scheduler.dry_run_plan import Planning
 from hopindex.scheduler.dry_run_tokens import TokenBasis
 
@@ -41,15 +43,14 @@ PHASE_PLAN = obj({
 }, ("phase", "kind", "planning", "calls", "basis", "cache_hits", "prompt_chars",
     "prompt_tokens", "completion_tokens", "token_basis"))
 
-INGEST_PLAN = obj({
+# Onto the IngestPlan component (the model's), by field.
+INGEST_PLAN_FIELDS: dict[str, Schema] = {
     "index": INDEX_NAME,
-    "method": {"type": "string"},
-    "model": {"type": "string", "description": "the LLM model the cache keys name"},
-    "index_exists": {"type": "boolean"},
+    "model": {"description": "the LLM model the cache keys name"},
     "documents": obj(dict.fromkeys(("new", "changed", "unchanged", "invalid"), COUNT),
                      ("new", "changed", "unchanged", "invalid")),
-    "phases": {"type": "array", "items": PHASE_PLAN},
-    "errors": {"type": "array", "items": obj({
+    "phases": {"items": ref("PhasePlan")},
+    "errors": {"items": obj({
         "item": {"type": "string"}, "stage": {"type": "string"},
         "reason": {"type": "string"}, "where": {"type": "string"}},
         ("item", "stage", "reason"))},
@@ -63,6 +64,6 @@ INGEST_PLAN = obj({
         "basis": {"type": "string"}}, ("model", "tokens", "cost", "basis"))],
                   "description": "embeddings at a provider (openai://); null with a local "
                                  "model"},
-}, ("index", "method", "model", "index_exists", "documents", "phases", "errors"))
+}
 
-PLAN_SCHEMAS: dict[str, Schema] = {"IngestPlan": INGEST_PLAN}
+PLAN_SCHEMAS: dict[str, Schema] = {"PhasePlan": PHASE_PLAN}

@@ -1,53 +1,131 @@
 """The OpenAPI components: request and response bodies, as JSON Schema (2020-12).
 
-Request schemas are exactly as strict as the handlers (same bounds, same
-required fields, unknown fields refused), so a client that follows them is
-never refused, and one that does not always gets a 4xx naming the field.
+Request bodies and the results the client reads are pydantic models
+(api/client/requests.py, api/client/models.py): their components are the models'
+own schemas (``model_schemas``), so a request schema is exactly as strict as the
+validation the handlers run. What stays written here is what no model holds: the
+error shape, the runtime records with their own ``as_dict`` (Job, Event), the items
+of fields a model leaves open (a level build, a failed item), and what depends on the
+settings or the registry (the longest question, the methods a server can build).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import CoreSchema, core_schema
+
+from hopindex.api.client.models import (
+    IndexBudget,
+    IndexDescription,
+    IndexSummary,
+    IngestPlanView,
+    OperationInfo,
+    TransferCounts,
+    WebhookInfo,
+)
+from hopindex.api.client.requests import (
+    NOT_BLANK,
+    BudgetRequest,
+    CreateIndex,
+    DeleteDocuments,
+    NewWebhook,
+    QueryRequest,
+    RejectLink,
+)
 from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S, TOKEN_PARAM, TOKEN_PATTERN
 from hopindex.api.http.keys import Access
-from hopindex.api.http.routes.documents import MAX_DOC_ID_CHARS
-from hopindex.api.http.routes.query import MAX_METHOD_CHARS, MAX_QUERY_BODY_BYTES
-from hopindex.api.http.routes.webhooks import MAX_SECRET_CHARS, MAX_URL_CHARS
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
 from hopindex.api.method_options import option_schemas
 from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.models import JobKind, JobState, Stage, UnitKind
 from hopindex.core.settings import Settings
-from hopindex.methods.base import MAX_CANDIDATES, MAX_K, FusionMode, Retrieval
 from hopindex.methods.plugin import LlmUse, PhaseKind, phase_name
 from hopindex.methods.registry import (
     default_index_method,
     get_index_method,
     index_method_names,
-    query_method_names,
 )
 from hopindex.scheduler.dry_run_plan import Planning
 from hopindex.scheduler.dry_run_tokens import TokenBasis
 from hopindex.scheduler.level_builds import BuildState
-from hopindex.scheduler.outstanding import IndexStatus
 
 Schema = dict[str, Any]
 
 INDEX_NAME: Schema = {"type": "string", "pattern": INDEX_NAME_PATTERN.pattern}
-# At least one character that is not white space: blank strings are refused. White
-# space as the handlers see it (str.strip, str.isspace), which is not the \s of a
-# JSON Schema pattern: that one lacks \x1c-\x1f and \x85, and has \ufeff.
-NOT_BLANK = (r"[^\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f"
-             r"\u205f\u3000]")
 NUMBER: Schema = {"type": "number"}
 TIMESTAMP: Schema = {"type": "number", "description": "seconds since the epoch (UTC)"}
 OPTIONAL_TIMESTAMP: Schema = {"type": ["number", "null"]}
 
 
+REF_TEMPLATE = "#/components/schemas/{model}"
+
+
 def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
+    return {"$ref": REF_TEMPLATE.format(model=name)}
+
+
+class _Generator(GenerateJsonSchema):
+    """Field titles left out (the property names say it all). An answer carries every
+    field of its model, defaults too (``as_dict``), so there a field is required
+    unless it is left out when None (a webhook's secret)."""
+
+    def field_title_should_be_set(self, schema: CoreSchema) -> bool:
+        return False
+
+    def field_is_required(self, field: core_schema.ModelField | core_schema.DataclassField
+                          | core_schema.TypedDictField, total: bool) -> bool:
+        inner: Any = field["schema"]
+        if self.mode != "serialization" or inner["type"] != "default":
+            return super().field_is_required(field, total)
+        return "default_factory" in inner or inner.get("default") is not None
+
+
+def model_schemas(models: dict[str, type[BaseModel]],
+                  mode: JsonSchemaMode = "serialization") -> dict[str, Schema]:
+    """Components for pydantic models, each under the name the document has always
+    given it, the models and enums it refers to hoisted from ``$defs`` beside it.
+    Results (api/client/models.py) as the server sends them (``serialization``, by
+    alias): the document then says of an answer what the client reads; request bodies
+    (api/client/requests.py) as the handlers check them (``validation``)."""
+    found: dict[str, Schema] = {}
+    for name, model in models.items():
+        schema = model.model_json_schema(by_alias=True, mode=mode, ref_template=REF_TEMPLATE,
+                                         schema_generator=_Generator)
+        found.update(schema.pop("$defs", {}))
+        found[name] = schema
+    return {name: _compact(schema) for name, schema in found.items()}
+
+
+def _compact(node: Any) -> Any:
+    """``anyOf: [X, null]`` of a plain X as X with null among its types (and its enum),
+    as the document wrote an optional field before its schemas were generated."""
+    if isinstance(node, list):
+        return [_compact(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _compact(value) for key, value in node.items()}
+    options = node.get("anyOf", [])
+    if len(options) == 2 and options[1] == {"type": "null"} and "type" in options[0]:
+        del node["anyOf"]
+        node = {**options[0], **node}
+        node["type"] = [node["type"], "null"]
+        if "enum" in node:
+            node["enum"] = [*node["enum"], None]
+    return node
+
+
+def graft(schema: Schema, **properties: Schema) -> Schema:
+    """``schema`` with what these properties are said to be added to what the model
+    says of them (the items of a list a model leaves open, say)."""
+    for name, extra in properties.items():
+        # A reference stands for the whole value: it replaces what the model says.
+        schema["properties"][name] = extra if "$ref" in extra else {
+            **schema["properties"][name], **extra}
+    return schema
 
 
 def enum_of(kind: Any) -> Schema:
@@ -77,9 +155,6 @@ ERROR = obj({"error": obj({
     "request_id": {"type": "string", "description": "quote it when reporting a 5xx"},
 }, ("code", "message"))}, ("error",))
 
-INDEX = obj({"name": INDEX_NAME, "method": {"type": "string"}, "created_at": TIMESTAMP,
-             "options": {"type": "object"}}, ("name", "method", "created_at", "options"))
-
 FAILED_ITEM = obj({"phase": {"type": "string"}, "item": {"type": "string"},
                    "reason": {"type": "string"}, "job_id": {"type": "string"},
                    "failed_at": TIMESTAMP}, ("phase", "item", "reason", "job_id", "failed_at"))
@@ -107,33 +182,6 @@ LEVEL_BUILD = obj({
                                                        "ended before it finished)"},
 }, ("phase", "state", "stale", "built_at", "built_by", "documents_at_build",
     "changed_since_build", "changed_share", "rebuild_share", "building_job"))
-
-INDEX_DETAIL: Schema = {"allOf": [ref("Index"), obj({
-    "documents": {"type": "integer", "minimum": 0},
-    "units": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
-              "description": "units per kind (" + ", ".join(UnitKind) + ")"},
-    "status": {"type": "string", "enum": [s.value for s in IndexStatus],
-               "description": "partial: work is outstanding; an ingest of the same input "
-                              "or POST /v1/indexes/{name}/repair completes it"},
-    "outstanding": obj({
-        "documents": {"type": "integer", "minimum": 0,
-                      "description": "documents stored but not fully indexed"},
-        "changed_text": {"type": "integer", "minimum": 0,
-                         "description": "of those, text marked indexed that its units were "
-                                        "not built from (counted only with ?verify=true)"},
-        "failed": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
-                   "description": "items that failed for good, per phase"},
-        "items": {"type": "array", "items": FAILED_ITEM,
-                  "description": "the first failed items, with their reasons"},
-    }, ("documents", "failed", "items")),
-    "running_jobs": {"type": "array", "items": {"type": "string"}},
-    "levels": {"type": "array", "items": LEVEL_BUILD,
-               "description": "the levels phases the index's method builds only on request "
-                              "(global trees): how stale each is; POST "
-                              "/v1/indexes/{name}/rebuild builds them again"},
-}, ("documents", "units", "status", "outstanding", "running_jobs", "levels"))]}
-
-
 
 def index_methods(settings: Settings) -> Schema:
     """How this server can build an index: a method that needs an LLM only with one
@@ -249,11 +297,6 @@ DOCUMENT = obj({"id": _DOC_ID, "title": {"type": ["string", "null"]},
                 "text": {"type": "string", "pattern": NOT_BLANK},
                 "metadata": {"type": ["object", "null"]}}, ("text",))
 
-DELETE_DOCUMENTS = obj({"ids": {
-    "type": "array", "minItems": 1,
-    "items": {"type": "string", "pattern": NOT_BLANK, "maxLength": MAX_DOC_ID_CHARS}}},
-    ("ids",), closed=True)
-
 EVENT = obj({"id": {"type": "string"}, "type": {"type": "string"}, "index": INDEX_NAME,
              "job_id": {"type": "string"}, "data": {"type": "object"},
              "created_at": TIMESTAMP}, ("id", "type", "index", "job_id", "data", "created_at"))
@@ -275,45 +318,9 @@ EVENT_TOKEN = obj({
                    "then keeps going, a later (re)connection is a 401"},
 }, ("token", "index", "expires_at"))
 
-WEBHOOK = obj({"id": {"type": "string"}, "index": INDEX_NAME, "url": {"type": "string"},
-               "created_at": TIMESTAMP,
-               "allow_private": {"type": ["boolean", "null"], "description": (
-                   "whether deliveries may reach loopback, private and other internal "
-                   "addresses: HOPINDEX_WEBHOOK_ALLOW_PRIVATE of the process that "
-                   "registered it, obeyed by every process that delivers; null for a "
-                   "webhook registered before it was recorded (each delivering "
-                   "process's own setting decides)")}},
-              ("id", "index", "url", "created_at"))
-
-# A Standard Webhooks secret: whsec_ and the base64 of 24 to 64 bytes; or (as before
-# that form) any text that is not blank, whose UTF-8 bytes are the key.
-WEBHOOK_SECRET_PATTERN = (r"^(?:whsec_(?:[A-Za-z0-9+/]{4}){8,21}(?:[A-Za-z0-9+/]{2}==)?"
-                          r"|whsec_(?:[A-Za-z0-9+/]{4}){8,20}[A-Za-z0-9+/]{3}="
-                          r"|(?!whsec_)[\s\S]*" + NOT_BLANK + r"[\s\S]*)$")
-
-NEW_WEBHOOK = obj({
-    "index": INDEX_NAME,
-    "url": {"type": "string", "format": "uri", "pattern": "^https?://[^/:?#\\s]+",
-            "maxLength": MAX_URL_CHARS,
-            "description": "where events are POSTed; a 400 naming url when its host is, in "
-                           "any spelling, a loopback, private, link-local, cloud metadata, "
-                           "multicast, reserved or unspecified address or a localhost name "
-                           "(unless the server sets HOPINDEX_WEBHOOK_ALLOW_PRIVATE, which "
-                           "the webhook then keeps: see allow_private)"},
-    "secret": {"type": "string", "pattern": WEBHOOK_SECRET_PATTERN,
-               "maxLength": MAX_SECRET_CHARS,
-               "description": "the signing key, whsec_ + base64 of 24 to 64 bytes (other "
-                              "text: its UTF-8 bytes); omit it for a random one. The answer "
-                              "shows it once, in whsec_ form; null is refused"},
-}, ("index", "url"), closed=True)
-
 READINESS = obj({"status": {"type": "string", "enum": ["ready", "unavailable"]},
                  "checks": {"type": "object", "additionalProperties": {"type": "string"}}},
                 ("status", "checks"))
-
-
-WEIGHT: Schema = {"type": "number", "minimum": 0, "default": 1,
-                  "description": "how much this engine's ranking counts in hybrid fusion"}
 
 
 def or_null(schema: Schema) -> Schema:
@@ -329,31 +336,14 @@ def or_null(schema: Schema) -> Schema:
     return nullable
 
 
-def query_request(settings: Settings) -> Schema:
+def query_request(settings: Settings) -> dict[str, Schema]:
+    """The QueryRequest model's components, with what the settings and the registry
+    say: the longest question, each method's own options, the rules across fields."""
+    found = model_schemas({"QueryRequest": QueryRequest}, "validation")
+    schema = found["QueryRequest"]
+    schema["properties"]["question"]["maxLength"] = settings.api_max_query_chars
     schemas = option_schemas()
-    optional: dict[str, Schema] = {
-        "method": {"type": "string", "enum": query_method_names(),
-                   "maxLength": MAX_METHOD_CHARS,
-                   "description": "the query method (default: the first default query "
-                                  "method of the index's method); one that cannot read the "
-                                  "index's units is a 400 naming those that can; those that "
-                                  "answer with an LLM need one configured (else 422)"},
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 5},
-        "retrieval": enum_of(Retrieval),
-        "fusion": enum_of(FusionMode),
-        "candidates": {"type": "integer", "minimum": 1, "maximum": MAX_CANDIDATES,
-                       "description": "hits fetched per engine before fusion (raised to k "
-                                      "when smaller)"},
-        "dense_weight": WEIGHT, "keyword_weight": WEIGHT,
-        "options": _options(schemas),
-    }
-    schema = obj({
-        "question": {"type": "string", "pattern": NOT_BLANK,
-                     "maxLength": settings.api_max_query_chars},
-        **{name: or_null(field) for name, field in optional.items()},
-    }, ("question",), closed=True)
-    schema["description"] = (f"at most {MAX_QUERY_BODY_BYTES:,} bytes of JSON; an optional "
-                             "field sent as null means its default, as if left out")
+    schema["properties"]["options"] = or_null(_options(schemas))
     # One engine may be silenced, not both.
     schema["not"] = {"required": ["dense_weight", "keyword_weight"],
                      "properties": {"dense_weight": {"const": 0}, "keyword_weight": {"const": 0}}}
@@ -369,7 +359,7 @@ def query_request(settings: Settings) -> Schema:
                                    "properties": {"method": {"const": method}}},
                             "then": {"properties": {"options": or_null(options)}}}
                            for method, options in sorted(schemas.items())]
-    return schema
+    return found
 
 
 def _options(schemas: dict[str, Schema]) -> Schema:
@@ -386,6 +376,30 @@ def _options(schemas: dict[str, Schema]) -> Schema:
                            "take is a 400 naming options.NAME"}
 
 
+def model_components(settings: Settings) -> dict[str, Schema]:
+    """The components the models give: request bodies as the handlers validate them,
+    results as the client reads them, with what a model leaves open said here."""
+    found = {
+        **model_schemas({"BudgetLimits": BudgetRequest, "DeleteDocuments": DeleteDocuments,
+                         "NewWebhook": NewWebhook, "RejectLink": RejectLink,
+                         "CreateIndex": CreateIndex}, "validation"),
+        **query_request(settings),
+        **model_schemas({"Index": IndexSummary, "IndexDetail": IndexDescription,
+                         "IndexBudget": IndexBudget, "Webhook": WebhookInfo,
+                         "IngestPlan": IngestPlanView, "TransferCounts": TransferCounts,
+                         "OperationInfo": OperationInfo}),
+    }
+    # Which methods need an LLM is the server's to say: it offers those only with one.
+    graft(found["CreateIndex"], method=or_null(index_methods(settings)))
+    graft(found["Index"], name=INDEX_NAME)
+    graft(found["IndexDetail"], name=INDEX_NAME,
+          units={"description": "units per kind (" + ", ".join(UnitKind) + ")"},
+          levels={"items": ref("LevelBuild")})
+    graft(found["OutstandingWork"], items={"items": ref("FailedItem")})
+    found.update(LevelBuild=LEVEL_BUILD, FailedItem=FAILED_ITEM)
+    return found
+
+
 def components(settings: Settings) -> dict[str, Any]:
     return {
         "securitySchemes": {
@@ -400,16 +414,13 @@ def components(settings: Settings) -> dict[str, Any]:
                                "/v1/indexes/{name}/events/token, valid for "
                                f"{EVENT_TOKEN_TTL_S // 60} minutes; never an API key"}},
         "schemas": {
-            "Error": ERROR, "Index": INDEX, "IndexDetail": INDEX_DETAIL,
-            # A method of null is the default one, as if left out.
-            "CreateIndex": obj({"name": INDEX_NAME, "method": or_null(index_methods(settings))},
-                               ("name",), closed=True),
-            "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
-            "Job": job_schema(), "Document": DOCUMENT, "DeleteDocuments": DELETE_DOCUMENTS,
-            "QueryRequest": query_request(settings), "Event": EVENT,
-            "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
-            "Webhook": WEBHOOK,
-            "NewWebhook": NEW_WEBHOOK, "Readiness": READINESS,
+            **model_components(settings),
+            "Error": ERROR, "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
+            # Job and Event are runtime records with their own as_dict, no model: their
+            # schemas are written here.
+            "Job": job_schema(), "Document": DOCUMENT,
+            "Event": EVENT, "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
+            "Readiness": READINESS,
             "OnError": enum_of(OnError), "StreamMode": enum_of(StreamMode),
         },
     }

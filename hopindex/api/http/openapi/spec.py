@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from hopindex.api.client.requests import NOT_BLANK
 from hopindex.api.http.openapi.budget import BUDGET_SCHEMAS, COST, JOB_FIELDS, TOKENS
 from hopindex.api.http.openapi.links import LINK_SCHEMAS
-from hopindex.api.http.openapi.plan import PLAN_SCHEMAS
+from hopindex.api.http.openapi.plan import INGEST_PLAN_FIELDS, PLAN_SCHEMAS
 from hopindex.api.http.openapi.query import QUERY_SCHEMAS
-from hopindex.api.http.openapi.schemas import NOT_BLANK, components, index_methods, ref
+from hopindex.api.http.openapi.schemas import components, graft, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
 from hopindex.api.http.routes.docs import (
@@ -24,8 +25,13 @@ from hopindex.api.http.routes.docs import (
     SCRIPT_TYPE,
 )
 from hopindex.api.http.routes.events import EVENT_ID_PATTERN
-from hopindex.api.http.routes.export import EXPORT_TYPE
+from hopindex.api.http.routes.export import EXPORT_TYPE, IMPORT_PATH
 from hopindex.api.http.routes.jobs import DEFAULT_LIST, JOB_ID_PATTERN, MAX_LIST
+from hopindex.api.http.routes.operations import (
+    OPERATION_NAME_PATTERN,
+    OPERATIONS_PATH,
+    RUN_PATH,
+)
 from hopindex.api.http.sse import EVENT_STREAM_TYPE
 from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
 from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
@@ -33,7 +39,7 @@ from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.json_input import MAX_JSON_DEPTH, MAX_JSON_NUMBER_CHARS
 from hopindex.core.settings import MetricsAccess, Settings
 from hopindex.core.text import MAX_METADATA_DEPTH
-from hopindex.methods.registry import default_index_method
+from hopindex.methods.registry import default_index_method, index_method_names, list_operations
 
 Operation = dict[str, Any]
 
@@ -258,7 +264,64 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                                "records), for `hopindex import` into other backends; 409 "
                                "(index_busy) while a job of the index runs"},
         },
+        IMPORT_PATH: {
+            "post": {**_op("Import an index", {
+                **_ok(201, "imported: what the file held, per kind of record",
+                      ref("TransferCounts")),
+                **_errors(409, 413, 415, 422)},
+                body={EXPORT_TYPE: {"schema": {
+                    "type": "string", "description": "an export file, as GET "
+                    "/v1/indexes/{name}/export streams it and `hopindex export` writes it "
+                    "(uncompressed)"}}}),
+                "description": "Loads an export file into a new index of the name its "
+                               "header carries (a key limited to some indexes may import "
+                               "only those): 409 (index_exists) when an index of that name "
+                               "is here, 422 when the export's vectors come from another "
+                               "embedding model than this server's, 400 naming the line of "
+                               "a malformed file; at most HOPINDEX_API_MAX_BODY_BYTES "
+                               f"({settings.api_max_body_bytes:,} bytes here)"},
+        },
+        RUN_PATH: {
+            "parameters": [INDEX_PARAM, _param(
+                "operation", "path", _operation_names(),
+                "the operation, group.verb, as GET /v1/operations lists it")],
+            "post": {**_op("Run an operation", {
+                **_ok(200, "the operation's JSON value", {}),
+                **_errors(404, 413, 415)}),
+                "requestBody": {"required": False, "content": _json(_operation_params())},
+                "description": "Runs an operation the index's method registers: a name no "
+                               "method has is a 400 on field operation, one the index's "
+                               "method lacks a 400 on field method naming the methods that "
+                               "have it, a parameter it does not take or lacks a 400 naming "
+                               "it; an operation that writes needs a write key (403 "
+                               "otherwise)"},
+        },
     }
+
+
+def _operation_names() -> dict[str, Any]:
+    """The names the installed methods register (a pattern when there are none)."""
+    names = sorted({o.name for o in list_operations()})
+    schema: dict[str, Any] = {"type": "string", "pattern": OPERATION_NAME_PATTERN}
+    if names:
+        schema["enum"] = names
+    return schema
+
+
+def _operation_params() -> dict[str, Any]:
+    """The body: every parameter some operation takes, as text of at most its longest
+    limit. Which operation takes which (and needs which) is each one's own: GET
+    /v1/operations lists them, and a parameter the operation does not take, or one it
+    needs left out, is a 400 naming it."""
+    limits: dict[str, int] = {}
+    for operation in list_operations():
+        for param in operation.params:
+            limits[param.name] = max(limits.get(param.name, 0), param.max_chars)
+    return {"type": "object", "additionalProperties": False,
+            "properties": {name: {"type": "string", "maxLength": limit}
+                           for name, limit in sorted(limits.items())},
+            "description": "the operation's parameters by name, as GET /v1/operations "
+                           "lists them; none: an empty object or no body"}
 
 
 def _metrics_path(settings: Settings) -> dict[str, Any]:
@@ -334,6 +397,14 @@ def _other_paths() -> dict[str, Any]:
                                            "properties": {"secret": {"type": "string"}}}]}),
                 **_errors(413, 415)}, tag="webhooks", body=_json(ref("NewWebhook"))),
         },
+        OPERATIONS_PATH: {"get": _op("List operations", {**_ok(
+            200, "the operations index methods register, by method then name", {
+                "type": "object", "required": ["operations"],
+                "properties": {"operations": {"type": "array",
+                                              "items": ref("OperationInfo")}}}),
+            **_errors()}, tag="operations", params=[_param(
+                "method", "query", {"type": "string", "enum": index_method_names()},
+                "only this index method's operations")])},
         "/v1/webhooks/{webhook_id}": {
             "parameters": [_param("webhook_id", "path", {"type": "string"}, "webhook id")],
             "delete": _op("Remove a webhook", {**_ok(204, "removed", None), **_errors(404)},
@@ -398,4 +469,6 @@ def _components(settings: Settings) -> dict[str, Any]:
     found["schemas"].update(QUERY_SCHEMAS)
     found["schemas"].update(BUDGET_SCHEMAS)
     found["schemas"]["Job"]["properties"].update(JOB_FIELDS)
+    graft(found["schemas"]["IngestPlan"], **INGEST_PLAN_FIELDS)
+    graft(found["schemas"]["IndexBudget"], budget=ref("Budget"))
     return found

@@ -11,6 +11,7 @@ from hopindex.api.http.routes import (
     indexes,
     jobs,
     links,
+    operations,
     query,
     service,
     webhooks,
@@ -18,7 +19,7 @@ from hopindex.api.http.routes import (
 from hopindex.api.http.routing import Route
 
 ALL_ROUTES: list[Route] = [
-    *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *links.ROUTES, *jobs.ROUTES,
-    *events.ROUTES, *export.ROUTES, *webhooks.ROUTES, *service.ROUTES, *docs.ROUTES,
-    *metrics.ROUTES,
+    *indexes.ROUTES, *documents.ROUTES, *query.ROUTES, *links.ROUTES, *operations.ROUTES,
+    *jobs.ROUTES, *events.ROUTES, *export.ROUTES, *webhooks.ROUTES, *service.ROUTES,
+    *docs.ROUTES, *metrics.ROUTES,
 ]

@@ -6,19 +6,18 @@ import re
 
 from aiohttp import web
 
+from hopindex.api.client.local import LocalJobs
+from hopindex.api.client.requests import BudgetRequest
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
-    BUDGET_FIELDS,
-    body_limits,
-    check_fields,
     index_name,
     query_int,
     query_string,
     read_json_object,
     require_prices,
+    validated,
 )
 from hopindex.api.http.routing import Guard, Route, context, principal, require_index_scope
-from hopindex.api.service import Hopindex
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Job, JobState
@@ -36,8 +35,8 @@ def _job_id(request: web.Request) -> str:
     return job_id
 
 
-def _scoped_jobs(service: Hopindex, indexes: frozenset[str], limit: int) -> list[Job]:
-    found = [j for index in sorted(indexes) for j in service.list_jobs(index, limit)]
+def _scoped_jobs(jobs: LocalJobs, indexes: frozenset[str], limit: int) -> list[Job]:
+    found = [j for index in sorted(indexes) for j in jobs.list_jobs(index, limit)]
     return sorted(found, key=lambda j: j.created_at, reverse=True)[:limit]
 
 
@@ -49,17 +48,17 @@ async def list_jobs(request: web.Request) -> web.Response:
     if index is not None:
         index = index_name(index)
         require_index_scope(request, index)
-        jobs = await ctx.blocking.run(ctx.service.list_jobs, index, limit)
+        jobs = await ctx.blocking.run(ctx.client.jobs.list_jobs, index, limit)
     elif who.indexes is None:
-        jobs = await ctx.blocking.run(ctx.service.list_jobs, None, limit)
+        jobs = await ctx.blocking.run(ctx.client.jobs.list_jobs, None, limit)
     else:
-        jobs = await ctx.blocking.run(_scoped_jobs, ctx.service, who.indexes, limit)
+        jobs = await ctx.blocking.run(_scoped_jobs, ctx.client.jobs, who.indexes, limit)
     return web.json_response({"jobs": [j.as_dict() for j in jobs]})
 
 
 async def _scoped_job(request: web.Request) -> Job:
     ctx = context(request)
-    job = await ctx.blocking.run(ctx.service.get_job, _job_id(request))
+    job = await ctx.blocking.run(ctx.client.jobs.get_job, _job_id(request))
     require_index_scope(request, job.index)
     return job
 
@@ -73,7 +72,7 @@ async def cancel_job(request: web.Request) -> web.Response:
     # A job that ends between the read and the cancel is refused by cancel_job itself
     # (JobFinishedError, 409): the rule lives there, not here.
     job = await _scoped_job(request)
-    cancelled = await ctx.blocking.run(ctx.service.cancel_job, job.job_id)
+    cancelled = await ctx.blocking.run(ctx.client.jobs.cancel_job, job.job_id)
     return web.json_response(cancelled.as_dict())
 
 
@@ -82,23 +81,21 @@ async def resume_job(request: web.Request) -> web.Response:
     paused). The optional body's limits replace the job's own."""
     ctx = context(request)
     body = await read_json_object(request) if request.body_exists else {}
-    check_fields(body, BUDGET_FIELDS)
-    limits = body_limits(body)
-    require_prices(ctx.service, limits)
+    limits = validated(BudgetRequest, body).limits()
+    require_prices(ctx.client, limits)
     job = await _scoped_job(request)
     if job.state is not JobState.PAUSED:
         raise _not_paused(job)
-    resumed = await ctx.blocking.run(_resume, ctx.service, job.job_id, limits)
+    resumed = await ctx.blocking.run(_resume, ctx.client.jobs, job.job_id, limits)
     return web.json_response(resumed.as_dict())
 
 
-def _resume(service: Hopindex, job_id: str, limits: BudgetLimits) -> Job:
+def _resume(jobs: LocalJobs, job_id: str, limits: BudgetLimits) -> Job:
     try:
-        return service.resume_job(job_id, max_llm_tokens=limits.max_llm_tokens,
-                                  max_cost=limits.max_cost)
+        return jobs.resume_job(job_id, limits)
     except InvalidInputError as exc:
         # It stopped being paused since it was read: a conflict with its state, as above.
-        job = service.get_job(job_id)
+        job = jobs.get_job(job_id)
         if exc.where == "job_id" and job.state is not JobState.PAUSED:
             raise _not_paused(job) from None
         raise

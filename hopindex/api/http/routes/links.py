@@ -1,19 +1,22 @@
 """``/v1/indexes/{name}/links``: a ``kgbridge`` index's SAME_AS links, listed and
-rejected by hand."""
+rejected by hand.
+
+Aliases of the ``links.list`` and ``links.reject`` operations the method registers
+(``/v1/indexes/{name}/operations/{operation}``), kept for the clients written against
+them: they answer as they always have, and run the operations through the client, so
+this module names no method.
+"""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from hopindex.api.http.params import (
-    body_string,
-    check_fields,
-    index_name,
-    query_string,
-    read_json_object,
-)
+from hopindex.api.client.requests import LINK_REJECT, RejectLink
+from hopindex.api.http.params import index_name, query_string, read_json_object, validated
 from hopindex.api.http.routing import Guard, Route, context
-from hopindex.api.links import MAX_BY_CHARS
+
+LIST = "links.list"
+REJECT = LINK_REJECT
 
 
 async def list_links(request: web.Request) -> web.Response:
@@ -22,7 +25,8 @@ async def list_links(request: web.Request) -> web.Response:
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
     entity = query_string(request, "entity")
-    found = await ctx.blocking.run(ctx.service.list_links, name, entity)
+    params = {} if entity is None else {"entity": entity}
+    found = await ctx.blocking.run(ctx.client.operations.run_operation, name, LIST, params)
     return web.json_response({"links": found})
 
 
@@ -32,10 +36,9 @@ async def reject_link(request: web.Request) -> web.Response:
     ctx = context(request)
     name = index_name(request.match_info["name"], field="name")
     link_id = request.match_info["link_id"]
-    body = await read_json_object(request)
-    check_fields(body, ("by",), required=("by",))
-    by = body_string(body, "by", required=True, max_chars=MAX_BY_CHARS) or ""
-    rejected = await ctx.blocking.run(ctx.service.reject_link, name, link_id, by)
+    by = validated(RejectLink, await read_json_object(request)).by
+    rejected = await ctx.blocking.run(ctx.client.operations.run_operation, name, REJECT,
+                                      {"link_id": link_id, "by": by})
     return web.json_response(rejected)
 
 

@@ -36,11 +36,7 @@ def _ping_broker(url: str) -> None:
 
 
 def _checks(ctx: ApiContext) -> dict[str, Callable[[], object]]:
-    backends = ctx.service.backends
-    checks: dict[str, Callable[[], object]] = {
-        "state": backends.state.list_indexes,
-        "events": backends.events.last_event_id,
-    }
+    checks = ctx.client.store_probes()
     if ctx.settings.broker_url:
         url = ctx.settings.broker_url
         checks["broker"] = lambda: _ping_broker(url)

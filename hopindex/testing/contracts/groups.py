@@ -17,7 +17,7 @@ import pytest
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Group
-from tests.backends.contracts.state_records import doc
+from hopindex.testing.contracts.state_records import doc
 
 BRIDGE = "bridge"
 TREE = "raptor.tree"

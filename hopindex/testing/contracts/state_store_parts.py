@@ -14,7 +14,7 @@ import pytest
 from hopindex.backends.protocols import StateStore
 from hopindex.core.errors import BackendError, InvalidInputError, NotFoundError
 from hopindex.core.models import Dispatch, ItemError, Job, JobKind, JobState, Stage
-from tests.backends.contracts.state_records import LEXICON, NER, TITLE, mention, new_job
+from hopindex.testing.contracts.state_records import LEXICON, NER, TITLE, mention, new_job
 
 
 class EntityCatalogueContract:

@@ -1,6 +1,6 @@
 """The ``StateStore`` contract: what every state adapter must do, embedded or server.
 
-The entity-catalogue and job tests live in ``state_contract_parts`` and are
+The entity-catalogue and job tests live in ``state_store_parts`` and are
 mixed in here, so an adapter's test module subclasses this one class only.
 """
 
@@ -16,9 +16,8 @@ import pytest
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.core.errors import InvalidIndexNameError, InvalidInputError, NotFoundError
 from hopindex.core.models import Document, UnitKind
-from tests.backends.contracts.failed_items_contract import FailedItemsContract
-from tests.backends.contracts.state_contract_parts import EntityCatalogueContract, JobStoreContract
-from tests.backends.contracts.state_records import (
+from hopindex.testing.contracts.failed_items import FailedItemsContract
+from hopindex.testing.contracts.state_records import (
     NER,
     TITLE,
     doc,
@@ -27,6 +26,7 @@ from tests.backends.contracts.state_records import (
     new_job,
     unit,
 )
+from hopindex.testing.contracts.state_store_parts import EntityCatalogueContract, JobStoreContract
 
 
 class StateStoreContract(EntityCatalogueContract, JobStoreContract, FailedItemsContract):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from hopindex.backends.state.connection import dumps
 from hopindex.core.ids import content_hash, job_id, unit_id
 from hopindex.core.models import (
     Document,
@@ -41,13 +40,6 @@ def analysis(n: int) -> TextAnalysis:
     return TextAnalysis(sentences=(Sentence(0, 10), Sentence(11, 20 + n)),
                         entities=(EntitySpan("Paris", "GPE", 0, 5),
                                   EntitySpan(f"Entity {n}", "ORG", 11, 19)))
-
-
-def encoded_analysis(analysis: TextAnalysis) -> str:
-    """An analysis as the stores' layout before records kept it (the SQLite ``analyses``
-    table, the Redis ``analysis`` hash): what their layout upgrades copy into records."""
-    return dumps({"s": [[s.start, s.end] for s in analysis.sentences],
-                  "e": [[e.text, e.label, e.start, e.end] for e in analysis.entities]})
 
 
 def mention(entity: str, doc_id: str, source: MentionSource = NER, count: int = 1) -> EntityMention:

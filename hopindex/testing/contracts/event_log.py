@@ -22,7 +22,7 @@ import pytest
 from hopindex.backends.protocols import EventLog
 from hopindex.core.errors import BackendError, InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
-from tests.waiting import wait_until
+from hopindex.testing.waiting import wait_until
 
 STARTED, PROGRESS, READY = EventType.JOB_STARTED, EventType.JOB_PROGRESS, EventType.INDEX_READY
 

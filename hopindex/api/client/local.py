@@ -1,0 +1,391 @@
+"""``Client.local()``: the client over the service in this process.
+
+Every rule a front door used to keep for itself lives here or below (the service,
+the scheduler), so the HTTP API, which serves this client's results, and the CLI,
+which drives either client, answer alike: an index created twice is an
+``IndexExistsError``, a query option its method does not take an
+``InvalidInputError`` naming it, a finished job cancelled a ``JobFinishedError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from hopindex.api.client.models import (
+    IndexBudget,
+    IndexDescription,
+    IndexSummary,
+    IngestPlanView,
+    OperationInfo,
+    TransferCounts,
+    WebhookInfo,
+)
+from hopindex.api.client.protocol import Client, IngestSource
+from hopindex.api.client.records import read_records, split_source
+from hopindex.core.budget import BudgetLimits
+from hopindex.core.errors import IndexExistsError, InvalidInputError, NotFoundError
+from hopindex.core.ids import validate_index_name
+from hopindex.methods.base import QueryOptions, QueryResult
+
+if TYPE_CHECKING:
+    from hopindex.api.service import Hopindex
+    from hopindex.backends.embedder.fast_start import PreparesQueries
+    from hopindex.core.events import Event
+    from hopindex.core.models import Job
+    from hopindex.methods.operations import MethodOperation
+    from hopindex.readers import ReadResult
+    from hopindex.scheduler.writers import Announce, WaitPolicy
+
+
+def _policy(wait: bool) -> WaitPolicy:
+    from hopindex.scheduler.writers import WaitPolicy
+
+    # Not waiting for the job means not waiting for its turn either: behind another job
+    # of its index it is refused at once (IndexBusyError), as a server without workers
+    # refuses it.
+    return WaitPolicy.WAIT if wait else WaitPolicy.NO_WAIT
+
+
+class LocalIndexes:
+    def __init__(self, client: LocalClient) -> None:
+        self._client = client
+
+    @property
+    def _service(self) -> Hopindex:
+        return self._client.service
+
+    def list_indexes(self) -> list[IndexSummary]:
+        from hopindex.api.client.views import index_view
+
+        return [IndexSummary.model_validate(index_view(i))
+                for i in self._service.list_indexes()]
+
+    def create_index(self, name: str, method: str | None = None) -> IndexDescription:
+        from hopindex.scheduler.submit import ensure_index
+
+        validate_index_name(name)
+        service = self._service
+        if service.backends.state.get_index(name) is not None:
+            raise IndexExistsError(f"index {name!r} exists; ingest into it, or delete it "
+                                   "first")
+        ensure_index(service.runtime, name, method)
+        return self.describe_index(name)
+
+    def describe_index(self, name: str, *, verify: bool = False) -> IndexDescription:
+        from hopindex.api.client.views import describe_index
+
+        return IndexDescription.model_validate(describe_index(self._service, name,
+                                                              verify=verify))
+
+    def delete_index(self, name: str) -> None:
+        self._service.delete_index(name)
+
+    def get_budget(self, name: str) -> IndexBudget:
+        from hopindex.api.client.views import index_budget
+
+        return IndexBudget.model_validate(index_budget(self._service, name))
+
+    def set_budget(self, name: str, limits: BudgetLimits) -> IndexBudget:
+        from hopindex.api.client.views import set_index_budget
+
+        return IndexBudget.model_validate(set_index_budget(self._service, name, limits))
+
+    def repair_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+                     announce: Announce | None = None) -> Job:
+        job = self._service.repair_index(name, job_id=job_id, wait=_policy(wait),
+                                         announce=announce)
+        return self._client.settled(job, wait)
+
+    def rebuild_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+                      announce: Announce | None = None) -> Job:
+        job = self._service.rebuild_index(name, job_id=job_id, wait=_policy(wait),
+                                          announce=announce)
+        return self._client.settled(job, wait)
+
+    def export_index(self, name: str, path: Path) -> TransferCounts:
+        from hopindex.api.transfer import export_index
+
+        self._service.require_index(name)
+        return TransferCounts.model_validate(
+            export_index(self._service.backends, name, path).as_dict())
+
+    def export_records(self, name: str) -> Iterator[dict[str, Any]]:
+        """The export's records one by one, as ``export_index`` writes them (what the
+        HTTP API streams)."""
+        from hopindex.api.transfer import IndexExport
+
+        self._service.require_index(name)
+        return IndexExport(self._service.backends, name).records()
+
+    def import_index(self, path: Path) -> TransferCounts:
+        from hopindex.api.transfer import import_index
+
+        name = self.export_name(path)
+        if self._service.backends.state.get_index(name) is not None:
+            raise IndexExistsError(f"index {name!r} exists here; delete it first, or import "
+                                   "into backends that do not hold it (unit ids are tied to "
+                                   "the index name)")
+        return TransferCounts.model_validate(
+            import_index(self._service.backends, path).as_dict())
+
+
+    def export_name(self, path: Path) -> str:
+        """The name of the index an export file holds (its header's), which importing it
+        creates; a file that does not start with a header is an ``InvalidInputError``
+        naming where (what the HTTP API checks a key's indexes against)."""
+        from hopindex.api import transfer_format as fmt
+        from hopindex.api import transfer_v1 as v1
+
+        with fmt.open_text(path, "r") as handle:
+            records = fmt.read_records(handle, path, fmt.RECORD_TYPES + v1.RECORD_TYPES)
+            first = next(records, None)
+        if first is None:
+            raise InvalidInputError("empty file", where=str(path))
+        where, record = first
+        try:
+            info, _ = fmt.header_info(record, where, (v1.VERSION, fmt.VERSION))
+        except (KeyError, TypeError, ValueError) as exc:
+            # A header of the right format with a field missing or of the wrong type.
+            raise InvalidInputError(f"malformed header: {exc!r}", where=where) from None
+        return validate_index_name(info.name)
+
+
+class LocalJobs:
+    def __init__(self, client: LocalClient) -> None:
+        self._client = client
+
+    def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
+        return self._client.service.list_jobs(index, limit)
+
+    def get_job(self, job_id: str) -> Job:
+        return self._client.service.get_job(job_id)
+
+    def find_job(self, job_id: str) -> Job | None:
+        """The job, or None (what a progress display polls)."""
+        return self._client.service.backends.state.get_job(job_id)
+
+    def wait_for_job(self, job_id: str, timeout_s: float | None = None) -> Job:
+        from hopindex.api.progress import WaitUntil, wait_for_job
+
+        return wait_for_job(self._client.service.backends.state, job_id, timeout_s=timeout_s,
+                            until=WaitUntil.SETTLED)
+
+    def cancel_job(self, job_id: str, *, reason: str | None = None) -> Job:
+        """``reason``: what the record says instead of "cancelled by request", when the
+        process stops the job for a reason of its own (a server shutting down)."""
+        return self._client.service.cancel_job(job_id, reason=reason)
+
+    def resume_job(self, job_id: str, limits: BudgetLimits | None = None) -> Job:
+        limits = limits or BudgetLimits()
+        return self._client.service.resume_job(job_id, max_llm_tokens=limits.max_llm_tokens,
+                                               max_cost=limits.max_cost)
+
+
+class LocalEvents:
+    def __init__(self, client: LocalClient) -> None:
+        self._client = client
+
+    def iterate_events(self, index: str | None = None, after_id: str | None = None, *,
+                       follow: bool = False) -> Iterator[Event]:
+        from hopindex.api.events import follow_events
+
+        if index is not None:
+            validate_index_name(index)
+        return follow_events(self._client.service.backends.events, index=index,
+                             after_id=after_id, follow=follow)
+
+
+class LocalWebhooks:
+    def __init__(self, client: LocalClient) -> None:
+        self._client = client
+
+    def add_webhook(self, index: str, url: str, secret: str | None = None) -> WebhookInfo:
+        from hopindex.api.events import register_webhook, webhook_view
+
+        service = self._client.service
+        validate_index_name(index)
+        hook = register_webhook(service.backends.events, index, url, secret,
+                                allow_private=service.settings.webhook_allow_private)
+        return WebhookInfo.model_validate(webhook_view(hook, with_secret=True))
+
+    def list_webhooks(self, index: str | None = None) -> list[WebhookInfo]:
+        from hopindex.api.events import webhook_view
+
+        if index is not None:
+            validate_index_name(index)
+        return [WebhookInfo.model_validate(webhook_view(h))
+                for h in self._client.service.backends.events.list_webhooks(index)]
+
+    def remove_webhook(self, webhook_id: str) -> None:
+        if not self._client.service.backends.events.delete_webhook(webhook_id):
+            raise NotFoundError(f"no webhook {webhook_id!r}")
+
+
+class LocalOperations:
+    def __init__(self, client: LocalClient) -> None:
+        self._client = client
+
+    def list_operations(self, method: str | None = None) -> list[OperationInfo]:
+        from hopindex.methods.registry import list_operations
+
+        return [OperationInfo.model_validate(o.describe()) for o in list_operations(method)]
+
+    def find_operation(self, index: str, name: str) -> MethodOperation:
+        """Operation ``name`` of the index's method, as ``run_operation`` finds it (an
+        unknown index: ``NotFoundError``; no such operation for its method: an
+        ``InvalidInputError`` naming ``method``), so that a front door can check the
+        access it needs before running it."""
+        from hopindex.methods.registry import get_operation
+
+        info = self._client.service.require_index(index)
+        return get_operation(index, info.method, name)
+
+    def run_operation(self, index: str, name: str,
+                      params: Mapping[str, str] | None = None) -> Any:
+        from hopindex.methods.registry import get_operation
+
+        service = self._client.service
+        info = service.require_index(index)
+        operation = get_operation(index, info.method, name)
+        return operation.run(service.backends.state, info.name,
+                             operation.check_params(params or {}))
+
+
+class LocalClient(Client):
+    """The service in this process behind the client's interface."""
+
+    @property
+    def is_remote(self) -> bool:
+        return False
+
+    def __init__(self, service: Hopindex) -> None:
+        self.service = service
+        self.settings = service.settings
+        self._indexes = LocalIndexes(self)
+        self._jobs = LocalJobs(self)
+        self._events = LocalEvents(self)
+        self._webhooks = LocalWebhooks(self)
+        self._operations = LocalOperations(self)
+
+    @property
+    def indexes(self) -> LocalIndexes:
+        return self._indexes
+
+    @property
+    def jobs(self) -> LocalJobs:
+        return self._jobs
+
+    @property
+    def events(self) -> LocalEvents:
+        return self._events
+
+    @property
+    def webhooks(self) -> LocalWebhooks:
+        return self._webhooks
+
+    @property
+    def operations(self) -> LocalOperations:
+        return self._operations
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.service.close()
+
+    @property
+    def runs_jobs_here(self) -> bool:
+        """True when a job runs inside the call that submits it (no broker)."""
+        return not self.service.runs_on_workers
+
+    def embedder_to_prepare(self) -> PreparesQueries | None:
+        """The query embedder when it can export its model for fast starts
+        (``hopindex prepare-queries``); None when it has nothing to prepare."""
+        from hopindex.backends.embedder.fast_start import PreparesQueries
+
+        embedder = self.service.backends.embedder
+        return embedder if isinstance(embedder, PreparesQueries) else None
+
+    def warm_up_queries(self) -> None:
+        """Load the query embedder's model now, so that the next query's time is its own."""
+        self.service.backends.embedder.embed_query("warm up")
+
+    def check_limits(self, limits: BudgetLimits) -> None:
+        """Refuse limits this service cannot count before any work starts: a ``max_cost``
+        with no LLM prices set is an ``InvalidInputError`` naming it."""
+        from hopindex.scheduler.submit import check_budget
+
+        check_budget(self.service.runtime, limits)
+
+    def store_probes(self) -> dict[str, Callable[[], object]]:
+        """One cheap read of each store this client works on, by store, for a readiness
+        check (each raises when its store does not answer)."""
+        backends = self.service.backends
+        return {"state": backends.state.list_indexes, "events": backends.events.last_event_id}
+
+    def settled(self, job: Job, wait: bool) -> Job:
+        """``job`` once it ends or pauses, when asked to wait and workers run it."""
+        if wait and self.service.runs_on_workers and not job.state.is_final:
+            return self.jobs.wait_for_job(job.job_id)
+        return job
+
+    def read_source(self, source: IngestSource) -> ReadResult:
+        from hopindex.readers import read_paths
+
+        paths, records = split_source(source)
+        limit = self.settings.max_document_bytes
+        if records:
+            return read_records(records, max_document_bytes=limit)
+        return read_paths(paths, max_document_bytes=limit)
+
+    def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
+               wait: bool = True, limits: BudgetLimits | None = None,
+               job_id: str | None = None, announce: Announce | None = None) -> Job:
+        validate_index_name(index)
+        read = self.read_source(source)
+        return self.ingest_read(index, read, method=method, wait=wait, limits=limits,
+                                job_id=job_id, announce=announce)
+
+    def ingest_read(self, index: str, read: ReadResult, *, method: str | None = None,
+                    wait: bool = True, limits: BudgetLimits | None = None,
+                    job_id: str | None = None, announce: Announce | None = None) -> Job:
+        """``ingest`` of documents already read (the HTTP API reads its upload)."""
+        from hopindex.api.client.views import ingest_budget
+
+        budget = ingest_budget(self.service, index, limits or BudgetLimits())
+        job = self.service.ingest_documents(index, read.documents, read.errors, method=method,
+                                            job_id=job_id, budget=budget,
+                                            wait=_policy(wait), announce=announce)
+        return self.settled(job, wait)
+
+    def plan_ingest(self, index: str, source: IngestSource, *,
+                    method: str | None = None) -> IngestPlanView:
+        validate_index_name(index)
+        read = self.read_source(source)
+        return self.plan_read(index, read, method=method)
+
+    def plan_read(self, index: str, read: ReadResult, *,
+                  method: str | None = None) -> IngestPlanView:
+        plan = self.service.plan_ingest_documents(index, read.documents, read.errors,
+                                                  method=method)
+        return IngestPlanView.model_validate(plan.as_dict())
+
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None) -> QueryResult:
+        from dataclasses import replace
+
+        options = replace(options or QueryOptions(), k=k)
+        return self.service.query(index, question, method=method, options=options)
+
+    def delete_documents(self, index: str, doc_ids: Sequence[str], *, wait: bool = True,
+                         job_id: str | None = None, announce: Announce | None = None) -> Job:
+        job = self.service.delete_documents(index, doc_ids, job_id=job_id, wait=_policy(wait),
+                                            announce=announce)
+        return self.settled(job, wait)

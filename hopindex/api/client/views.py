@@ -1,0 +1,74 @@
+"""An index as the local client answers for it: its name, method, creation time and
+options (``index_view``); described, what it holds (documents, units per kind) and its
+status with what it is missing (``Outstanding.as_dict``); and its default LLM budget.
+The HTTP API serves these as they are, so every door shows the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hopindex.core.budget import BudgetLimits, index_default
+from hopindex.core.errors import NotFoundError
+from hopindex.core.ids import validate_index_name
+
+if TYPE_CHECKING:
+    from hopindex.api.service import Hopindex
+    from hopindex.backends.protocols import IndexInfo
+
+
+def index_view(info: IndexInfo) -> dict[str, Any]:
+    return {"name": info.name, "method": info.method, "created_at": info.created_at,
+            "options": info.options}
+
+
+def describe_index(service: Hopindex, name: str, *, verify: bool = False) -> dict[str, Any]:
+    """The index with its method, settings, documents, units per kind and status;
+    ``verify``: also read every document's text for text its units were not built from
+    (what ``repair --check`` asks)."""
+    validate_index_name(name)
+    info = service.backends.state.get_index(name)
+    if info is None:
+        raise NotFoundError(f"no index {name!r}")
+    units = service.backends.state.count_units(name)
+    return {**index_view(info), "documents": service.count_documents(name),
+            "units": {kind.value: n for kind, n in sorted(units.items())},
+            **service.outstanding(name, verify=verify).as_dict()}
+
+
+def ingest_budget(service: Hopindex, index: str, given: BudgetLimits) -> BudgetLimits | None:
+    """The budget an ingest of ``index`` runs with when ``given`` holds the limits asked
+    for: None (the index's default, applied when the job is created) when none is
+    given; otherwise the index's default with the given limits replacing its own, so a
+    flag for one kind never drops the default's limit of the other."""
+    if not given.is_limited:
+        return None
+    info = service.backends.state.get_index(validate_index_name(index))
+    default = index_default(info.options) if info is not None else BudgetLimits()
+    return default.with_overrides(max_llm_tokens=given.max_llm_tokens,
+                                  max_cost=given.max_cost)
+
+
+def budget_view(info: IndexInfo) -> dict[str, Any]:
+    """An index's default budget: ``{"index", "budget"}``, the budget holding the limits
+    set (an empty object: none)."""
+    return {"index": info.name, "budget": index_default(info.options).as_dict()}
+
+
+def index_budget(service: Hopindex, index: str) -> dict[str, Any]:
+    """``budget_view`` of ``index``; ``NotFoundError`` when there is no such index."""
+    info = service.backends.state.get_index(validate_index_name(index))
+    if info is None:
+        raise NotFoundError(f"no index {index!r}")
+    return budget_view(info)
+
+
+def set_index_budget(service: Hopindex, index: str, budget: BudgetLimits) -> dict[str, Any]:
+    """Store ``budget`` as the default of ``index``'s later jobs (no limits: none);
+    the default as it is then. A cost limit with no prices set is refused here, as an
+    ingest giving it would be, rather than refusing every later ingest."""
+    from hopindex.scheduler.submit import check_budget
+
+    validate_index_name(index)
+    check_budget(service.runtime, budget)
+    return budget_view(service.set_index_budget(index, budget))
