@@ -1,4 +1,5 @@
-"""Shared fixtures: clients of services over embedded backends in a temporary data dir."""
+"""Shared fixtures: clients of services over embedded backends in a temporary data dir,
+and clients in LLM mode against LLM test servers on loopback."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import pytest
 from hopindex import Client
 from hopindex.api.client.local import LocalClient
 from hopindex.api.client.models import IngestPlanView
-from hopindex.api.service import Hopindex
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.models import Job, JobState
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument, ReadResult
+from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 
-ServiceFactory = Callable[..., Hopindex]
 ClientFactory = Callable[..., LocalClient]
+LlmClientFactory = Callable[..., LocalClient]
 
 
 def local_client(settings: Settings) -> LocalClient:
@@ -65,21 +66,47 @@ def make_client(tmp_path: Path) -> Iterator[ClientFactory]:
         client.close()
 
 
-@pytest.fixture
-def make_service(tmp_path: Path) -> Iterator[ServiceFactory]:
-    """Open services over fresh embedded backends (``make_client`` without the client,
-    for the tests not moved to it yet)."""
-    opened: list[Hopindex] = []
+def llm_settings(data_dir: Path, server: LlmTestServer, **overrides: object) -> Settings:
+    """Settings an operator would set for a provider, pointed at the test server; retries
+    back off in milliseconds so fault tests stay fast."""
+    values: dict[str, object] = {
+        "llm_model": server.config.model, "llm_base_url": server.base_url,
+        "llm_api_key": "test-key", "llm_backoff_base_s": 0.01, "llm_backoff_max_s": 0.05,
+        "llm_timeout_s": 10.0}
+    values.update(overrides)
+    return Settings(data_dir=data_dir, **values).resolved()  # type: ignore[arg-type]
 
-    def factory(name: str = "data", **overrides: object) -> Hopindex:
-        settings = Settings(data_dir=tmp_path / name, **overrides).resolved()  # type: ignore[arg-type]
-        service = Hopindex(settings)
-        opened.append(service)
-        return service
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., LlmTestServer]]:
+    """Start test servers with the given config; all are stopped at the end."""
+    started: list[LlmTestServer] = []
+
+    def start(**config: object) -> LlmTestServer:
+        server = LlmTestServer(LlmServerConfig(**config))  # type: ignore[arg-type]
+        server.start_in_thread()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def make_llm_client(tmp_path: Path) -> Iterator[LlmClientFactory]:
+    """Clients of services in LLM mode against ``server``, each over data dir ``name``,
+    settings overridden by keyword."""
+    opened: list[LocalClient] = []
+
+    def factory(server: LlmTestServer, name: str = "data", **overrides: object) -> LocalClient:
+        client = local_client(llm_settings(tmp_path / name, server, **overrides))
+        opened.append(client)
+        return client
 
     yield factory
-    for service in opened:
-        service.close()
+    for client in opened:
+        client.close()
 
 
 HOTPOT_SAMPLE = Path(str(files("hopindex") / "sample" / "hotpotqa-100"))
@@ -92,7 +119,7 @@ def hotpot_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     index ``hotpot`` with the default settings: ``extractive``, the CPU embedder.
 
     The ingest is a minute of CPU that several modules need; each opens its own copy
-    (``hotpot_copy``), so one that changes its index leaves the others' untouched.
+    (``hotpot_client``), so one that changes its index leaves the others' untouched.
     The service is closed before anything is copied (the embedded engines allow one
     process, and a copy of closed files is consistent)."""
     data_dir = tmp_path_factory.mktemp("hotpot-built")
@@ -113,12 +140,6 @@ def hotpot_settings(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Se
 def hotpot_client(built: Path, tmp_path_factory: pytest.TempPathFactory) -> LocalClient:
     """A client over a private copy of the built HotpotQA-100 index (close it)."""
     return local_client(hotpot_settings(built, tmp_path_factory))
-
-
-def hotpot_copy(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Hopindex:
-    """A service over a private copy of the built HotpotQA-100 index (close it):
-    ``hotpot_client`` without the client, for the tests not moved to it yet."""
-    return Hopindex(hotpot_settings(built, tmp_path_factory))
 
 
 def pytest_configure(config: pytest.Config) -> None:

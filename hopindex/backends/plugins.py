@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urlsplit
 
 from hopindex.backends import builtin
 from hopindex.backends.plugin import BackendRegistry, BackendRole, BackendSpec
 from hopindex.core.errors import ConfigError
-from hopindex.core.logging import get_logger
-from hopindex.core.plugin_settings import read_namespace
+from hopindex.core.plugin_settings import load_plugins, read_namespace
 from hopindex.core.settings import Settings
-
-log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "hopindex.backends"
 
@@ -42,16 +38,7 @@ def backend_registry() -> BackendRegistry:
 
 
 def _register_entry_points(found: BackendRegistry) -> None:
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            register = entry.load()
-            register(found)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise ConfigError(f"backend plugin {entry.name!r} ({entry.value}) failed to load: "
-                              f"{type(exc).__name__}: {exc}") from exc
-        log.info("backend_plugin_loaded", plugin=entry.name, value=entry.value)
+    load_plugins(ENTRY_POINT_GROUP, "backend", found)
 
 
 def find_backend(role: BackendRole, url: str) -> BackendSpec:

@@ -1,5 +1,6 @@
 """A plug-in's own settings: ``HOPINDEX_<NAMESPACE>_<FIELD>`` variables read into the
-frozen dataclass the plug-in declares.
+frozen dataclass the plug-in declares; and how plug-ins are loaded from their
+entry-point group (``load_plugins``), for methods and backends alike.
 
 Methods (``hopindex/methods/registry.py``) and backends (``hopindex/backends/plugins.py``)
 both read theirs here, so a variable is parsed, refused and named the same way
@@ -13,10 +14,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from hopindex.core.errors import ConfigError
+from hopindex.core.logging import get_logger
 from hopindex.core.settings import parse_setting
+
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -25,6 +30,22 @@ PREFIX = "HOPINDEX_"
 # Parsed settings by (namespace, dataclass, its variables as given): a plug-in reads
 # its settings on every use, and parsing them each time would repeat the validation.
 _parsed: dict[tuple[str, type[Any], tuple[tuple[str, str], ...]], Any] = {}
+
+
+def load_plugins(group: str, what: str, registry: object) -> None:
+    """Call every ``group`` entry point's ``register(registry)``. A plug-in that fails to
+    load stops the process, named (``what``: ``method``, ``backend``), rather than
+    leaving a registry without it."""
+    for entry in entry_points(group=group):
+        try:
+            register = entry.load()
+            register(registry)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"{what} plugin {entry.name!r} ({entry.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        log.info(f"{what}_plugin_loaded", plugin=entry.name, value=entry.value)
 
 
 def check_namespace(name: str, what: str) -> None:

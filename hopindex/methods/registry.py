@@ -21,19 +21,15 @@ import dataclasses
 import os
 import threading
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from hopindex.backends.plugins import backend_variables, check_backend_settings
 from hopindex.core.errors import ConfigError, InvalidInputError
-from hopindex.core.logging import get_logger
-from hopindex.core.plugin_settings import read_namespace
+from hopindex.core.plugin_settings import load_plugins, read_namespace
 from hopindex.core.settings import Settings
 from hopindex.methods.base import QueryMethod, SearchContext
 from hopindex.methods.operations import MethodOperation
 from hopindex.methods.plugin import IndexMethod, LlmUse, MethodRegistry, QueryMethodSpec
-
-log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "hopindex.methods"
 _PREFIX = "HOPINDEX_"
@@ -75,16 +71,7 @@ def _register_builtins(found: MethodRegistry) -> None:
 
 
 def _register_entry_points(found: MethodRegistry) -> None:
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            register = entry.load()
-            register(found)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise ConfigError(f"method plugin {entry.name!r} ({entry.value}) failed to load: "
-                              f"{type(exc).__name__}: {exc}") from exc
-        log.info("method_plugin_loaded", plugin=entry.name, value=entry.value)
+    load_plugins(ENTRY_POINT_GROUP, "method", found)
 
 
 def _check_defaults(found: MethodRegistry) -> None:

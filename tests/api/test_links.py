@@ -20,12 +20,7 @@ from hopindex.core.errors import InvalidInputError, NotFoundError
 from hopindex.methods.kgbridge.links import REJECTED, UnknownLinkError
 from hopindex.methods.kgbridge.operations import MAX_BY_CHARS, render_links
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import ingest_documents
-from tests.methods.indexrag.conftest import (  # noqa: F401  # make_llm_client: a fixture
-    LlmClientFactory,
-    llm_settings,
-    make_llm_client,
-)
+from tests.conftest import LlmClientFactory, ingest_documents, llm_settings
 from tests.methods.kgbridge.corpus import CORPUS, INDEX, LINKED_KEYS
 
 pytestmark = pytest.mark.integration
@@ -46,7 +41,7 @@ def reject_link(client: LocalClient, index: str, link_id: str, by: str) -> Any:
 
 
 @pytest.fixture
-def kg(start_server: StartServer, make_llm_client: LlmClientFactory) -> LocalClient:  # noqa: F811
+def kg(start_server: StartServer, make_llm_client: LlmClientFactory) -> LocalClient:
     """A client holding the kgbridge corpus in INDEX, and an empty extractive index;
     chat and embeddings from the test server (its hashed bag of words, so cosines are
     the same on every run)."""

@@ -11,7 +11,7 @@ import pytest
 from hopindex.core.errors import HopindexError
 from hopindex.core.job_progress import UNFINISHED_MAX
 from hopindex.core.models import Job, JobKind, JobState, StageCounts
-from tests.conftest import CURIE_CORPUS, ServiceFactory
+from tests.conftest import CURIE_CORPUS, ClientFactory, ingest_documents
 from tests.scheduler.test_submit_faults import Step, inject
 
 
@@ -77,14 +77,14 @@ def test_a_step_planned_later_holds_the_figure_instead_of_lowering_it() -> None:
 
 @pytest.mark.integration
 def test_the_records_of_a_real_ingest_never_read_less(
-        make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every version of the job record an embedded extractive ingest stores, read back
     from the store, in order: the first reads 0 %, none reads less than the one before,
     none reads 100 until the job succeeded, the last reads 100. Four phases plan their
     work one after another (stage 1, link, stage 2, two embed steps), so a figure of the
     work known so far went 100, 50, 100, 66.7, ... here."""
-    service = make_service()
-    state = service.backends.state
+    client = make_client()
+    state = client.service.backends.state
     seen: list[tuple[JobState, float]] = []
 
     def observed(write: Callable[..., object]) -> Callable[..., object]:
@@ -99,7 +99,7 @@ def test_the_records_of_a_real_ingest_never_read_less(
 
     monkeypatch.setattr(state, "create_job", observed(state.create_job))
     monkeypatch.setattr(state, "update_job", observed(state.update_job))
-    job = service.ingest_documents("curie", CURIE_CORPUS)
+    job = ingest_documents(client, "curie", CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED, job.reason
     assert len(job.counts) >= 5  # validate, the phases, embed, finalize
     percents = [percent for _, percent in seen]
@@ -112,14 +112,14 @@ def test_the_records_of_a_real_ingest_never_read_less(
 
 @pytest.mark.integration
 def test_a_real_job_failed_before_its_first_phase_reads_0(
-        make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """An ingest whose first phase could not be started fails with its documents
     validated and none of its work done: the stored record reads 0 %."""
-    service = make_service()
-    inject(monkeypatch, service, Step("first phase", "submit", "start_step"))
+    client = make_client()
+    inject(monkeypatch, client, Step("first phase", "submit", "start_step"))
     with pytest.raises(HopindexError, match="injected at first phase"):
-        service.ingest_documents("curie", CURIE_CORPUS)
-    failed = service.list_jobs("curie", limit=1)[0]
+        ingest_documents(client, "curie", CURIE_CORPUS)
+    failed = client.jobs.list_jobs("curie", limit=1)[0]
     assert failed.state is JobState.FAILED
     assert failed.counts["validate"].done == len(CURIE_CORPUS)
     assert _percent(failed) == 0.0

@@ -1,7 +1,7 @@
-"""Method tests start LLM test servers, and services pointed at them, the same way
-wherever they sit."""
+"""Method tests' own fixtures: an LLM runner on a poisoning test server, and the
+embeddings server (the LLM test servers and the clients pointed at them come from
+``tests/conftest.py``)."""
 
-# Fixtures: imported so every method test can start LLM test servers and services.
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -10,12 +10,6 @@ from hopindex.backends.llm.client import LlmClient, LlmSettings
 from hopindex.backends.llm.ratelimit import InProcessRateLimiter, RateLimits
 from hopindex.backends.llm.runner import LlmRunner
 from hopindex.testing.llm_server import LlmTestServer
-from tests.methods.indexrag.conftest import (  # noqa: F401
-    make_client,
-    make_llm_client,
-    make_llm_service,
-    start_server,
-)
 from tests.plugin_method.fixtures import server  # noqa: F401  # the embeddings server
 
 # A prompt holding this text gets invalid JSON from the poisoned runner's server.
@@ -23,7 +17,7 @@ LLM_POISON = "POISONED-PASSAGE"
 
 
 @pytest.fixture
-def poisoned_runner(start_server: Callable[..., LlmTestServer]  # noqa: F811  # the fixture above
+def poisoned_runner(start_server: Callable[..., LlmTestServer]
                     ) -> Iterator[tuple[LlmRunner, LlmTestServer]]:
     """An LLM runner on a test server that corrupts every JSON reply to a prompt
     holding ``LLM_POISON``, repairs included."""

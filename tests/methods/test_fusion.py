@@ -58,5 +58,5 @@ def test_query_options_fetch_at_least_k_candidates() -> None:
     assert QueryOptions(k=100).candidate_count == 100
     with pytest.raises(InvalidInputError, match="candidates"):
         QueryOptions(k=10, candidates=5)
-    with pytest.raises(InvalidInputError, match="k must be"):
+    with pytest.raises(InvalidInputError, match="k: must be between 1 and"):
         QueryOptions(k=0)

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.models import Job, JobState, Unit
 from hopindex.methods import registry
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import ingest_documents, llm_settings, local_client, raw
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
 with_plugin = pytest.mark.usefixtures("sentences_plugin")
@@ -42,25 +41,25 @@ WORDS = {("proposition_aggregate", "Paris is in France. Paris has a river. Paris
          ("proposition_aggregate", "The city is old. The river is the Seine. The sea is far.")}
 
 
-def _service(tmp_path: Path, server: LlmTestServer, name: str = "data",
-             **overrides: object) -> Hopindex:
+def _client(tmp_path: Path, server: LlmTestServer, name: str = "data",
+            **overrides: object) -> LocalClient:
     """Embeddings from the test server; the method itself calls no LLM."""
-    return Hopindex(llm_settings(tmp_path / name, server,
-                                 embedder_url=f"openai://{server.config.embedding_model}",
-                                 **overrides))
+    return local_client(llm_settings(tmp_path / name, server,
+                                     embedder_url=f"openai://{server.config.embedding_model}",
+                                     **overrides))
 
 
-def _units(service: Hopindex) -> list[Unit]:
-    state = service.backends.state
+def _units(client: LocalClient) -> list[Unit]:
+    state = client.service.backends.state
     return state.units_of_documents(INDEX, sorted(state.document_hashes(INDEX)))
 
 
-def _kinds_and_texts(service: Hopindex) -> Counter[tuple[str, str]]:
-    return Counter((u.kind.value, u.text) for u in _units(service))
+def _kinds_and_texts(client: LocalClient) -> Counter[tuple[str, str]]:
+    return Counter((u.kind.value, u.text) for u in _units(client))
 
 
-def _ingest(service: Hopindex, documents: list[RawDocument]) -> Job:
-    job = service.ingest_documents(INDEX, documents, method="sentences")
+def _ingest(client: LocalClient, documents: list[RawDocument]) -> Job:
+    job = ingest_documents(client, INDEX, documents, method="sentences")
     assert job.state is JobState.SUCCEEDED, job.reason
     assert not job.errors
     return job
@@ -111,12 +110,12 @@ def test_an_ingest_builds_exactly_the_units_the_method_defines(
     """One passage per sentence, one unit per capitalised first word joining every
     document's sentences that start with it, a node per pair of documents and a root:
     no more, no fewer. The job records each phase by kind and counts its items."""
-    with _service(tmp_path, server) as service:
-        job = _ingest(service, CORPUS)
-        info = service.backends.state.get_index(INDEX)
+    with _client(tmp_path, server) as client:
+        job = _ingest(client, CORPUS)
+        info = client.service.backends.state.get_index(INDEX)
         assert info is not None and info.method == "sentences"
-        assert _kinds_and_texts(service) == Counter(PASSAGES | WORDS | TREE)
-        units = _units(service)
+        assert _kinds_and_texts(client) == Counter(PASSAGES | WORDS | TREE)
+        units = _units(client)
     assert {k: v for k, v in job.phases.items() if k.startswith("sentences.")} == PHASES
     expected_counts = {"sentences.sentences": 3, "sentences.words": 2, "sentences.tree": 3}
     for phase, done in expected_counts.items():
@@ -133,11 +132,11 @@ def test_a_second_identical_ingest_embeds_nothing(
         tmp_path: Path, server: LlmTestServer) -> None:
     """Unchanged documents are skipped by the method's documents phase, no group or
     level is rebuilt and nothing is embedded; the units are the same ids and texts."""
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        before = {u.unit_id: u.text for u in _units(service)}
-        again = _ingest(service, CORPUS)
-        after = {u.unit_id: u.text for u in _units(service)}
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        before = {u.unit_id: u.text for u in _units(client)}
+        again = _ingest(client, CORPUS)
+        after = {u.unit_id: u.text for u in _units(client)}
     assert after == before
     assert again.units_embedded == 0
     first = again.counts["sentences.sentences"]
@@ -154,12 +153,12 @@ def test_changing_one_document_changes_only_the_units_citing_it(
     gone from the index."""
     changed = [*CORPUS[:1], raw("Beta", "The river is the Marne. Paris lies on its banks.",
                                 doc_id="b"), *CORPUS[2:]]
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        before = {u.unit_id: u for u in _units(service)}
-        job = _ingest(service, changed)
-        after = {u.unit_id: u for u in _units(service)}
-        stored = sum(service.backends.state.count_units(INDEX).values())
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        before = {u.unit_id: u for u in _units(client)}
+        job = _ingest(client, changed)
+        after = {u.unit_id: u for u in _units(client)}
+        stored = sum(client.service.backends.state.count_units(INDEX).values())
     removed = before.keys() - after.keys()
     added = after.keys() - before.keys()
     assert all("b" in before[u].source_doc_ids for u in removed)
@@ -180,10 +179,10 @@ def test_a_word_a_document_no_longer_starts_a_sentence_with_drops_its_sentence(
     the groups that cited b, so the Paris unit is rebuilt from document a alone."""
     changed = [*CORPUS[:1], raw("Beta", "The river is the Seine. It is long.", doc_id="b"),
                *CORPUS[2:]]
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        _ingest(service, changed)
-        words = {u.entities[0]: (u.text, u.source_doc_ids) for u in _units(service)
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        _ingest(client, changed)
+        words = {u.entities[0]: (u.text, u.source_doc_ids) for u in _units(client)
                  if u.kind.value == "proposition_aggregate"}
     assert words["Paris"] == ("Paris is in France. Paris has a river.", ("a",))
     assert words["It"] == ("It is long.", ("b",))
@@ -196,12 +195,12 @@ def test_a_delete_rebuilds_the_groups_and_levels_its_document_fed(
     """Deleting c drops its passages, rebuilds the word group that quoted it (named by
     the method's forget_documents), removes the tree node of its pair and rebuilds the
     root over the one node left."""
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        job = service.delete_documents(INDEX, ["c"])
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        job = client.delete_documents(INDEX, ["c"])
         assert job.state is JobState.SUCCEEDED, job.reason
-        got = _kinds_and_texts(service)
-        stored = sum(service.backends.state.count_units(INDEX).values())
+        got = _kinds_and_texts(client)
+        stored = sum(client.service.backends.state.count_units(INDEX).values())
     assert got == Counter([
         *(p for p in PASSAGES if p[1] not in ("rivers flow.", "The sea is far.")),
         ("proposition_aggregate", "Paris is in France. Paris has a river. Paris lies on it."),
@@ -218,10 +217,10 @@ def test_the_group_size_setting_reaches_the_phase(
         tmp_path: Path, server: LlmTestServer) -> None:
     """With HOPINDEX_SENTENCES_MAX_GROUP_SIZE=2 a word unit joins two sentences, the
     first in document order, and cites only their documents."""
-    with _service(tmp_path, server,
-                  method_env={"HOPINDEX_SENTENCES_MAX_GROUP_SIZE": "2"}) as service:
-        _ingest(service, CORPUS)
-        words = {u.text: u.source_doc_ids for u in _units(service)
+    with _client(tmp_path, server,
+                 method_env={"HOPINDEX_SENTENCES_MAX_GROUP_SIZE": "2"}) as client:
+        _ingest(client, CORPUS)
+        words = {u.text: u.source_doc_ids for u in _units(client)
                  if u.kind.value == "proposition_aggregate"}
     assert words == {"Paris is in France. Paris has a river.": ("a",),
                      "The city is old. The river is the Seine.": ("a", "b")}
@@ -234,11 +233,11 @@ def test_the_index_answers_its_default_query_and_refuses_one_that_cannot_read_it
     """A query naming no method runs the plugin's default (the naive query over its
     passages); a query method reading kinds the index lacks is refused, naming those
     that fit."""
-    with _service(tmp_path, server) as service:
-        _ingest(service, CORPUS)
-        result = service.query(INDEX, "Which river is in Paris?")
+    with _client(tmp_path, server) as client:
+        _ingest(client, CORPUS)
+        result = client.query(INDEX, "Which river is in Paris?", k=5)
         with pytest.raises(InvalidInputError, match="sentences_naive"):
-            service.query(INDEX, "Which river is in Paris?", method="indexrag")
+            client.query(INDEX, "Which river is in Paris?", method="indexrag", k=5)
     assert result.passages
     assert {p.doc_id for p in result.passages} <= {"a", "b", "c"}
     assert all(p.via_kind == "passage" for p in result.passages)

@@ -25,14 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobState
 from hopindex.methods.base import QueryResult
 from hopindex.methods.kgbridge.links import list_links
 from hopindex.readers import RawDocument, read_paths
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
 from hopindex.testing.reply_styles import ALL_STYLES, ReplyStyle
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import ingest_documents, llm_settings, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -72,11 +71,11 @@ def build(method: str, data_dir: Path, styles: tuple[ReplyStyle, ...] = ()) -> B
     """Index the 20 documents with ``method`` through a server answering in ``styles``
     (none: bare JSON), cache off."""
     server = LlmTestServer(LlmServerConfig(reply_styles=styles)).start_in_thread()
-    service = Hopindex(llm_settings(data_dir, server, llm_cache="off",
-                                    embedder_url=f"openai://{server.config.embedding_model}"))
+    client = local_client(llm_settings(data_dir, server, llm_cache="off",
+                                       embedder_url=f"openai://{server.config.embedding_model}"))
     try:
-        job = service.ingest_documents(INDEX, first_documents(), method=method)
-        state = service.backends.state
+        job = ingest_documents(client, INDEX, first_documents(), method=method)
+        state = client.service.backends.state
         doc_ids = sorted(state.document_hashes(INDEX))
         units = frozenset((u.kind.value, u.text)
                           for u in state.units_of_documents(INDEX, doc_ids))
@@ -86,7 +85,7 @@ def build(method: str, data_dir: Path, styles: tuple[ReplyStyle, ...] = ()) -> B
         return Build(data_dir=data_dir, job=job, units=units, links=links,
                      styles=dict(server.stats.by_style))
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -162,12 +161,12 @@ def answers(build_dir: Path, tmp_path: Path, method: str,
     data_dir = tmp_path / f"q-{len(styles)}"
     shutil.copytree(build_dir, data_dir)
     server = LlmTestServer(LlmServerConfig(reply_styles=styles)).start_in_thread()
-    service = Hopindex(llm_settings(data_dir, server, llm_cache="off",
-                                    embedder_url=f"openai://{server.config.embedding_model}"))
+    client = local_client(llm_settings(data_dir, server, llm_cache="off",
+                                       embedder_url=f"openai://{server.config.embedding_model}"))
     try:
-        return [service.query(INDEX, question, method) for question in QUESTIONS]
+        return [client.query(INDEX, question, method=method, k=5) for question in QUESTIONS]
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 

@@ -11,13 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from hopindex.api.cli import main
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.errors import ConfigError
 from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
-from hopindex.methods.base import QueryOptions
 from hopindex.testing.redis_server import free_port
-from tests.conftest import CURIE_CORPUS
+from tests.conftest import CURIE_CORPUS, ingest_documents, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -47,36 +46,36 @@ def no_key_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An extractive index of the Curie corpus, built with no LLM configured."""
     path = tmp_path_factory.mktemp("lazy-llm")
-    with Hopindex(Settings(data_dir=path).resolved()) as service:
-        job = service.ingest_documents(INDEX, CURIE_CORPUS)
+    with local_client(Settings(data_dir=path).resolved()) as client:
+        job = ingest_documents(client, INDEX, CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED
     return path
 
 
 @pytest.fixture(params=sorted(BROKEN_LLM))
-def broken(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Hopindex]:
-    """A service over that index whose LLM settings cannot open a working LLM."""
-    with Hopindex(broken_settings(data_dir, request.param)) as service:
-        yield service
+def broken(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[LocalClient]:
+    """A client over that index whose LLM settings cannot open a working LLM."""
+    with local_client(broken_settings(data_dir, request.param)) as client:
+        yield client
 
 
 @pytest.mark.parametrize("method", ["naive", "extractive"])
-def test_methods_without_an_llm_answer_whatever_the_llm_settings(broken: Hopindex,
+def test_methods_without_an_llm_answer_whatever_the_llm_settings(broken: LocalClient,
                                                                  method: str) -> None:
     """naive and extractive rank passages and never open the LLM."""
-    result = broken.query(INDEX, QUESTION, method=method, options=QueryOptions(k=3))
+    result = broken.query(INDEX, QUESTION, method=method, k=3)
     assert result.passages and result.passages[0].title in {"Marie Curie", "Warsaw"}
     assert result.usage.llm_calls == 0
-    assert not broken.backends.is_open("llm")
+    assert not broken.service.backends.is_open("llm")
 
 
 def test_an_llm_method_opens_the_llm_when_it_asks(data_dir: Path) -> None:
     """ircot over the same index with OpenAI's API and no key: the query that needs the
     LLM is the one refused, naming the variable."""
-    with Hopindex(broken_settings(data_dir, "openai-without-key")) as service:
-        service.query(INDEX, QUESTION, method="naive")
+    with local_client(broken_settings(data_dir, "openai-without-key")) as client:
+        client.query(INDEX, QUESTION, method="naive", k=5)
         with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-            service.query(INDEX, QUESTION, method="ircot")
+            client.query(INDEX, QUESTION, method="ircot", k=5)
 
 
 def test_cli_naive_query_ignores_a_broken_llm(data_dir: Path) -> None:

@@ -18,7 +18,7 @@ from hopindex.scheduler.pause import pause_job, resume_job
 from hopindex.scheduler.reaper import stalled_jobs
 from hopindex.testing.contracts.state_records import new_job
 from hopindex.workers.tasks.reaper import reap_stalled_jobs
-from tests.conftest import ServiceFactory
+from tests.conftest import ClientFactory
 
 pytestmark = pytest.mark.integration
 
@@ -36,81 +36,81 @@ def _running(updated_ago_s: float = 0.0) -> Job:
     return job
 
 
-def test_pause_publishes_job_paused_once_with_the_figures(make_service: ServiceFactory) -> None:
+def test_pause_publishes_job_paused_once_with_the_figures(make_client: ClientFactory) -> None:
     """Many refused tasks pausing at once: the job reads paused with the reason and
     figures, and exactly one job.paused carries them; the record round-trips."""
-    service = make_service()
+    client = make_client()
     job = _running()
-    service.backends.state.create_job(job)
+    client.service.backends.state.create_job(job)
     for _ in range(3):
-        paused = pause_job(service.runtime, job.job_id, REASON, FIGURES)
+        paused = pause_job(client.service.runtime, job.job_id, REASON, FIGURES)
         assert paused is not None and paused.state is JobState.PAUSED
-    stored = service.get_job(job.job_id)
+    stored = client.jobs.get_job(job.job_id)
     assert stored.state is JobState.PAUSED and not stored.state.is_final
     assert not stored.state.is_stopping
     assert stored.reason == REASON and stored.pause == FIGURES
     assert stored.paused_at is not None
     assert Job.from_dict(stored.as_dict()).budget == BudgetLimits(max_llm_tokens=100)
-    events = service.backends.events.read_events(index=INDEX)
+    events = client.service.backends.events.read_events(index=INDEX)
     assert [e.event_type for e in events] == [EventType.JOB_PAUSED]
     assert events[0].data["reason"] == REASON and events[0].data["budget"] == FIGURES
     assert events[0].data["state"] == "paused"
 
 
-def test_only_running_jobs_pause(make_service: ServiceFactory) -> None:
+def test_only_running_jobs_pause(make_client: ClientFactory) -> None:
     """A cancelling job is not paused by a late refusal, and an unknown job is None."""
-    service = make_service()
+    client = make_client()
     job = _running()
-    service.backends.state.create_job(job)
-    cancel_job(service.runtime, job.job_id)
-    late = pause_job(service.runtime, job.job_id, REASON, FIGURES)
+    client.service.backends.state.create_job(job)
+    cancel_job(client.service.runtime, job.job_id)
+    late = pause_job(client.service.runtime, job.job_id, REASON, FIGURES)
     assert late is not None and late.state is JobState.CANCELLING
-    assert pause_job(service.runtime, "no-such-job", REASON, FIGURES) is None
+    assert pause_job(client.service.runtime, "no-such-job", REASON, FIGURES) is None
 
 
-def test_the_reaper_leaves_paused_jobs_alone(make_service: ServiceFactory) -> None:
+def test_the_reaper_leaves_paused_jobs_alone(make_client: ClientFactory) -> None:
     """A job paused for longer than the stall timeout is neither re-driven nor failed."""
-    service = make_service(job_stall_timeout_s=3600, task_time_limit_s=60,
+    client = make_client(job_stall_timeout_s=3600, task_time_limit_s=60,
                            visibility_timeout_s=120)
-    state = service.backends.state
+    state = client.service.backends.state
     job = _running()
     state.create_job(job)
-    pause_job(service.runtime, job.job_id, REASON, FIGURES)
+    pause_job(client.service.runtime, job.job_id, REASON, FIGURES)
     state.update_job(job.job_id, lambda record: setattr(record, "updated_at",
                                                         time.time() - 7200))
     assert stalled_jobs(state, time.time(), 3600) == []
     assert reap_stalled_jobs.apply().get() == []
-    assert service.get_job(job.job_id).state is JobState.PAUSED
+    assert client.jobs.get_job(job.job_id).state is JobState.PAUSED
 
 
 def test_resume_raises_the_limits_and_restarts_the_stall_clock(
-        make_service: ServiceFactory) -> None:
+        make_client: ClientFactory) -> None:
     """Resume: running again, the limit given replaced and the other kept, the pause
     cleared, updated now (not stalled), and job.resumed published."""
-    service = make_service(job_stall_timeout_s=3600, task_time_limit_s=60,
+    client = make_client(job_stall_timeout_s=3600, task_time_limit_s=60,
                            visibility_timeout_s=120)
-    state = service.backends.state
+    state = client.service.backends.state
     job = _running()
     job.budget = BudgetLimits(max_llm_tokens=100, max_cost=0.5)
     state.create_job(job)
-    pause_job(service.runtime, job.job_id, REASON, FIGURES)
+    pause_job(client.service.runtime, job.job_id, REASON, FIGURES)
     state.update_job(job.job_id, lambda record: setattr(record, "updated_at",
                                                         time.time() - 7200))
-    resumed, _ = resume_job(service.runtime, job.job_id, max_cost=2.0)
+    resumed, _ = resume_job(client.service.runtime, job.job_id, max_cost=2.0)
     assert resumed.state is JobState.RUNNING
     assert resumed.budget == BudgetLimits(max_llm_tokens=100, max_cost=2.0)
     assert resumed.reason == "" and resumed.pause == {} and resumed.paused_at is None
     assert stalled_jobs(state, time.time(), 3600) == []
-    events = service.backends.events.read_events(index=INDEX)
+    events = client.service.backends.events.read_events(index=INDEX)
     assert [e.event_type for e in events] == [EventType.JOB_PAUSED, EventType.JOB_RESUMED]
     assert events[-1].data["budget"] == {"max_llm_tokens": 100, "max_cost": 2.0}
 
 
-def test_resuming_a_job_that_is_not_paused_names_it(make_service: ServiceFactory) -> None:
+def test_resuming_a_job_that_is_not_paused_names_it(make_client: ClientFactory) -> None:
     """Resume of a running job is an InvalidInputError naming job_id and its state."""
-    service = make_service()
+    client = make_client()
     job = _running()
-    service.backends.state.create_job(job)
+    client.service.backends.state.create_job(job)
     with pytest.raises(InvalidInputError, match=r"^job_id: .* is running, not paused"):
-        resume_job(service.runtime, job.job_id)
-    assert service.get_job(job.job_id).state is JobState.RUNNING
+        resume_job(client.service.runtime, job.job_id)
+    assert client.jobs.get_job(job.job_id).state is JobState.RUNNING

@@ -10,13 +10,12 @@ import time
 
 import pytest
 
-from hopindex.api.client.local import LocalClient
 from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError
 from hopindex.api.http.submission import JobLauncher
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.scheduler.submit import new_job
-from tests.conftest import ServiceFactory
+from tests.conftest import ClientFactory
 from tests.waiting import wait_until
 
 
@@ -26,12 +25,12 @@ def _job(job_id: str, state: JobState) -> Job:
     return job
 
 
-def test_a_job_that_reads_final_lets_the_next_one_in(make_service: ServiceFactory) -> None:
+def test_a_job_that_reads_final_lets_the_next_one_in(make_client: ClientFactory) -> None:
     """The first job's record reads succeeded while its thread is held: a second
     launch waits for that thread and gets its own job; while the first read running,
     a launch got the 429 busy at once."""
-    service = make_service()
-    state = service.backends.state
+    client = make_client()
+    state = client.service.backends.state
     release = threading.Event()
     first_running = threading.Event()
 
@@ -55,7 +54,7 @@ def test_a_job_that_reads_final_lets_the_next_one_in(make_service: ServiceFactor
         return state.get_job(job_id) or _job(job_id, JobState.SUCCEEDED)
 
     async def scenario() -> tuple[Job, Job]:
-        launcher = JobLauncher(LocalClient(service), BlockingRunner(4))
+        launcher = JobLauncher(client, BlockingRunner(4))
         try:
             first = await launcher.launch(slow_first)
             with pytest.raises(ApiError) as busy:

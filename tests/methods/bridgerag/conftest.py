@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.backends.protocols import UnitFilter, Vector, VectorRecord, VectorStore
 from hopindex.core.models import Hit
 from hopindex.core.settings import CacheMode, Settings
@@ -23,8 +23,7 @@ from hopindex.methods.base import SearchContext
 from hopindex.methods.registry import get_index_method, method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.conftest import CURIE_CORPUS
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import CURIE_CORPUS, ingest_documents, llm_settings, local_client
 
 PASSAGES = "hotpot"  # an extractive index: passages and extractive bridges
 FACTS = "curie"  # an IndexRAG index: AKUs and bridging facts, no passages
@@ -92,20 +91,21 @@ def bridgerag_settings(data_dir: Path, server: LlmTestServer, **overrides: objec
 @dataclass
 class Env:
     server: LlmTestServer
-    service: Hopindex
+    client: LocalClient
     questions: list[dict[str, Any]]
 
     def context(self, **changes: Any) -> SearchContext:
         """The service's search context with the vector store wrapped for counting
         (and any field replaced: another LLM runner, tasks, settings)."""
-        b = self.service.backends
+        b = self.client.service.backends
+        settings = self.client.settings
         fields: dict[str, Any] = {
             "vectors": CountingVectorStore(b.vectors), "keywords": b.keywords,
             "units": b.state, "documents": b.state, "indexes": b.state,
-            "embedder": b.embedder, "llm": b.llm, "settings": self.service.settings,
-            "read_settings": lambda name: method_settings(self.service.settings, name),
+            "embedder": b.embedder, "llm": b.llm, "settings": settings,
+            "read_settings": lambda name: method_settings(settings, name),
             "index_kinds": lambda index: get_index_method(
-                self.service.backends.state.get_index(index).method).writes}  # type: ignore[union-attr]
+                b.state.get_index(index).method).writes}  # type: ignore[union-attr]
         fields.update(changes)
         return SearchContext(**fields)
 
@@ -114,14 +114,15 @@ class Env:
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
     data_dir = tmp_path_factory.mktemp("bridgerag")
-    service = Hopindex(bridgerag_settings(data_dir, server))
+    client = local_client(bridgerag_settings(data_dir, server))
     try:
         records = hotpot_questions()
-        jobs = [service.ingest_documents(PASSAGES, hotpot_documents(records), method="extractive"),
-                service.ingest_documents(FACTS, CURIE_CORPUS, method="indexrag"),
-                service.ingest_documents(EMPTY, [], method="extractive")]
+        jobs = [ingest_documents(client, PASSAGES, hotpot_documents(records),
+                                 method="extractive"),
+                ingest_documents(client, FACTS, CURIE_CORPUS, method="indexrag"),
+                ingest_documents(client, EMPTY, [], method="extractive")]
         assert all(not job.errors for job in jobs), [job.errors for job in jobs]
-        yield Env(server=server, service=service, questions=records)
+        yield Env(server=server, client=client, questions=records)
     finally:
-        service.close()
+        client.close()
         server.stop()

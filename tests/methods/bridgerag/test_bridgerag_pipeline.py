@@ -188,7 +188,7 @@ def test_works_over_an_indexrag_index(env: Env) -> None:
     """Over IndexRAG's AKUs and bridging facts the pool holds those units and the answer
     comes back as source passages (documents), three calls as always."""
     result, vectors = run(env, "Where was the wife of Pierre Curie born?", index=FACTS)
-    state = env.service.backends.state
+    state = env.client.service.backends.state
     units = state.get_units(FACTS, pool_ids(result))
     assert units and {u.kind for u in units} <= {UnitKind.AKU, UnitKind.BRIDGE}
     assert result.passages and all(p.doc_id and p.text for p in result.passages)
@@ -206,7 +206,7 @@ def test_svo_scores_are_cosines_to_the_svo_queries(env: Env) -> None:
         for svo_k in ("10", "1"):
             result, _ = run(env, record["question"], svo_k=svo_k)
             queries = context.embedder.embed_texts(result.trace["svo_queries"])
-            units = {u.unit_id: u for u in env.service.backends.state.get_units(
+            units = {u.unit_id: u for u in env.client.service.backends.state.get_units(
                 PASSAGES, pool_ids(result))}
             for entry in result.trace["pool"]:
                 cosines = queries @ context.embedder.embed_query(units[entry["unit_id"]].text)
@@ -222,7 +222,7 @@ def test_direct_cosines_survive_a_lost_vector(env: Env) -> None:
     same SVO scores (the embedder made the stored vectors from the same texts)."""
     question = env.questions[5]["question"]
     kept, _ = run(env, question, svo_k="1")
-    context = env.context(vectors=CountingVectorStore(env.service.backends.vectors,
+    context = env.context(vectors=CountingVectorStore(env.client.service.backends.vectors,
                                                       lose_vectors=True))
     lost = create_query("bridgerag", context).run_query(
         PASSAGES, question, QueryOptions(params={"svo_k": "1"}))
@@ -290,10 +290,10 @@ def test_records_persist_as_jsonl_through_the_service(env: Env) -> None:
     """record=jsonl appends the decision record to DATA_DIR/decisions/INDEX.jsonl, the
     same record the query returns as its trace."""
     question = env.questions[3]["question"]
-    result = env.service.query(PASSAGES, question, "bridgerag",
-                               QueryOptions(params={"record": "jsonl"}))
+    result = env.client.query(PASSAGES, question, method="bridgerag", k=5,
+                              options=QueryOptions(params={"record": "jsonl"}))
     path = Path(result.trace["persisted_to"])
-    assert path == env.service.settings.data_dir / "decisions" / f"{PASSAGES}.jsonl"
+    assert path == env.client.settings.data_dir / "decisions" / f"{PASSAGES}.jsonl"
     saved = read_records(path)[-1]
     assert saved == result.trace
     for key in ("bridges", "entities", "pool", "top", "judge", "svo_queries"):

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import TextAnalysis
 from hopindex.core.settings import Settings
 from hopindex.readers import RawDocument, read_paths
+from tests.conftest import ingest_documents, local_client
 
 ROOT = Path(__file__).resolve().parents[3]
 REFERENCE = Path(__file__).resolve().parent / "data" / "unit_sets.json"
@@ -58,19 +59,19 @@ def wiki_documents() -> list[RawDocument]:
                         origin=f"corpus.json[{i}]") for i, r in enumerate(corpus)]
 
 
-def analysis_digests(service: Hopindex, texts: Sequence[str]) -> list[str]:
-    return [analysis_digest(a) for a in service.backends.nlp.analyze_texts(texts)]
+def analysis_digests(client: LocalClient, texts: Sequence[str]) -> list[str]:
+    return [analysis_digest(a) for a in client.service.backends.nlp.analyze_texts(texts)]
 
 
-def ingested_units(service: Hopindex, documents: Sequence[RawDocument], index: str = INDEX
+def ingested_units(client: LocalClient, documents: Sequence[RawDocument], index: str = INDEX
                    ) -> dict[str, dict[str, str]]:
     """Ingest ``documents`` with ``extractive`` into ``index`` (nothing to do where they
     are already there) and digest every unit it holds: {kind: {source key: digest of
     the text}}."""
-    job = service.ingest_documents(index, documents, method="extractive")
+    job = ingest_documents(client, index, documents, method="extractive")
     if job.errors:
         raise RuntimeError(f"ingest failed: {job.errors[:3]}")
-    state = service.backends.state
+    state = client.service.backends.state
     units = state.units_of_documents(index, sorted(state.document_hashes(index)))
     found: dict[str, dict[str, str]] = {}
     for unit in units:
@@ -81,11 +82,11 @@ def ingested_units(service: Hopindex, documents: Sequence[RawDocument], index: s
 def compute(data_dir: Path) -> dict[str, Any]:
     hotpot = hotpot_documents()
     wiki = wiki_documents()
-    with Hopindex(Settings(data_dir=data_dir).resolved()) as service:
+    with local_client(Settings(data_dir=data_dir).resolved()) as client:
         return {
-            "hotpotqa-100": {"analyses": analysis_digests(service, [d.text for d in hotpot]),
-                             "units": ingested_units(service, hotpot)},
-            "2wiki": {"analyses": analysis_digests(service, [d.text for d in wiki])},
+            "hotpotqa-100": {"analyses": analysis_digests(client, [d.text for d in hotpot]),
+                             "units": ingested_units(client, hotpot)},
+            "2wiki": {"analyses": analysis_digests(client, [d.text for d in wiki])},
         }
 
 

@@ -10,13 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from hopindex.core.models import Document, JobState
-from hopindex.methods.base import QueryOptions
 from hopindex.methods.indexrag.units import stage1_inputs
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
 from hopindex.testing.reply_styles import ReplyStyle
-from tests.conftest import CURIE_CORPUS, raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
+from tests.conftest import CURIE_CORPUS, LlmClientFactory, ingest_documents, raw
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +36,7 @@ def _inputs(text: str, limit: int) -> int:
 
 
 def test_stage1_sends_one_request_per_document_or_chunk_and_one_repair_at_most(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Under a 100-token limit: a short document costs one request; a long one (1,300
     characters) one per chunk; a short one the model always answers badly two (the
     call and its one repair), after which it fails alone. The server's count, the
@@ -46,8 +44,8 @@ def test_stage1_sends_one_request_per_document_or_chunk_and_one_repair_at_most(
     chunks = _inputs(LONG_TEXT, LIMIT)
     assert chunks > 1
     server = start_server(invalid_json_marker=POISON)
-    service = make_llm_service(server, method_env=SMALL_LIMIT, embedder_url=_embedder(server))
-    job = service.ingest_documents("bounds", [
+    client = make_llm_client(server, method_env=SMALL_LIMIT, embedder_url=_embedder(server))
+    job = ingest_documents(client, "bounds", [
         raw("Short", "Ada Lovelace wrote the first program."),
         raw("Long", LONG_TEXT),
         raw("Broken", f"Charles Babbage replies {POISON} badly.", doc_id="broken")])
@@ -59,28 +57,28 @@ def test_stage1_sends_one_request_per_document_or_chunk_and_one_repair_at_most(
 
 
 def test_the_default_limit_sends_the_long_document_whole(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """The same 1,300-character document under the default limit: one request, whose
     prompt the server saw with the whole text (the AKU holds every sentence)."""
     server = start_server()
-    service = make_llm_service(server, embedder_url=_embedder(server))
-    job = service.ingest_documents("whole", [raw("Long", LONG_TEXT)])
+    client = make_llm_client(server, embedder_url=_embedder(server))
+    job = ingest_documents(client, "whole", [raw("Long", LONG_TEXT)])
     assert job.state is JobState.SUCCEEDED, job.reason
     assert server.stats.by_kind["stage1"] == 1
-    (doc_id,) = service.backends.state.document_hashes("whole")
-    akus = service.backends.state.units_of_documents("whole", [doc_id])
+    (doc_id,) = client.service.backends.state.document_hashes("whole")
+    akus = client.service.backends.state.units_of_documents("whole", [doc_id])
     assert len(akus) == 1
     assert all(f"note {n} " in akus[0].text for n in range(25))
 
 
 def test_every_call_is_at_most_doubled_by_a_larger_budget_retry(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Every reply cut at a small default budget: each stage-1 and stage-2 call gets
     one larger-budget retry and no more (at most 2 requests per call), and a query,
     whose answer may be cut too, still makes exactly one request."""
     server = start_server(reply_styles=(ReplyStyle.TRUNCATED,))
-    service = make_llm_service(server, embedder_url=_embedder(server))
-    job = service.ingest_documents("curie", CURIE_CORPUS)
+    client = make_llm_client(server, embedder_url=_embedder(server))
+    job = ingest_documents(client, "curie", CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED, job.reason
     stage1 = job.llm["indexrag.stage1"]
     assert stage1.calls == server.stats.by_kind["stage1"] <= 2 * len(CURIE_CORPUS)
@@ -88,6 +86,6 @@ def test_every_call_is_at_most_doubled_by_a_larger_budget_retry(
     for phase, usage in job.llm.items():
         assert usage.calls <= 2 * (usage.calls - usage.repairs), phase
     before = server.stats.count(Endpoint.CHAT)
-    result = service.query("curie", "Who did Marie Curie marry?", options=QueryOptions(k=3))
+    result = client.query("curie", "Who did Marie Curie marry?", k=3)
     assert result.usage.llm_calls == 1
     assert server.stats.count(Endpoint.CHAT) - before == 1

@@ -11,12 +11,16 @@ import pytest
 from rich.console import Console
 
 from hopindex.api.render import render_job, render_result
-from hopindex.api.service import Hopindex
 from hopindex.core.models import Job, JobState, LlmUsage
-from hopindex.methods.base import QueryOptions, QueryUsage
+from hopindex.methods.base import QueryUsage
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS
-from tests.methods.indexrag.conftest import LlmServiceFactory, llm_settings
+from tests.conftest import (
+    CURIE_CORPUS,
+    LlmClientFactory,
+    ingest_documents,
+    llm_settings,
+    local_client,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +41,8 @@ def test_a_priced_ingest_records_each_phase_cost_and_the_total(
     """Each phase's cost is its tokens times the prices, the total is their sum, both go
     into the job JSON, and the record keeps them when read back under other prices."""
     server = start_server()
-    service = Hopindex(llm_settings(tmp_path / "data", server, **PRICED))
-    try:
-        job = service.ingest_documents("curie", CURIE_CORPUS)
+    with local_client(llm_settings(tmp_path / "data", server, **PRICED)) as client:
+        job = ingest_documents(client, "curie", CURIE_CORPUS)
         assert job.state is JobState.SUCCEEDED, job.reason
         assert {"indexrag.stage1", "indexrag.stage2"} <= job.llm.keys()
         for phase, usage in job.llm.items():
@@ -58,26 +61,20 @@ def test_a_priced_ingest_records_each_phase_cost_and_the_total(
         shown = console.export_text()
         assert shown.count(", cost ") == len(job.llm) + 1  # each phase and the total
         job_id, stored_cost = job.job_id, total.cost
-    finally:
-        service.close()
     # The prices change; the job's history does not.
-    repriced = Hopindex(llm_settings(tmp_path / "data", server,
-                                     llm_price_input_per_mtok=100.0,
-                                     llm_price_output_per_mtok=100.0))
-    try:
-        assert repriced.get_job(job_id).llm_total.cost == pytest.approx(stored_cost)
-    finally:
-        repriced.close()
+    with local_client(llm_settings(tmp_path / "data", server, llm_price_input_per_mtok=100.0,
+                                   llm_price_output_per_mtok=100.0)) as repriced:
+        assert repriced.jobs.get_job(job_id).llm_total.cost == pytest.approx(stored_cost)
 
 
 def test_a_priced_query_reports_its_cost(start_server: LlmServerStarter,
-                                         make_llm_service: LlmServiceFactory) -> None:
+                                         make_llm_client: LlmClientFactory) -> None:
     """An indexrag query (one answer call) costs its tokens times the prices, in its usage,
     its JSON and the CLI line."""
     server = start_server()
-    service = make_llm_service(server, **PRICED)
-    assert service.ingest_documents("curie", CURIE_CORPUS).state is JobState.SUCCEEDED
-    result = service.query("curie", QUESTION, options=QueryOptions(k=3))
+    client = make_llm_client(server, **PRICED)
+    assert ingest_documents(client, "curie", CURIE_CORPUS).state is JobState.SUCCEEDED
+    result = client.query("curie", QUESTION, k=3)
     assert result.usage.llm_calls == 1
     assert result.usage.cost == pytest.approx(priced(result.usage))
     assert result.usage.cost is not None and result.usage.cost > 0
@@ -88,12 +85,12 @@ def test_a_priced_query_reports_its_cost(start_server: LlmServerStarter,
 
 
 def test_without_prices_there_is_no_cost_anywhere(start_server: LlmServerStarter,
-                                                  make_llm_service: LlmServiceFactory) -> None:
+                                                  make_llm_client: LlmClientFactory) -> None:
     """Unpriced: tokens on the job and the query, but no cost on either, in their JSON
     or on the CLI (absent, not 0)."""
     server = start_server()
-    service = make_llm_service(server)
-    job = service.ingest_documents("curie", CURIE_CORPUS)
+    client = make_llm_client(server)
+    job = ingest_documents(client, "curie", CURIE_CORPUS)
     assert job.state is JobState.SUCCEEDED, job.reason
     assert job.llm_total.prompt_tokens > 0
     assert all(usage.cost is None for usage in job.llm.values())
@@ -102,7 +99,7 @@ def test_without_prices_there_is_no_cost_anywhere(start_server: LlmServerStarter
     assert "cost" not in data["llm"]
     assert all("cost" not in stage for stage in data["llm"]["stages"].values())
     assert Job.from_dict(data).llm_total.cost is None
-    result = service.query("curie", QUESTION, options=QueryOptions(k=3))
+    result = client.query("curie", QUESTION, k=3)
     assert result.usage.prompt_tokens > 0
     assert result.usage.cost is None and "cost" not in result.as_dict()["usage"]
     console = Console(record=True, width=240)

@@ -13,9 +13,8 @@ from importlib.resources import as_file, files
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Document, Job, JobState, UnitKind
-from hopindex.methods.base import QueryOptions
 from hopindex.methods.indexrag.indexing import plan_bridges
 from hopindex.methods.indexrag.method import IndexRagSettings
 from hopindex.methods.indexrag.parsing import ExtractedFacts, QaPair
@@ -28,7 +27,7 @@ from hopindex.methods.registry import method_settings
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_limits import Endpoint, LlmServerStats, Outcome
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import ingest_documents, llm_settings, local_client
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +39,7 @@ QUESTIONS = ("Which magazine was started first, Arthur's Magazine or First for W
 @dataclass
 class Ingested:
     server: LlmTestServer
-    service: Hopindex
+    client: LocalClient
     job: Job
     stats: LlmServerStats  # the server's counters right after the ingest
     documents: list[Document]
@@ -52,16 +51,17 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
     # Embeddings from the test server: these tests count LLM calls and tokens, which
     # the vectors do not change, and the CPU model over ~1,500 AKUs and bridges cost
     # this module over a minute (retrieval quality is tested on real vectors elsewhere).
-    service = Hopindex(llm_settings(tmp_path_factory.mktemp("indexrag"), server,
-                                    embedder_url=f"openai://{server.config.embedding_model}"))
+    client = local_client(llm_settings(tmp_path_factory.mktemp("indexrag"), server,
+                                       embedder_url=f"openai://{server.config.embedding_model}"))
     try:
         with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
-            job = service.ingest_paths(INDEX, [corpus])
-        doc_ids = sorted(service.backends.state.document_hashes(INDEX))
-        yield Ingested(server=server, service=service, job=job, stats=server.stats,
-                       documents=service.get_documents(INDEX, doc_ids))
+            job = client.ingest(INDEX, [corpus])
+        state = client.service.backends.state
+        doc_ids = sorted(state.document_hashes(INDEX))
+        yield Ingested(server=server, client=client, job=job, stats=server.stats,
+                       documents=state.get_documents(INDEX, doc_ids))
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -70,14 +70,14 @@ def test_ingest_succeeds_with_every_document_indexed(ingested: Ingested) -> None
     index holds AKUs and bridging facts whose sources span two or more documents."""
     assert ingested.job.state is JobState.SUCCEEDED, ingested.job.reason
     assert ingested.job.errors == []
-    hashes = ingested.service.backends.state.document_hashes(INDEX)
+    hashes = ingested.client.service.backends.state.document_hashes(INDEX)
     assert len(hashes) == len(ingested.documents) > 900
     assert all(hashes.values())
-    counts = ingested.service.backends.state.count_units(INDEX)
+    counts = ingested.client.service.backends.state.count_units(INDEX)
     assert counts[UnitKind.AKU] > 900
     assert counts[UnitKind.BRIDGE] > 500
     assert counts.get(UnitKind.PASSAGE, 0) == 0  # IndexRAG indexes facts, not passages
-    bridges = ingested.service.backends.state.units_of_documents(
+    bridges = ingested.client.service.backends.state.units_of_documents(
         INDEX, [d.doc_id for d in ingested.documents[:200]], kinds=(UnitKind.BRIDGE,))
     assert bridges and all(len(u.source_doc_ids) >= 2 for u in bridges)
 
@@ -100,7 +100,7 @@ def test_stage1_makes_exactly_one_call_per_document(ingested: Ingested) -> None:
 def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> None:
     """Stage-2 calls = entities with 2 <= df <= tau whose facts sit in two or more
     documents, recomputed here from the extractions stored with the AKUs."""
-    state = ingested.service.backends.state
+    state = ingested.client.service.backends.state
     units = state.units_of_documents(INDEX, [d.doc_id for d in ingested.documents],
                                      kinds=(UnitKind.AKU,))
     extractions: dict[str, list[ExtractedFacts]] = {}
@@ -110,7 +110,7 @@ def test_stage2_makes_exactly_one_call_per_bridge_entity(ingested: Ingested) -> 
             entities=tuple(unit.metadata["entities"])))
     entities_of = {d: document_entities(chunks) for d, chunks in extractions.items()}
     df = Counter(e for entities in entities_of.values() for e in entities)
-    tau = method_settings(ingested.service.settings, "indexrag").tau
+    tau = method_settings(ingested.client.settings, "indexrag").tau
     window = sorted(e for e, n in df.items() if 2 <= n <= tau)
     facts = doc_facts_from_units(units)
     holders = {e: [facts[d] for d in sorted(entities_of) if e in entities_of[d]]
@@ -137,7 +137,7 @@ def test_query_makes_one_llm_call_and_reports_its_usage(ingested: Ingested) -> N
     k_b = 3 bridging facts among at most k = 10 selected units, and passages found."""
     for question in QUESTIONS:
         before = ingested.server.stats
-        result = ingested.service.query(INDEX, question, options=QueryOptions(k=5))
+        result = ingested.client.query(INDEX, question, k=5)
         after = ingested.server.stats
         assert result.method == "indexrag"  # the index's own method is the default
         assert result.answer
@@ -157,8 +157,7 @@ def test_ircot_makes_at_most_four_calls_and_reports_them(ingested: Ingested) -> 
     with usage equal to the server's delta and the steps in the trace."""
     for question in QUESTIONS:
         before = ingested.server.stats
-        result = ingested.service.query(INDEX, question, method="ircot",
-                                        options=QueryOptions(k=5))
+        result = ingested.client.query(INDEX, question, method="ircot", k=5)
         after = ingested.server.stats
         calls = after.count(Endpoint.CHAT) - before.count(Endpoint.CHAT)
         assert 2 <= result.usage.llm_calls == calls <= 4
@@ -172,7 +171,7 @@ def test_second_identical_ingest_makes_no_llm_calls(ingested: Ingested) -> None:
     """Re-ingesting the same corpus skips every document by content hash: 0 calls."""
     before = ingested.server.stats.count(Endpoint.CHAT)
     with as_file(files("hopindex") / "sample" / "hotpotqa-100" / "corpus.json") as corpus:
-        job = ingested.service.ingest_paths(INDEX, [corpus])
+        job = ingested.client.ingest(INDEX, [corpus])
     assert job.state is JobState.SUCCEEDED
     assert job.count("indexrag.stage1").skipped == len(ingested.documents)
     assert job.llm_total.calls == 0
@@ -186,7 +185,7 @@ def test_same_documents_in_a_new_index_come_from_the_response_cache(
     subset = ingested.documents[:40]
     before = ingested.server.stats
     raw = [_raw(d) for d in subset]
-    job = ingested.service.ingest_documents("hotpot-subset", raw)
+    job = ingest_documents(ingested.client, "hotpot-subset", raw)
     after = ingested.server.stats
     assert job.state is JobState.SUCCEEDED
     assert job.llm["indexrag.stage1"].cache_hits == _inputs(subset)
@@ -200,14 +199,14 @@ def test_changed_document_recomputes_only_what_it_touches(ingested: Ingested) ->
     document = ingested.documents[0]
     changed = replace(document, text=document.text + " It was later renamed Hopindex Hall.")
     before = ingested.server.stats
-    job = ingested.service.ingest_documents(INDEX, [_raw(changed)])
+    job = ingest_documents(ingested.client, INDEX, [_raw(changed)])
     after = ingested.server.stats
     assert job.state is JobState.SUCCEEDED
     assert job.llm["indexrag.stage1"].calls == 1
     stage2_calls = job.llm["indexrag.stage2"].calls if "indexrag.stage2" in job.llm else 0
     assert stage2_calls <= job.count("indexrag.stage2").total < 60
     assert after.count(Endpoint.CHAT) - before.count(Endpoint.CHAT) == job.llm_total.calls
-    assert ingested.service.backends.state.document_hashes(INDEX)[document.doc_id]
+    assert ingested.client.service.backends.state.document_hashes(INDEX)[document.doc_id]
 
 
 def _raw(document: Document) -> RawDocument:

@@ -4,11 +4,10 @@ and one naming no entity at all."""
 
 from __future__ import annotations
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
+from tests.conftest import LlmClientFactory, raw
 
 INDEX = "kg"
 ADA = raw("Ada Lovelace", "Ada Lovelace wrote programs for the Analytical Engine, a mechanical "
@@ -33,9 +32,9 @@ LINKED_KEYS = {"ada lovelace", "analytical engine"}
 CANDIDATE_KEYS = {"ada lovelace", "analytical engine", "john smith", "lord byron"}
 
 
-def kg_service(make: LlmServiceFactory, server: LlmTestServer, name: str = "data",
-               **method_env: str) -> Hopindex:
-    """A service on ``server`` for chat and embeddings (the hashed bag of words, so
-    cosines are the same on every run)."""
+def kg_client(make: LlmClientFactory, server: LlmTestServer, name: str = "data",
+              **method_env: str) -> LocalClient:
+    """A client of a service on ``server`` for chat and embeddings (the hashed bag of
+    words, so cosines are the same on every run)."""
     return make(server, name, embedder_url=f"openai://{server.config.embedding_model}",
                 method_env=method_env)

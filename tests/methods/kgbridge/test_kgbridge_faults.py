@@ -11,9 +11,8 @@ from hopindex.core.models import JobState, UnitKind
 from hopindex.methods.kgbridge.graphs import GRAPHS, LINKS
 from hopindex.methods.kgbridge.links import list_links
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
-from tests.methods.kgbridge.corpus import CORPUS, ENGINE, INDEX, LINKED_KEYS, kg_service
+from tests.conftest import LlmClientFactory, ingest_documents, raw
+from tests.methods.kgbridge.corpus import CORPUS, ENGINE, INDEX, LINKED_KEYS, kg_client
 
 pytestmark = pytest.mark.integration
 
@@ -22,64 +21,66 @@ POISON = "zq-poison-5d2e"
 
 
 def test_an_extraction_that_stays_invalid_fails_its_document_alone(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Invalid JSON after the one repair: that document alone fails, named on the job
     under ``kgbridge.graphs`` with the chunk and the reason; the others are indexed and
     linked; a repair with the model fixed extracts it, and only it."""
     server = start_server(invalid_json_marker=POISON)
-    service = kg_service(make_llm_service, server)
+    client = kg_client(make_llm_client, server)
     bad = raw("Broken", f"Marta Kell wrote this {POISON} passage.", doc_id="broken")
-    job = service.ingest_documents(INDEX, [*CORPUS, bad], method="kgbridge")
+    job = ingest_documents(client, INDEX, [*CORPUS, bad], method="kgbridge")
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS
     assert [(e.item, e.stage) for e in job.errors] == [("broken", "kgbridge.graphs")]
     assert "entity extraction failed at chunk 0" in job.errors[0].reason
     assert "holds no JSON object or array (after one repair call)" in job.errors[0].reason
-    state = service.backends.state
+    state = client.service.backends.state
     assert state.units_of_documents(INDEX, ["broken"]) == []
     assert state.get_records(INDEX, GRAPHS, ["broken"]) == {}
     assert {link["entity"] for link in list_links(state, INDEX)} == LINKED_KEYS
-    service.close()
+    client.close()
 
     fixed = start_server()
-    service = kg_service(make_llm_service, fixed)
-    job = service.repair_index(INDEX)
+    client = kg_client(make_llm_client, fixed)
+    job = client.indexes.repair_index(INDEX)
     assert job.state is JobState.SUCCEEDED, job.reason
     assert fixed.stats.by_kind == {"kg_extract": 1, "kg_glean": 1, "kg_entity_summaries": 1,
                                    "kg_doc_summary": 1}
-    kinds = {u.kind for u in service.backends.state.units_of_documents(INDEX, ["broken"])}
+    kinds = {u.kind for u in client.service.backends.state.units_of_documents(INDEX,
+                                                                              ["broken"])}
     assert kinds == {UnitKind.PASSAGE, UnitKind.ENTITY_SUMMARY, UnitKind.DOC_SUMMARY}
-    assert service.outstanding(INDEX).failed == []
+    assert client.indexes.describe_index(INDEX).outstanding.failed == {}
 
 
 def test_an_adjudication_that_stays_invalid_fails_its_name_and_keeps_its_links(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """A changed document whose names must be adjudicated again while every verdict is
     invalid: each such name fails under ``kgbridge.links`` and keeps the links it had;
     the next job, with the model fixed, adjudicates them again."""
     server = start_server()
-    service = kg_service(make_llm_service, server)
-    assert service.ingest_documents(INDEX, CORPUS, method="kgbridge").state is JobState.SUCCEEDED
-    before = service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
-    service.close()
+    client = kg_client(make_llm_client, server)
+    job = ingest_documents(client, INDEX, CORPUS, method="kgbridge")
+    assert job.state is JobState.SUCCEEDED
+    before = client.service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
+    client.close()
 
     poisoned = start_server(invalid_json_marker="Entity A:")
-    service = kg_service(make_llm_service, poisoned)
+    client = kg_client(make_llm_client, poisoned)
     changed = raw(ENGINE.title, ENGINE.text.replace("computer", "calculating machine")
                   .replace("mathematician", "mathematician in London"), doc_id="engine")
-    job = service.ingest_documents(INDEX, [changed])
+    job = ingest_documents(client, INDEX, [changed])
     assert job.state is JobState.SUCCEEDED_WITH_ERRORS
     assert sorted((e.item, e.stage) for e in job.errors) == [
         ("ada lovelace", "kgbridge.links"), ("analytical engine", "kgbridge.links")]
     assert all("adjudication of ada / engine failed" in e.reason for e in job.errors)
-    state = service.backends.state
+    state = client.service.backends.state
     assert state.get_records(INDEX, LINKS, sorted(LINKED_KEYS)) == before
-    service.close()
+    client.close()
 
     fixed = start_server()
-    service = kg_service(make_llm_service, fixed)
-    job = service.repair_index(INDEX)
+    client = kg_client(make_llm_client, fixed)
+    job = client.indexes.repair_index(INDEX)
     assert job.state is JobState.SUCCEEDED, job.reason
     assert fixed.stats.by_kind == {"kg_adjudicate": 2}
-    assert service.outstanding(INDEX).failed == []
-    after = service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
+    assert client.indexes.describe_index(INDEX).outstanding.failed == {}
+    after = client.service.backends.state.get_records(INDEX, LINKS, sorted(LINKED_KEYS))
     assert after != before

@@ -13,9 +13,8 @@ from hopindex.core.models import JobState, UnitKind
 from hopindex.methods.chunking import chunk_document
 from hopindex.methods.kgbridge.graphs import GRAPHS
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
-from tests.methods.kgbridge.corpus import CORPUS, INDEX, kg_service
+from tests.conftest import LlmClientFactory, ingest_documents, plan_documents, raw
+from tests.methods.kgbridge.corpus import CORPUS, INDEX, kg_client
 
 pytestmark = pytest.mark.integration
 
@@ -31,19 +30,19 @@ GLEANED = "notes on the engine"
 
 
 def test_gleaning_costs_one_call_per_chunk_and_its_entities_join_the_graph(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Each one-chunk document gets one gleaning call besides its extraction: 2 + 2 calls
     per document. The entity the extraction missed is in the graph, related to the
     listed name sharing its sentence, with an entity unit and a mention; a document
     with nothing missed is unchanged."""
     server = start_server()
-    service = kg_service(make_llm_service, server)
-    job = service.ingest_documents(INDEX, [NOTES, PLAIN], method="kgbridge")
+    client = kg_client(make_llm_client, server)
+    job = ingest_documents(client, INDEX, [NOTES, PLAIN], method="kgbridge")
     assert job.state is JobState.SUCCEEDED, job.reason
     assert {k: server.stats.by_kind[k] for k in GRAPH_KINDS} == {
         "kg_extract": 2, "kg_glean": 2, "kg_entity_summaries": 2, "kg_doc_summary": 2}
     assert job.llm["kgbridge.graphs"].calls == 8
-    state = service.backends.state
+    state = client.service.backends.state
     graphs = state.get_records(INDEX, GRAPHS, ["notes", "plain"])
     notes = {e["key"]: e for e in graphs["notes"]["entities"]}
     assert set(notes) == {"ada lovelace", "london", GLEANED}
@@ -57,47 +56,48 @@ def test_gleaning_costs_one_call_per_chunk_and_its_entities_join_the_graph(
 
 
 def test_gleaning_off_sends_no_gleaning_call(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """``HOPINDEX_KGBRIDGE_GLEANING=false``: no gleaning request, 1 + 2 calls per
     document, and the quoted title stays out of the graph."""
     server = start_server()
-    service = kg_service(make_llm_service, server, HOPINDEX_KGBRIDGE_GLEANING="false")
-    job = service.ingest_documents(INDEX, [NOTES, PLAIN], method="kgbridge")
+    client = kg_client(make_llm_client, server, HOPINDEX_KGBRIDGE_GLEANING="false")
+    job = ingest_documents(client, INDEX, [NOTES, PLAIN], method="kgbridge")
     assert job.state is JobState.SUCCEEDED, job.reason
     assert "kg_glean" not in server.stats.by_kind
     assert job.llm["kgbridge.graphs"].calls == 6
-    record = service.backends.state.get_records(INDEX, GRAPHS, ["notes"])["notes"]
+    record = client.service.backends.state.get_records(INDEX, GRAPHS, ["notes"])["notes"]
     assert GLEANED not in {e["key"] for e in record["entities"]}
 
 
 @pytest.mark.parametrize(("gleaning", "per_document"), [("true", 4), ("false", 3)])
 def test_the_dry_run_bounds_the_gleaning_calls(
-        start_server: StartServer, make_llm_service: LlmServiceFactory, gleaning: str,
+        start_server: StartServer, make_llm_client: LlmClientFactory, gleaning: str,
         per_document: int) -> None:
     """The graphs phase's plan: the extraction requests exactly, then one gleaning call
     per chunk when on, and the two summaries; what the ingest sends stays within it."""
     server = start_server()
-    service = kg_service(make_llm_service, server, HOPINDEX_KGBRIDGE_GLEANING=gleaning)
-    plan = service.plan_ingest_documents(INDEX, [NOTES, PLAIN], method="kgbridge")
+    client = kg_client(make_llm_client, server, HOPINDEX_KGBRIDGE_GLEANING=gleaning)
+    plan = plan_documents(client, INDEX, [NOTES, PLAIN], method="kgbridge")
     graphs = plan.phases[0]
-    assert graphs.phase == "kgbridge.graphs"
-    assert graphs.calls == per_document * 2
-    service.ingest_documents(INDEX, [NOTES, PLAIN], method="kgbridge")
-    assert sum(server.stats.by_kind.get(k, 0) for k in GRAPH_KINDS) == graphs.calls
+    assert graphs["phase"] == "kgbridge.graphs"
+    assert graphs["calls"] == per_document * 2
+    ingest_documents(client, INDEX, [NOTES, PLAIN], method="kgbridge")
+    assert sum(server.stats.by_kind.get(k, 0) for k in GRAPH_KINDS) == graphs["calls"]
 
 
 def test_a_documents_calls_stay_within_the_bound_when_replies_need_repairs(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Half the JSON replies come back broken: calls are repaired (each at most once), a
     document whose repair breaks too fails alone, and the graphs phase's requests stay
     within 2 · (2 per chunk + 2) per document, the bound docs/methods.md states."""
     server = start_server(fail_invalid_json=0.5, seed=7)
-    service = kg_service(make_llm_service, server)
-    job = service.ingest_documents(INDEX, CORPUS, method="kgbridge")
+    client = kg_client(make_llm_client, server)
+    job = ingest_documents(client, INDEX, CORPUS, method="kgbridge")
     usage = job.llm["kgbridge.graphs"]
     assert usage.repairs > 0
-    bound = sum(2 * (2 * len(chunk_document(d)) + 2) for d in service.get_documents(
-        INDEX, [d.doc_id or "" for d in CORPUS]))
+    documents = client.service.backends.state.get_documents(
+        INDEX, [d.doc_id or "" for d in CORPUS])
+    bound = sum(2 * (2 * len(chunk_document(d)) + 2) for d in documents)
     sent = sum(server.stats.by_kind.get(k, 0) for k in GRAPH_KINDS)
     assert server.stats.by_kind["kg_glean"] > 0
     assert sent == usage.calls <= bound

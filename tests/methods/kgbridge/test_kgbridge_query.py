@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState, UnitKind
-from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.methods.base import QueryResult
 from hopindex.methods.kgbridge import describe_trace
 from hopindex.methods.kgbridge.links import list_links
 from hopindex.testing.llm_kgbridge import (
@@ -23,8 +23,7 @@ from hopindex.testing.llm_kgbridge import (
 )
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import llm_settings
+from tests.conftest import ingest_documents, llm_settings, local_client, raw
 from tests.methods.kgbridge.corpus import CORPUS, INDEX, QUIET
 
 pytestmark = pytest.mark.integration
@@ -41,21 +40,20 @@ ASKED = {"kg_plan": 1, "kg_sufficiency": 1, "answer": 1}
 @dataclass
 class Built:
     server: LlmTestServer
-    service: Hopindex
+    client: LocalClient
 
     def ask(self, question: str, index: str = INDEX, k: int = 5) -> tuple[QueryResult, int]:
         """The result and the chat requests the server answered for it."""
         self.server.reset()
-        result = self.service.query(index, question, method="kgbridge",
-                                    options=QueryOptions(k=k))
+        result = self.client.query(index, question, method="kgbridge", k=k)
         return result, self.server.stats.count(Endpoint.CHAT)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     server = LlmTestServer(LlmServerConfig(invalid_json_marker=BAD_JSON)).start_in_thread()
-    service = Hopindex(llm_settings(tmp_path_factory.mktemp("kgbridge-query"), server,
-                                    embedder_url=f"openai://{server.config.embedding_model}"))
+    client = local_client(llm_settings(tmp_path_factory.mktemp("kgbridge-query"), server,
+                                       embedder_url=f"openai://{server.config.embedding_model}"))
     try:
         for index, documents, method in (
                 (INDEX, CORPUS, "kgbridge"),
@@ -63,11 +61,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
                                           "flour was carried down the lane.",
                                           doc_id="mill")], "kgbridge"),
                 (EXTRACTIVE_INDEX, CORPUS, "extractive")):
-            job = service.ingest_documents(index, documents, method=method)
+            job = ingest_documents(client, index, documents, method=method)
             assert job.state is JobState.SUCCEEDED, (index, job.reason, job.errors)
-        yield Built(server=server, service=service)
+        yield Built(server=server, client=client)
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -107,7 +105,7 @@ def test_passages_follow_the_context_primary_documents_first(built: Built) -> No
     assert [p.doc_id for p in result.passages[:len(primary)]] == primary
     assert [p.rank for p in result.passages] == list(range(1, len(result.passages) + 1))
     assert len(result.passages) == 4
-    state = built.service.backends.state
+    state = built.client.service.backends.state
     for passage in result.passages:
         (unit,) = state.get_units(INDEX, [passage.via_unit_id])
         assert unit.kind.value == passage.via_kind and passage.doc_id in unit.source_doc_ids
@@ -124,7 +122,7 @@ def test_same_as_links_bring_the_linked_documents_entity(built: Built) -> None:
     trace = result.trace
     assert trace["plan"]["primary"] == ["engine"]
     stored = {(link["entity"], link["link_id"]): link["s_link"]
-              for link in list_links(built.service.backends.state, INDEX)}
+              for link in list_links(built.client.service.backends.state, INDEX)}
     followed = trace["links_followed"]
     assert followed and all(f["from_doc"] == "engine" and f["to_doc"] == "ada"
                             for f in followed)

@@ -10,19 +10,18 @@ from dataclasses import dataclass
 
 import pytest
 
-from hopindex.api.service import Hopindex
+from hopindex.api.client.local import LocalClient
 from hopindex.core.models import JobState
 from hopindex.core.settings import CacheMode
-from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.methods.base import QueryResult
 from hopindex.methods.kgbridge import describe_trace
 from hopindex.methods.kgbridge.links import list_links
 from hopindex.readers import RawDocument
 from hopindex.testing.llm_kgbridge import NEVER_SUFFICIENT_MARKER
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmServerConfig, LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory, llm_settings
-from tests.methods.kgbridge.corpus import kg_service
+from tests.conftest import LlmClientFactory, ingest_documents, llm_settings, local_client, raw
+from tests.methods.kgbridge.corpus import kg_client
 
 pytestmark = pytest.mark.integration
 
@@ -48,13 +47,12 @@ SUB_QUESTION_TEXT = "What is known about"
 @dataclass
 class Chain:
     server: LlmTestServer
-    service: Hopindex
+    client: LocalClient
 
     def ask(self, question: str) -> tuple[QueryResult, int]:
         """The result and the chat requests the server answered for it."""
         self.server.reset()
-        result = self.service.query(INDEX, question, method="kgbridge",
-                                    options=QueryOptions(k=5))
+        result = self.client.query(INDEX, question, method="kgbridge", k=5)
         return result, self.server.stats.count(Endpoint.CHAT)
 
 
@@ -62,17 +60,17 @@ class Chain:
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     server = LlmTestServer(LlmServerConfig()).start_in_thread()
     # No response cache: two questions refined alike must both reach the server.
-    service = Hopindex(llm_settings(tmp_path_factory.mktemp("kgbridge-chain"), server,
-                                    embedder_url=f"openai://{server.config.embedding_model}",
-                                    llm_cache=CacheMode.OFF))
+    client = local_client(llm_settings(tmp_path_factory.mktemp("kgbridge-chain"), server,
+                                       embedder_url=f"openai://{server.config.embedding_model}",
+                                       llm_cache=CacheMode.OFF))
     try:
-        job = service.ingest_documents(INDEX, CHAIN, method="kgbridge")
+        job = ingest_documents(client, INDEX, CHAIN, method="kgbridge")
         assert job.state is JobState.SUCCEEDED, (job.reason, job.errors)
         # The chain's names are in two documents each, described apart: no link.
-        assert list_links(service.backends.state, INDEX) == []
-        yield Chain(server=server, service=service)
+        assert list_links(client.service.backends.state, INDEX) == []
+        yield Chain(server=server, client=client)
     finally:
-        service.close()
+        client.close()
         server.stop()
 
 
@@ -137,19 +135,19 @@ def test_a_loop_never_sufficient_reaches_the_call_bound(chain: Chain) -> None:
 
 
 def test_each_iteration_costs_two_calls_and_none_runs_at_zero(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Never sufficient, ``HOPINDEX_KGBRIDGE_MAX_ITERATIONS`` 1: plan, check, refined
     plan, answer (2 + 2·1 calls); 0: the plan and the answer, no loop."""
     for iterations, kinds in ((1, {"kg_plan": 2, "kg_sufficiency": 1, "answer": 1}),
                               (0, {"kg_plan": 1, "answer": 1})):
         server = start_server()
-        service = kg_service(make_llm_service, server, f"iterations-{iterations}",
-                             HOPINDEX_KGBRIDGE_MAX_ITERATIONS=str(iterations))
-        job = service.ingest_documents(INDEX, CHAIN, method="kgbridge")
+        client = kg_client(make_llm_client, server, f"iterations-{iterations}",
+                           HOPINDEX_KGBRIDGE_MAX_ITERATIONS=str(iterations))
+        job = ingest_documents(client, INDEX, CHAIN, method="kgbridge")
         assert job.state is JobState.SUCCEEDED, job.reason
         server.reset()
-        result = service.query(INDEX, f"{QUESTION} {NEVER_SUFFICIENT_MARKER}",
-                               method="kgbridge", options=QueryOptions(k=5))
+        result = client.query(INDEX, f"{QUESTION} {NEVER_SUFFICIENT_MARKER}",
+                              method="kgbridge", k=5)
         assert len(result.trace["iterations"]) == iterations
         assert result.trace["stopped"] == ("max_iterations" if iterations else "disabled")
         assert dict(server.stats.by_kind) == kinds
@@ -157,16 +155,17 @@ def test_each_iteration_costs_two_calls_and_none_runs_at_zero(
 
 
 def test_a_refined_plan_that_fails_stops_the_loop_and_the_query_returns_what_it_has(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """The refined query's plan reply is never valid JSON: no repair call, the loop
     stops there (its route kept in the trace, no plan, nothing read), the query's
     policy sends no further call (the answer is skipped), and the passages of what was
     read and routed come back, every step named."""
     server = start_server(invalid_json_marker=SUB_QUESTION_TEXT)
-    service = kg_service(make_llm_service, server)
-    assert service.ingest_documents(INDEX, CHAIN, method="kgbridge").state is JobState.SUCCEEDED
+    client = kg_client(make_llm_client, server)
+    job = ingest_documents(client, INDEX, CHAIN, method="kgbridge")
+    assert job.state is JobState.SUCCEEDED
     server.reset()
-    result = service.query(INDEX, QUESTION, method="kgbridge", options=QueryOptions(k=5))
+    result = client.query(INDEX, QUESTION, method="kgbridge", k=5)
     trace = result.trace
     (only,) = trace["iterations"]
     assert only["route"]["docs"] and only["plan"] is None and only["units_added"] == []

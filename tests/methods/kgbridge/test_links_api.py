@@ -11,9 +11,8 @@ from hopindex.core.errors import InvalidInputError, NotFoundError
 from hopindex.core.models import JobState
 from hopindex.methods.kgbridge.links import REJECTED, UnknownLinkError, list_links, reject_link
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import raw
-from tests.methods.indexrag.conftest import LlmServiceFactory
-from tests.methods.kgbridge.corpus import ADA, CORPUS, INDEX, LINKED_KEYS, kg_service
+from tests.conftest import LlmClientFactory, ingest_documents, raw
+from tests.methods.kgbridge.corpus import ADA, CORPUS, INDEX, LINKED_KEYS, kg_client
 
 pytestmark = pytest.mark.integration
 
@@ -21,12 +20,12 @@ StartServer = Callable[..., LlmTestServer]
 
 
 def test_links_are_listed_by_name_or_all(start_server: StartServer,
-                                         make_llm_service: LlmServiceFactory) -> None:
+                                         make_llm_client: LlmClientFactory) -> None:
     """Every link with its entity key; one name's links, whatever its case and spacing;
     none for a name with no link or unknown."""
-    service = kg_service(make_llm_service, start_server())
-    service.ingest_documents(INDEX, CORPUS, method="kgbridge")
-    state = service.backends.state
+    client = kg_client(make_llm_client, start_server())
+    ingest_documents(client, INDEX, CORPUS, method="kgbridge")
+    state = client.service.backends.state
     every = list_links(state, INDEX)
     assert [link["entity"] for link in every] == sorted(LINKED_KEYS)
     assert list_links(state, INDEX, " analytical   ENGINE ") == [every[1]]
@@ -34,14 +33,14 @@ def test_links_are_listed_by_name_or_all(start_server: StartServer,
 
 
 def test_a_rejected_link_stays_rejected_across_reingests(
-        start_server: StartServer, make_llm_service: LlmServiceFactory) -> None:
+        start_server: StartServer, make_llm_client: LlmClientFactory) -> None:
     """Rejecting a link removes it at once and records who did it; re-ingesting a changed
     end, and deleting and re-ingesting it, neither links the pair again nor asks the
     model about it, while its other names are adjudicated as usual."""
     server = start_server()
-    service = kg_service(make_llm_service, server)
-    service.ingest_documents(INDEX, CORPUS, method="kgbridge")
-    state = service.backends.state
+    client = kg_client(make_llm_client, server)
+    ingest_documents(client, INDEX, CORPUS, method="kgbridge")
+    state = client.service.backends.state
     (link,) = list_links(state, INDEX, "Ada Lovelace")
     rejected = reject_link(state, INDEX, link["link_id"], by="reviewer")
     assert rejected["state"] == "rejected" and rejected["by"] == "reviewer"
@@ -55,7 +54,7 @@ def test_a_rejected_link_stays_rejected_across_reingests(
     before = server.stats.by_kind.get("kg_adjudicate", 0)
     changed = raw(ADA.title, ADA.text.replace("mechanical computer.",
                                               "mechanical computer, in 1843."), doc_id="ada")
-    job = service.ingest_documents(INDEX, [changed])
+    job = ingest_documents(client, INDEX, [changed])
     assert job.state is JobState.SUCCEEDED, job.reason
     # Only the Analytical Engine's pair is asked again: its summary in "ada" changed.
     assert server.stats.by_kind["kg_adjudicate"] - before == 1
@@ -63,18 +62,18 @@ def test_a_rejected_link_stays_rejected_across_reingests(
     record = state.get_records(INDEX, "kgbridge.links", ["ada lovelace"])["ada lovelace"]
     assert (record["links"], record["rejected"], record["adjudicated"]) == ([], 1, 0)
 
-    assert service.delete_documents(INDEX, ["ada"]).state is JobState.SUCCEEDED
-    assert service.ingest_documents(INDEX, [changed]).state is JobState.SUCCEEDED
+    assert client.delete_documents(INDEX, ["ada"]).state is JobState.SUCCEEDED
+    assert ingest_documents(client, INDEX, [changed]).state is JobState.SUCCEEDED
     assert [x["entity"] for x in list_links(state, INDEX)] == ["analytical engine"]
 
 
 def test_rejecting_an_unknown_link_names_it(start_server: StartServer,
-                                            make_llm_service: LlmServiceFactory) -> None:
+                                            make_llm_client: LlmClientFactory) -> None:
     """An id no link carries is a not-found error naming it; a rejection must say who
     made it."""
-    service = kg_service(make_llm_service, start_server())
-    service.ingest_documents(INDEX, CORPUS, method="kgbridge")
-    state = service.backends.state
+    client = kg_client(make_llm_client, start_server())
+    ingest_documents(client, INDEX, CORPUS, method="kgbridge")
+    state = client.service.backends.state
     with pytest.raises(UnknownLinkError, match="no link 'feedbeef'") as raised:
         reject_link(state, INDEX, "feedbeef", by="reviewer")
     assert isinstance(raised.value, NotFoundError)

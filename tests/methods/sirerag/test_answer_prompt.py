@@ -22,8 +22,7 @@ from hopindex.methods.retrieval.answer import ANSWER_SYSTEM
 from hopindex.methods.sirerag.prompts import PAPER_ANSWER_INSTRUCTION
 from hopindex.methods.sirerag.query import answer_prompt_of
 from hopindex.testing.llm_server import LlmTestServer
-from tests.conftest import CURIE_CORPUS
-from tests.methods.indexrag.conftest import LlmServiceFactory
+from tests.conftest import CURIE_CORPUS, LlmClientFactory, ingest_documents
 from tests.methods.sirerag.conftest import ChatLog
 
 pytestmark = pytest.mark.integration
@@ -32,18 +31,18 @@ QUESTION = "Where was Marie Curie born?"
 
 
 def test_the_answer_call_sends_the_papers_prompt_unless_asked_for_indexrags(
-        start_server: Callable[..., LlmTestServer], make_llm_service: LlmServiceFactory,
+        start_server: Callable[..., LlmTestServer], make_llm_client: LlmClientFactory,
         chat_log: ChatLog) -> None:
     """Default: one user message ending with the question and the paper's instruction,
     no system prompt. ``answer_prompt=indexrag``: IndexRAG's system prompt, and the
     question alone. Each query is one answer request, nothing else."""
     server = start_server()
-    service = make_llm_service(server)
-    job = service.ingest_documents("curie", CURIE_CORPUS, method="sirerag")
+    client = make_llm_client(server)
+    job = ingest_documents(client, "curie", CURIE_CORPUS, method="sirerag")
     assert job.state is JobState.SUCCEEDED, job.reason
     built = len(chat_log.requests)
 
-    paper = service.query("curie", QUESTION, "sirerag")
+    paper = client.query("curie", QUESTION, method="sirerag", k=5)
     assert chat_log.kinds()[built:] == ["answer"]
     [messages] = [m for _, m in chat_log.requests[built:]]
     assert len(messages) == 1  # the user message alone
@@ -53,8 +52,8 @@ def test_the_answer_call_sends_the_papers_prompt_unless_asked_for_indexrags(
         "Answer this question in as fewer number of words as possible.")
     assert paper.answer and paper.trace["answer_prompt"] == "paper"
 
-    indexrag = service.query("curie", QUESTION, "sirerag",
-                             QueryOptions(params={"answer_prompt": "indexrag"}))
+    indexrag = client.query("curie", QUESTION, method="sirerag", k=5,
+                            options=QueryOptions(params={"answer_prompt": "indexrag"}))
     assert chat_log.kinds()[built:] == ["answer", "answer"]
     system, user = chat_log.requests[-1][1]
     assert system == ANSWER_SYSTEM
