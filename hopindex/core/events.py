@@ -7,8 +7,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from hopindex.core.errors import InvalidInputError
-
 
 class EventType(enum.StrEnum):
     JOB_STARTED = "job.started"
@@ -36,17 +34,6 @@ class Event:
         return {"id": self.event_id, "type": self.event_type.value, "index": self.index,
                 "job_id": self.job_id, "data": self.data, "created_at": self.created_at}
 
-    @classmethod
-    def from_dict(cls, record: dict[str, Any]) -> Event:
-        try:
-            data = record["data"]
-            if not isinstance(data, dict):
-                raise TypeError(f"data is a {type(data).__name__}, not an object")
-            return cls(event_id=str(record["id"]), event_type=EventType(record["type"]),
-                       index=str(record["index"]), job_id=str(record["job_id"]),
-                       data=data, created_at=float(record["created_at"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"malformed event record: {exc!r}", where="event") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
-"""The HTTP transport of ``Client.connect`` (standard library only): requests, the
-multipart upload of files, the server-sent-events reader, and error answers turned
-back into hopindex's own error types.
+"""The HTTP transport of ``Client.connect`` (on the standard library's HTTP client):
+requests, the multipart upload of files, the server-sent-events reader (events read
+through their wire model, wire.EventView), and error answers turned back into
+hopindex's own error types.
 
 An answer whose code names an error type (``core/errors.py``) raises that type with
 the server's message, so a caller catches the same class through either client; a
@@ -20,16 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopindex.api.client.wire import EventView
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import HopindexError, InvalidInputError, error_type_for
 from hopindex.core.events import Event
-from hopindex.methods.base import (
-    Degradation,
-    QueryResult,
-    QueryUsage,
-    QueryWarning,
-    RankedPassage,
-)
 
 DEFAULT_TIMEOUT_S = 120.0
 RECONNECT_S = 1.0
@@ -95,24 +90,6 @@ def multipart_body(uploads: Sequence[Upload]) -> tuple[bytes, str]:
         parts.append(b"\r\n")
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
-
-
-def query_result_from_dict(data: dict[str, Any]) -> QueryResult:
-    usage_data = data.get("usage") or {}
-    usage = QueryUsage(**{k: v for k, v in usage_data.items()
-                          if k in QueryUsage.__dataclass_fields__})
-    passages = [RankedPassage(rank=p["rank"], doc_id=p["doc_id"], title=p["title"],
-                              text=p["text"], score=p["score"], via_unit_id=p["via"]["unit_id"],
-                              via_kind=p["via"]["kind"], via_text=p["via"].get("text", ""))
-                for p in data["passages"]]
-    return QueryResult(question=data["question"], method=data["method"], index=data["index"],
-                       passages=passages, answer=data.get("answer"),
-                       trace=data.get("trace") or {}, usage=usage,
-                       latency_s=float(data.get("latency_s", 0.0)),
-                       degraded=[Degradation.from_dict(d) for d in data.get("degraded") or []],
-                       answer_truncated=bool(data.get("answer_truncated", False)),
-                       embedder_load_s=float(data.get("embedder_load_s", 0.0)),
-                       warnings=[QueryWarning.from_dict(w) for w in data.get("warnings") or []])
 
 
 class Transport:
@@ -211,5 +188,5 @@ def parse_sse(lines: Iterable[bytes]) -> Iterator[Event]:
                 error = payload.get("error") or {}
                 raise RemoteUnavailableError(0, str(error.get("code", "stream_failed")),
                                              str(error.get("message", "the stream failed")))
-            yield Event.from_dict(payload)
+            yield EventView.model_validate(payload).to_runtime()
             name, data = "", []

@@ -17,7 +17,6 @@ from hopindex.api.client.http_wire import (
     budget_params,
     multipart_body,
     parse_sse,
-    query_result_from_dict,
     quote,
     uploads_for,
 )
@@ -32,6 +31,7 @@ from hopindex.api.client.models import (
 )
 from hopindex.api.client.protocol import Client, IngestSource
 from hopindex.api.client.records import records_file, split_source
+from hopindex.api.client.wire import JobView, QueryResultView
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event
@@ -58,7 +58,7 @@ def _as_param_error(exc: InvalidInputError) -> InvalidInputError:
 
 
 def _job(data: Any) -> Job:
-    return Job.from_dict(data)
+    return JobView.model_validate(data).to_runtime()
 
 
 class RemoteIndexes:
@@ -328,7 +328,7 @@ class RemoteClient(Client):
                                           payload=payload)
         except InvalidInputError as exc:
             raise _as_param_error(exc) from None
-        return query_result_from_dict(answer)
+        return QueryResultView.model_validate(answer).to_runtime()
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *, wait: bool = True,
                          job_id: str | None = None, announce: Announce | None = None) -> Job:

@@ -35,6 +35,13 @@ def parameters(spec: dict[str, Any], path: str, method: str, where: str) -> set[
     return {p["name"] for p in found if p["in"] == where}
 
 
+def component(schema: dict[str, Any]) -> dict[str, Any]:
+    """The component a ``$ref`` names (``schema`` itself when it is no reference)."""
+    if "$ref" not in schema:
+        return schema
+    return SPEC["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+
+
 def test_every_route_is_in_the_spec_and_nothing_else() -> None:
     """The app's (method, path) pairs and the spec's are the same set."""
     assert {(r.method, r.path) for r in ALL_ROUTES} == set(operations(SPEC))
@@ -110,10 +117,10 @@ def test_embedding_usage_is_declared_where_responses_carry_it() -> None:
     """A query's ``usage.embedding_tokens`` and a job's ``embedding`` figures (requests,
     tokens, cost when priced) are in the schemas, with the types the records write."""
     schemas = SPEC["components"]["schemas"]
-    usage = schemas["QueryResult"]["properties"]["usage"]["properties"]
+    usage = component(schemas["QueryResult"]["properties"]["usage"])["properties"]
     assert "embedding_tokens" in QueryUsage().as_dict()
     assert usage["embedding_tokens"]["type"] == "integer"
     job = Job(job_id="j", index="i", kind=JobKind.INGEST,
               embedding=EmbeddingUsage(requests=1, tokens=7, cost=0.1))
-    declared = schemas["Job"]["properties"]["embedding"]["properties"]
+    declared = component(schemas["Job"]["properties"]["embedding"])["properties"]
     assert set(job.as_dict()["embedding"]) == set(declared) == {"requests", "tokens", "cost"}

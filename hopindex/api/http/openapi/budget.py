@@ -29,15 +29,8 @@ PAUSE["description"] = ("why a paused job paused: its limits, what settled calls
                         "what calls in flight held, and the refused call's estimate; empty "
                         "when the job is not paused")
 
-# The fields a job record holds for its budget (spec.py adds them to the Job schema).
-JOB_FIELDS: dict[str, Schema] = {
-    "budget": ref("Budget"),
-    "paused_at": {"type": ["number", "null"],
-                  "description": "when it last paused (seconds since the epoch); null when "
-                                 "it is not paused"},
-    "pause": ref("JobPause"),
-    "paused_tasks": {"type": "array", "items": {"type": "string"},
-                     "description": "on workers: the tasks a resume sends again"},
-}
+# The budget parts of a job record (wire.JobView), grafted onto its component by
+# spec.py: shapes shared with the index's default budget.
+JOB_FIELDS: dict[str, Schema] = {"budget": ref("Budget"), "pause": ref("JobPause")}
 
 BUDGET_SCHEMAS: dict[str, Schema] = {"Budget": BUDGET, "JobPause": PAUSE}

@@ -3,10 +3,12 @@
 Request bodies and the results the client reads are pydantic models
 (api/client/requests.py, api/client/models.py): their components are the models'
 own schemas (``model_schemas``), so a request schema is exactly as strict as the
-validation the handlers run. What stays written here is what no model holds: the
-error shape, the runtime records with their own ``as_dict`` (Job, Event), the items
-of fields a model leaves open (a level build, a failed item), and what depends on the
-settings or the registry (the longest question, the methods a server can build).
+validation the handlers run. The runtime records (Job, Event, QueryResult) are
+written by their own ``as_dict``; their wire forms are models too (api/client/wire.py),
+which the remote client reads them with. What stays written here is what no model
+holds: the error shape, the items of fields a model leaves open (a level build, a
+failed item, a job's dry-run estimate), and what depends on the settings or the
+registry (the longest question, the methods a server can build, the steps a job counts).
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from hopindex.api.client.requests import (
     QueryRequest,
     RejectLink,
 )
+from hopindex.api.client.wire import EventView, JobView, QueryResultView
 from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S, TOKEN_PARAM, TOKEN_PATTERN
 from hopindex.api.http.keys import Access
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
 from hopindex.api.method_options import option_schemas
 from hopindex.core.ids import INDEX_NAME_PATTERN
-from hopindex.core.models import JobKind, JobState, Stage, UnitKind
+from hopindex.core.models import Stage, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.methods.plugin import LlmUse, PhaseKind, phase_name
 from hopindex.methods.registry import (
@@ -75,6 +78,10 @@ class _Generator(GenerateJsonSchema):
 
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
         return False
+
+    def normalize_name(self, name: str) -> str:
+        # A wire model (api/client/wire.py) is its component's name plus View.
+        return super().normalize_name(name).removesuffix("View")
 
     def field_is_required(self, field: core_schema.ModelField | core_schema.DataclassField
                           | core_schema.TypedDictField, total: bool) -> bool:
@@ -201,26 +208,6 @@ def step_names() -> list[str]:
     return [Stage.VALIDATE.value, *phases, Stage.EMBED.value, Stage.FINALIZE.value]
 
 
-STAGE_COUNTS = obj({k: {"type": "integer", "minimum": 0}
-                    for k in ("total", "done", "failed", "skipped")},
-                   ("total", "done", "failed", "skipped"))
-
-# Money at the prices in force when the calls were made (HOPINDEX_LLM_PRICE_*); absent
-# when any of them was unpriced.
-COST = {"type": "number", "minimum": 0}
-# The reading counters (repairs: second requests, also in calls; coerced, dropped,
-# rescaled, truncated: what reading the replies forgave) appear only when not zero.
-_COUNT = {"type": "integer", "minimum": 0}
-LLM_USAGE = obj({"calls": NUMBER, "cache_hits": NUMBER, "prompt_tokens": NUMBER,
-                 "completion_tokens": NUMBER, "retries": NUMBER, "limiter_wait_s": NUMBER,
-                 "cost": COST, "repairs": _COUNT, "coerced": _COUNT, "dropped": _COUNT,
-                 "rescaled": _COUNT, "truncated": _COUNT})
-# What a job's embed steps asked of a remote embedding provider; all zero for a local
-# model. Cost at HOPINDEX_EMBEDDING_PRICE_PER_MTOK, absent when unpriced.
-EMBEDDING_USAGE = obj({"requests": {"type": "integer", "minimum": 0},
-                       "tokens": {"type": "integer", "minimum": 0}, "cost": COST},
-                      ("requests", "tokens"))
-
 # An ingest job's dry-run plan, made when it was submitted (scheduler/dry_run_plan.py),
 # per phase by qualified name, beside which ``llm.stages`` shows what the calls used.
 _OPTIONAL_COUNT: Schema = {"type": ["integer", "null"], "minimum": 0}
@@ -243,52 +230,6 @@ JOB_ESTIMATE: Schema = {
                    "empty for a method without an LLM or when planning failed"}
 
 
-def job_schema() -> Schema:
-    """A job record. Its counts are keyed by step: ``validate``, each phase of the index's
-    method by its qualified name, ``embed``, ``finalize`` (those of the installed methods
-    are listed; a method added later counts its phases the same way)."""
-    counts = obj({name: ref("StageCounts") for name in step_names()})
-    counts["additionalProperties"] = ref("StageCounts")
-    counts["description"] = ("items per step, in the order the job met them: validate, "
-                             "each phase of the index's method (<method>.<phase>), embed, "
-                             "finalize")
-    return obj({
-        "job_id": {"type": "string"},
-        "index": INDEX_NAME,
-        "kind": enum_of(JobKind),
-        "state": enum_of(JobState),
-        "counts": counts,
-        "errors": {"type": "array", "items": obj({
-            "item": {"type": "string"},
-            "stage": {"type": "string",
-                      "description": "validate, or the qualified name of the phase that "
-                                     "failed the item"},
-            "reason": {"type": "string"}, "where": {"type": "string"}},
-            ("item", "stage", "reason"))},
-        "llm": {"allOf": [ref("LlmUsage"), obj({"stages": {
-            "type": "object", "additionalProperties": ref("LlmUsage"),
-            "description": "per phase, by qualified name"}})]},
-        "embedding": EMBEDDING_USAGE,
-        "groups_rebuilt": {"type": "integer", "minimum": 0,
-                           "description": "groups a groups or levels phase rebuilt"},
-        "groups_removed": {"type": "integer", "minimum": 0,
-                           "description": "groups a groups or levels phase removed"},
-        "phases": {"type": "object", "additionalProperties": enum_of(PhaseKind),
-                   "description": "the kind of each phase the job ran, by qualified name"},
-        "units_embedded": {"type": "integer"},
-        "reason": {"type": "string"},
-        "created_at": TIMESTAMP,
-        "started_at": OPTIONAL_TIMESTAMP,
-        "finished_at": OPTIONAL_TIMESTAMP,
-        "estimate": JOB_ESTIMATE,
-        "waits_for": {"type": "string",
-                      "description": "while queued: the job of its index it waits for to "
-                                     "end (empty once its turn came)"},
-        "queue_position": {"type": "integer", "minimum": 0,
-                           "description": "while queued: its place among the index's "
-                                          "waiting jobs, 1 next; 0 once its turn came"},
-    }, ("job_id", "index", "kind", "state", "counts", "errors", "llm", "reason", "created_at"))
-
 # A reader record (README "Using it"): keys other than these are kept as metadata; an
 # id, title or metadata given as null is left out (corpora often write their gaps so).
 _DOC_ID: Schema = {"anyOf": [{"type": "string", "pattern": NOT_BLANK},
@@ -296,10 +237,6 @@ _DOC_ID: Schema = {"anyOf": [{"type": "string", "pattern": NOT_BLANK},
 DOCUMENT = obj({"id": _DOC_ID, "title": {"type": ["string", "null"]},
                 "text": {"type": "string", "pattern": NOT_BLANK},
                 "metadata": {"type": ["object", "null"]}}, ("text",))
-
-EVENT = obj({"id": {"type": "string"}, "type": {"type": "string"}, "index": INDEX_NAME,
-             "job_id": {"type": "string"}, "data": {"type": "object"},
-             "created_at": TIMESTAMP}, ("id", "type", "index", "job_id", "data", "created_at"))
 
 # One frame of the event stream (OpenAPI 3.1 reads a text/event-stream schema per
 # event): ``data`` holds an Event as JSON, or an Error on the ``error`` event that
@@ -388,6 +325,8 @@ def model_components(settings: Settings) -> dict[str, Schema]:
                          "IndexBudget": IndexBudget, "Webhook": WebhookInfo,
                          "IngestPlan": IngestPlanView, "TransferCounts": TransferCounts,
                          "OperationInfo": OperationInfo}),
+        **model_schemas({"Job": JobView, "Event": EventView,
+                         "QueryResult": QueryResultView}),
     }
     # Which methods need an LLM is the server's to say: it offers those only with one.
     graft(found["CreateIndex"], method=or_null(index_methods(settings)))
@@ -396,6 +335,13 @@ def model_components(settings: Settings) -> dict[str, Schema]:
           units={"description": "units per kind (" + ", ".join(UnitKind) + ")"},
           levels={"items": ref("LevelBuild")})
     graft(found["OutstandingWork"], items={"items": ref("FailedItem")})
+    for name in ("Job", "Event", "QueryResult"):
+        graft(found[name], index=INDEX_NAME)
+    # The steps a job counts are the registry's (its installed methods' phases): listed
+    # beside the model's open mapping, which a method added later fills the same way.
+    graft(found["Job"], counts={"properties": {step: ref("StageCounts")
+                                               for step in step_names()}},
+          estimate=JOB_ESTIMATE)
     found.update(LevelBuild=LEVEL_BUILD, FailedItem=FAILED_ITEM)
     return found
 
@@ -415,11 +361,9 @@ def components(settings: Settings) -> dict[str, Any]:
                                f"{EVENT_TOKEN_TTL_S // 60} minutes; never an API key"}},
         "schemas": {
             **model_components(settings),
-            "Error": ERROR, "StageCounts": STAGE_COUNTS, "LlmUsage": LLM_USAGE,
-            # Job and Event are runtime records with their own as_dict, no model: their
-            # schemas are written here.
-            "Job": job_schema(), "Document": DOCUMENT,
-            "Event": EVENT, "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
+            "Error": ERROR, "Document": DOCUMENT,
+            # A frame of the stream, not a record: its data is an Event as JSON text.
+            "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
             "Readiness": READINESS,
             "OnError": enum_of(OnError), "StreamMode": enum_of(StreamMode),
         },

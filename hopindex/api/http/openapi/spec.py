@@ -12,7 +12,6 @@ from hopindex.api.client.requests import NOT_BLANK
 from hopindex.api.http.openapi.budget import BUDGET_SCHEMAS, COST, JOB_FIELDS, TOKENS
 from hopindex.api.http.openapi.links import LINK_SCHEMAS
 from hopindex.api.http.openapi.plan import INGEST_PLAN_FIELDS, PLAN_SCHEMAS
-from hopindex.api.http.openapi.query import QUERY_SCHEMAS
 from hopindex.api.http.openapi.schemas import components, graft, index_methods, ref
 from hopindex.api.http.params import MAX_BODY_STRING_CHARS
 from hopindex.api.http.protocol import MAX_HEADER_BYTES, MAX_REQUEST_LINE_BYTES
@@ -466,9 +465,8 @@ def _components(settings: Settings) -> dict[str, Any]:
     found = components(settings)
     found["schemas"].update(LINK_SCHEMAS)
     found["schemas"].update(PLAN_SCHEMAS)
-    found["schemas"].update(QUERY_SCHEMAS)
     found["schemas"].update(BUDGET_SCHEMAS)
-    found["schemas"]["Job"]["properties"].update(JOB_FIELDS)
+    graft(found["schemas"]["Job"], **JOB_FIELDS)
     graft(found["schemas"]["IngestPlan"], **INGEST_PLAN_FIELDS)
     graft(found["schemas"]["IndexBudget"], budget=ref("Budget"))
     return found
