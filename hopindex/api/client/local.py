@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from hopindex.api.client.models import (
     IndexBudget,
@@ -289,13 +288,6 @@ class LocalClient(Client):
     @property
     def operations(self) -> LocalOperations:
         return self._operations
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def close(self) -> None:
         self.service.close()

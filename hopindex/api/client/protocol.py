@@ -202,10 +202,13 @@ class Client(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> Self: ...
+    # Implemented here: both clients subclass Client, and a context closes either alike.
+    def __enter__(self) -> Self:
+        return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None: ...
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     @staticmethod
     def local(data_dir: Path | str | None = None, *, settings: Settings | None = None,

@@ -7,8 +7,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from hopindex.api.client.http_wire import (
     RECONNECT_S,
@@ -262,13 +261,6 @@ class RemoteClient(Client):
     @property
     def operations(self) -> RemoteOperations:
         return self._operations
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def close(self) -> None:
         """Nothing held between requests: each opens its own connection."""
