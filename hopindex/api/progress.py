@@ -3,12 +3,9 @@ follower does when the job pauses on its LLM budget."""
 
 from __future__ import annotations
 
-import enum
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -20,22 +17,12 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from hopindex.core.errors import NotFoundError
+from hopindex.api.job_waiting import POLL_S, JobReader, WaitUntil, wait_for_job
 from hopindex.core.models import Job, JobState, Stage
 
 # Validation is done before the job starts; finalize is one step. The rest (each
 # phase of the index's method, and embedding) get a bar as the job meets them.
 _HIDDEN = (Stage.VALIDATE.value, Stage.FINALIZE.value)
-POLL_S = 0.2
-
-
-class JobReader(Protocol):
-    """What following a job reads: a job store, or a client's ``jobs`` (whose
-    ``get_job`` raises ``NotFoundError`` for an unknown id where a store answers None)."""
-
-    def get_job(self, job_id: str, /) -> Job | None: ...
-
-    def list_jobs(self, index: str | None = ..., limit: int = ..., /) -> list[Job]: ...
 
 
 def _bars(console: Console) -> Progress:
@@ -58,36 +45,6 @@ def _stage_updater(progress: Progress) -> Callable[[Job], None]:
                             completed=counts.done + counts.failed + counts.skipped)
 
     return update
-
-
-class WaitUntil(enum.StrEnum):
-    """How far a wait for a job goes."""
-
-    # Succeeded, failed or cancelled.
-    FINAL = "final"
-    # Final, or paused on its LLM budget: nothing more happens until a resume, so a
-    # follower that does not run the job itself stops there.
-    SETTLED = "settled"
-
-    def reached(self, job: Job) -> bool:
-        return job.state.is_final or (self is WaitUntil.SETTLED
-                                      and job.state is JobState.PAUSED)
-
-
-def wait_for_job(jobs: JobReader, job_id: str, *, timeout_s: float | None = None,
-                 on_update: Callable[[Job], None] | None = None,
-                 until: WaitUntil = WaitUntil.FINAL) -> Job:
-    """Poll a job record until it is as far as ``until`` (its tasks run on workers)."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        job = jobs.get_job(job_id)
-        if job is None:
-            raise NotFoundError(f"no job {job_id!r}")
-        if on_update is not None:
-            on_update(job)
-        if until.reached(job) or (deadline is not None and time.monotonic() > deadline):
-            return job
-        time.sleep(POLL_S)
 
 
 def follow_job(jobs: JobReader, job_id: str, console: Console, enabled: bool = True,

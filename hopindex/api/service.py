@@ -8,8 +8,8 @@ from pathlib import Path
 from types import TracebackType
 
 from hopindex.api.index_health import IndexHealth
+from hopindex.api.job_waiting import wait_for_job
 from hopindex.api.method_options import check_option_names
-from hopindex.api.progress import wait_for_job
 from hopindex.backends.embedder.loading import timed_loads
 from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
 from hopindex.backends.protocols import IndexInfo

@@ -40,6 +40,7 @@ from hopindex.core.errors import (
     ConfigError,
     HopindexError,
     IndexBusyError,
+    IndexExistsError,
     InvalidInputError,
     NotFoundError,
 )
@@ -312,7 +313,7 @@ def import_index(backends: Backends, path: Path) -> TransferSummary:
         if first is None:
             raise InvalidInputError("empty file", where=str(path))
         info, version = fmt.header_info(first[1], first[0], (v1.VERSION, fmt.VERSION))
-        _check_target(backends, info.name, str(first[1].get("embedder_url", "")), first[0])
+        _check_target(backends, info.name, str(first[1].get("embedder_url", "")))
         importer = _Importer(backends, info.name, version)
         ended: dict[str, Any] | None = None
         for where, record in records:
@@ -339,12 +340,12 @@ def import_index(backends: Backends, path: Path) -> TransferSummary:
     return summary
 
 
-def _check_target(backends: Backends, index: str, embedder_url: str, where: str) -> None:
+def _check_target(backends: Backends, index: str, embedder_url: str) -> None:
     validate_index_name(index)
     if backends.state.get_index(index) is not None:
-        raise InvalidInputError(f"index {index!r} already exists here; import into backends "
-                                "that do not hold it (unit ids are tied to the index name)",
-                                where=where)
+        raise IndexExistsError(f"index {index!r} exists here; delete it first, or import "
+                               "into backends that do not hold it (unit ids are tied to the "
+                               "index name)")
     if embedder_url != backends.settings.embedder_url:
         raise ConfigError(f"the export's vectors come from {embedder_url!r} but "
                           f"HOPINDEX_EMBEDDER_URL is {backends.settings.embedder_url!r}: "

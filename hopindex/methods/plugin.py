@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from hopindex.backends.protocols import KeywordIndex, NlpAnalyzer, StateStore, VectorStore
 from hopindex.core.errors import ConfigError
 from hopindex.core.models import Document, ItemError, Unit, UnitKind
+from hopindex.core.plugin_settings import check_namespace
 from hopindex.methods.base import QueryMethod, SearchContext
 from hopindex.methods.operations import MethodOperation, check_operation
 
@@ -381,7 +382,7 @@ class MethodRegistry:
         self.operations: dict[tuple[str, str], MethodOperation] = {}
 
     def add_index_method(self, method: IndexMethod) -> None:
-        _check_name(method.name, "index method")
+        check_namespace(method.name, "index method")
         if method.name in self.index_methods:
             raise ConfigError(f"index method {method.name!r} is registered twice")
         names = [p.name for p in method.phases]
@@ -391,7 +392,7 @@ class MethodRegistry:
         self.index_methods[method.name] = method
 
     def add_query_method(self, spec: QueryMethodSpec) -> None:
-        _check_name(spec.name, "query method")
+        check_namespace(spec.name, "query method")
         if spec.name in self.query_methods:
             raise ConfigError(f"query method {spec.name!r} is registered twice")
         self.query_methods[spec.name] = spec
@@ -404,9 +405,3 @@ class MethodRegistry:
                               "registered twice")
         self.operations[key] = operation
 
-
-def _check_name(name: str, what: str) -> None:
-    if not name or not all(c.islower() or c.isdigit() or c == "_" for c in name) \
-            or not name[0].isalpha():
-        raise ConfigError(f"{what} name {name!r} must be lowercase letters, digits and '_', "
-                          "starting with a letter (it prefixes HOPINDEX_<NAME>_* settings)")

@@ -65,9 +65,8 @@ class LocalIndexes:
     def create_index(self, name: str, method: str | None = None) -> IndexDescription:
         from hopindex.scheduler.submit import ensure_index
 
-        validate_index_name(name)
         service = self._service
-        if service.backends.state.get_index(name) is not None:
+        if service.index_info(name) is not None:
             raise IndexExistsError(f"index {name!r} exists; ingest into it, or delete it "
                                    "first")
         ensure_index(service.runtime, name, method)
@@ -122,11 +121,6 @@ class LocalIndexes:
     def import_index(self, path: Path) -> TransferCounts:
         from hopindex.api.transfer import import_index
 
-        name = self.export_name(path)
-        if self._service.backends.state.get_index(name) is not None:
-            raise IndexExistsError(f"index {name!r} exists here; delete it first, or import "
-                                   "into backends that do not hold it (unit ids are tied to "
-                                   "the index name)")
         return TransferCounts.model_validate(
             import_index(self._service.backends, path).as_dict())
 
@@ -167,7 +161,7 @@ class LocalJobs:
         return self._client.service.backends.state.get_job(job_id)
 
     def wait_for_job(self, job_id: str, timeout_s: float | None = None) -> Job:
-        from hopindex.api.progress import WaitUntil, wait_for_job
+        from hopindex.api.job_waiting import WaitUntil, wait_for_job
 
         return wait_for_job(self._client.service.backends.state, job_id, timeout_s=timeout_s,
                             until=WaitUntil.SETTLED)

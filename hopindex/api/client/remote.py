@@ -31,15 +31,17 @@ from hopindex.api.client.models import (
 from hopindex.api.client.protocol import Client, IngestSource
 from hopindex.api.client.records import records_file, split_source
 from hopindex.api.client.wire import JobView, QueryResultView
+from hopindex.api.job_waiting import WaitUntil, wait_for_job
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event
-from hopindex.core.models import Job, JobState
+from hopindex.core.models import Job
 from hopindex.methods.base import QueryOptions, QueryResult
 
 if TYPE_CHECKING:
     from hopindex.scheduler.writers import Announce
 
+# Each poll is a request to the server: less often than a reader of the store beside it.
 POLL_S = 0.5
 # The HTTP body names a method's query options ``options.NAME``; this client takes
 # them as ``QueryOptions.params`` and names a bad one ``params.NAME``, as the local
@@ -146,13 +148,8 @@ class RemoteJobs:
     def wait_for_job(self, job_id: str, timeout_s: float | None = None) -> Job:
         # Polls the record, as the local client does over its job store: a job goes on
         # without this process once accepted, so waiting is only reading.
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            job = self.get_job(job_id)
-            if (job.state.is_final or job.state is JobState.PAUSED
-                    or (deadline is not None and time.monotonic() > deadline)):
-                return job
-            time.sleep(POLL_S)  # a poll interval, not a wait for a condition
+        return wait_for_job(self, job_id, timeout_s=timeout_s, until=WaitUntil.SETTLED,
+                            poll_s=POLL_S)
 
     def cancel_job(self, job_id: str) -> Job:
         return _job(self._wire.json_call("POST", f"/v1/jobs/{quote(job_id)}/cancel"))

@@ -26,8 +26,7 @@ def describe_index(service: Hopindex, name: str, *, verify: bool = False) -> dic
     """The index with its method, settings, documents, units per kind and status;
     ``verify``: also read every document's text for text its units were not built from
     (what ``repair --check`` asks)."""
-    validate_index_name(name)
-    info = service.backends.state.get_index(name)
+    info = service.index_info(name)
     if info is None:
         raise NotFoundError(f"no index {name!r}")
     units = service.backends.state.count_units(name)
@@ -43,7 +42,7 @@ def ingest_budget(service: Hopindex, index: str, given: BudgetLimits) -> BudgetL
     flag for one kind never drops the default's limit of the other."""
     if not given.is_limited:
         return None
-    info = service.backends.state.get_index(validate_index_name(index))
+    info = service.index_info(index)
     default = index_default(info.options) if info is not None else BudgetLimits()
     return default.with_overrides(max_llm_tokens=given.max_llm_tokens,
                                   max_cost=given.max_cost)
@@ -57,7 +56,7 @@ def budget_view(info: IndexInfo) -> dict[str, Any]:
 
 def index_budget(service: Hopindex, index: str) -> dict[str, Any]:
     """``budget_view`` of ``index``; ``NotFoundError`` when there is no such index."""
-    info = service.backends.state.get_index(validate_index_name(index))
+    info = service.index_info(index)
     if info is None:
         raise NotFoundError(f"no index {index!r}")
     return budget_view(info)
