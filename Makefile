@@ -96,6 +96,11 @@ bench: setup
 	$(PY) benchmarks/import_cost.py
 	$(PY) benchmarks/ingest_large_json.py
 	$(PY) benchmarks/big_document.py
+	$(PY) -m pip install --quiet -r benchmarks/readers/requirements-compare.txt
+	$(PY) benchmarks/readers_compare.py
+	$(PY) benchmarks/readers/pdf_memory.py
+	$(PY) benchmarks/readers/pdf_ingest_memory.py
+	$(PY) benchmarks/hotpot_as_files.py
 	rm -rf benchmarks/out/hotpot-data
 	HOPINDEX_DATA_DIR=benchmarks/out/hotpot-data $(VENV)/bin/hopindex eval --index hotpot \
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \

@@ -29,7 +29,7 @@ PACKAGE = "hopindex"
 # folders. The contract suites import pytest, which they tell the user to install
 # with the dev extra; nothing else in the package imports them.
 EXTRA_SCOPES: dict[str, tuple[str, ...]] = {
-    "dev": ("hopindex/testing/contracts/",),
+    "dev": ("hopindex/testing/contracts/", "hopindex/testing/document_files.py"),
     # The onnx:// embedder, chosen by HOPINDEX_EMBEDDER_URL; without the extra it says
     # which to install.
     "onnx": ("hopindex/backends/embedder/onnx_",),

@@ -29,6 +29,7 @@ from hopindex.api.cli_webhooks import webhooks
 from hopindex.core.errors import InvalidInputError
 from hopindex.methods.base import MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, load_settings, query_method_names
+from hopindex.readers.options import Reading, SplitBy
 
 # Narrower than this no table keeps a column readable.
 MIN_WIDTH = 20
@@ -106,41 +107,55 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
               help="Pause the job before an LLM call would take its cost past X, at the "
                    "prices set (HOPINDEX_LLM_PRICE_*). Replaces the index's default cost "
                    "limit.")
+@click.option("--split-by", type=click.Choice([s.value for s in SplitBy]),
+              default=SplitBy.SECTION.value, show_default=True,
+              help="How PDF, HTML, DOCX and Markdown files become documents: one per "
+                   "top-level section (id PATH#section-slug, titled by its heading), the "
+                   "whole file, or one per page (PDF).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Read only a folder's files whose path inside it matches (repeatable; "
+                   "'*' crosses folders: '*.pdf').")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip a folder's files whose path inside it matches (repeatable).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
 def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
-           dry_run: bool, max_llm_tokens: str | None, max_cost: str | None,
-           paths: tuple[Path, ...]) -> None:
-    """Ingest JSONL/JSON files (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz) or folders
-    of .txt/.md files into INDEX.
+           dry_run: bool, max_llm_tokens: str | None, max_cost: str | None, split_by: str,
+           include: tuple[str, ...], exclude: tuple[str, ...], paths: tuple[Path, ...]) -> None:
+    """Ingest files and folders into INDEX: PDF (text layer), HTML, DOCX, Markdown and
+    text files, each recognised by its content and split into documents by its
+    structure, and JSON/JSONL records (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz).
 
-    Unchanged documents are skipped; changed ones recompute only what they touch.
-    Exits 3 when some documents failed (the rest are ingested; the job says why), 65
-    when none could be used. With --dry-run, 65 when none could be used.
+    Unchanged documents are skipped; changed ones recompute only what they touch; a
+    changed file replaces its documents (its sections gone are deleted). Exits 3 when
+    some documents or files failed (the rest are ingested; the job says which and
+    why), 65 when none could be used. With --dry-run, 65 when none could be used.
 
     A job whose LLM budget runs out pauses: without workers this command says so,
     prints the command that resumes it, and waits (the job goes on here once resumed
     from another shell); with workers or --api it stops following and exits 75.
     """
     limits = limits_from_flags(max_llm_tokens, max_cost)
+    reading = Reading(split_by=SplitBy(split_by), include=include, exclude=exclude)
     if dry_run:
-        _dry_run(index, method, paths, as_json=as_json)
+        _dry_run(index, method, paths, reading, as_json=as_json)
         return
     with open_client(engines=True) as client:
         run_and_report(client, index,
                        lambda announce: client.ingest(index, list(paths), method=method,
                                                       wait=not no_wait, limits=limits,
-                                                      announce=announce),
+                                                      reading=reading, announce=announce),
                        quiet=quiet, as_json=as_json, no_wait=no_wait)
 
 
-def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], *,
+def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], reading: Reading, *,
              as_json: bool) -> None:
     from hopindex.api.render_plan import print_plan
 
     # Here, writes nothing on disk: not even the state file of a data dir not made yet.
     with open_client(engines=True, planning=True) as client:
-        plan = client.plan_ingest(index, list(paths), method=method).as_dict()
+        plan = client.plan_ingest(index, list(paths), method=method,
+                                  reading=reading).as_dict()
     print_plan(plan, as_json=as_json)
     documents = plan["documents"]
     usable = documents["new"] + documents["changed"] + documents["unchanged"]
@@ -321,21 +336,28 @@ def events(index: str | None, from_id: str | None, follow: bool, as_json: bool) 
 @click.option("--curve-queries", type=click.IntRange(min=1), default=None,
               help="How far --curve runs, in queries (default: past the last break-even "
                    "point, at least 1000).")
+@click.option("--match", "match", type=click.Choice(["text", "title"]), default="text",
+              show_default=True,
+              help="How a retrieved document matches a gold passage: by its title and text "
+                   "(a corpus ingested as records), or by title alone (a corpus ingested "
+                   "as PDF, DOCX or HTML files, whose text is the file's text layer).")
 @handle_errors
 def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...], fmt: str,
                  index_methods: tuple[str, ...], methods: tuple[str, ...], limit: int,
                  json_out: Path | None, curve_out: Path | None,
-                 curve_queries: int | None) -> None:
+                 curve_queries: int | None, match: str) -> None:
     """Recall@{1,2,5,10,20}, latency, and for LLM methods EM/F1/Acc and LLM cost per query;
     with --index-method, per index method too, beside what building its index cost."""
     from hopindex.api.evaluate import run_eval_command
+    from hopindex.evaluation.runner import GoldMatch
 
     with open_local_client() as client:
         run_eval_command(client.service, console, index=index, dataset_path=dataset_path,
                          corpus_paths=list(corpus_paths), fmt=fmt,
                          methods=list(methods), limit=limit,
                          json_out=json_out, index_methods=list(index_methods),
-                         curve_out=curve_out, curve_queries=curve_queries)
+                         curve_out=curve_out, curve_queries=curve_queries,
+                         match=GoldMatch(match))
 
 
 for _command in (jobs, repair, rebuild, indexes, webhooks, worker, beat, serve,

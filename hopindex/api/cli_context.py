@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from hopindex.core.budget import BudgetLimits
     from hopindex.core.models import Job
     from hopindex.core.settings import Settings
+    from hopindex.readers.options import Reading
     from hopindex.scheduler.writers import Announce
 
 
@@ -61,7 +62,8 @@ class CliClient(Client, Protocol):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               job_id: str | None = None, announce: Announce | None = None) -> Job: ...
+               reading: Reading | None = None, job_id: str | None = None,
+               announce: Announce | None = None) -> Job: ...
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *, wait: bool = True,
                          job_id: str | None = None, announce: Announce | None = None

@@ -15,6 +15,7 @@ from hopindex.evaluation.compare import IngestCorpus, compare_indexes, plan_targ
 from hopindex.evaluation.datasets import DatasetFormat, corpus_from_questions, load_questions
 from hopindex.evaluation.report import EvalReport, render_table
 from hopindex.evaluation.report_files import write_all
+from hopindex.evaluation.runner import GoldMatch
 from hopindex.readers import RawDocument
 
 _FORMATS = {"auto": DatasetFormat.AUTO, "hotpotqa": DatasetFormat.HOTPOTQA,
@@ -51,10 +52,11 @@ def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset
                      corpus_paths: list[Path], fmt: str, methods: list[str], limit: int,
                      json_out: Path | None, index_methods: list[str] | None = None,
                      curve_out: Path | None = None, curve_queries: int | None = None,
-                     ) -> EvalReport:
+                     match: GoldMatch = GoldMatch.TEXT) -> EvalReport:
     """Without ``index_methods``: ``index`` itself, with its own method's default query
     methods. With them: one index ``<index>-<method>`` per index method. ``curve_out``:
-    a PNG of cumulative tokens up to ``curve_queries`` queries (None: the default)."""
+    a PNG of cumulative tokens up to ``curve_queries`` queries (None: the default).
+    ``match``: gold passages by text (records) or by title (a corpus read from files)."""
     _check_curve_options(curve_out, curve_queries)
     dataset_format = _FORMATS[fmt]
     questions = load_questions(dataset_path, dataset_format)
@@ -65,7 +67,7 @@ def run_eval_command(service: Hopindex, console: Console, *, index: str, dataset
         service, targets, base=index, dataset=dataset_path.name, questions=questions,
         methods=methods, ingest=corpus_ingest(service, dataset_path, dataset_format,
                                               corpus_paths),
-        notify=lambda message: console.print(message, markup=False))
+        notify=lambda message: console.print(message, markup=False), match=match)
     console.print(render_table(report), markup=False)
     if json_out is not None:
         base = json_out.with_suffix("") if json_out.suffix == ".json" else json_out

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Column, Table
 
 from hopindex.api.budgets import budget_text
@@ -106,8 +107,10 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100,
                       f"tokens{cost_text(usage.cost)}", markup=False)
     for passage in result.passages:
         body = passage.text.split("\n", 1)[-1]
-        console.print(f"  {passage.rank:>2}. [bold]{passage.title}[/bold] "
-                      f"(doc {passage.doc_id}, score {passage.score:.4f})")
+        console.print(f"  {passage.rank:>2}. [bold]{escape(passage.title)}[/bold] "
+                      f"(doc {escape(passage.doc_id)}, score {passage.score:.4f})")
+        if passage.citation is not None:
+            console.print(f"{PASSAGE_INDENT}[{passage.citation.label()}]", markup=False)
         console.print(passage_text(body, console.width) if full else
                       textwrap.indent(textwrap.shorten(body, width=width), PASSAGE_INDENT),
                       markup=False)

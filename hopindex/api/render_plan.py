@@ -42,8 +42,9 @@ def render_plan(out: Console, plan: dict[str, Any]) -> None:
     out.print(f"dry run: index {plan['index']}{state}, method {plan['method']}, model "
               f"{plan['model'] or '-'}; nothing was written and no LLM was called",
               markup=False)
+    removed = f", {docs['removed']} removed (gone from their files)" if docs.get("removed") else ""
     out.print(f"documents: {docs['new']} new, {docs['changed']} changed, "
-              f"{docs['unchanged']} unchanged, {docs['invalid']} invalid", markup=False)
+              f"{docs['unchanged']} unchanged, {docs['invalid']} invalid{removed}", markup=False)
     # The basis is a sentence: printed under the table, where it wraps as text.
     priced = any(phase.get("cost") is not None for phase in plan["phases"])
     table = Table(show_edge=False)

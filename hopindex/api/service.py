@@ -31,7 +31,7 @@ from hopindex.methods.registry import (
     method_settings,
 )
 from hopindex.monitoring.queries import query_recorder
-from hopindex.readers import RawDocument, ReadError, read_paths
+from hopindex.readers import RawDocument, ReadError, Reading, read_options, read_paths
 from hopindex.scheduler.dry_run import IngestPlan, plan_ingest
 from hopindex.scheduler.level_builds import level_statuses
 from hopindex.scheduler.lifecycle import CANCELLED_BY_REQUEST, cancel_job
@@ -94,9 +94,10 @@ class Hopindex:
     # -- ingest and delete ------------------------------------------------------------
     def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None,
                      budget: BudgetLimits | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
-                     announce: Announce | None = None) -> Job:
+                     announce: Announce | None = None, reading: Reading | None = None) -> Job:
+        """``reading``: how document files split, and which files of a folder are read."""
         validate_index_name(index)
-        read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
+        read = read_paths(paths, options=read_options(self.settings, reading))
         return self.ingest_documents(index, read.documents, read.errors, method=method,
                                      budget=budget, wait=wait, announce=announce)
 
@@ -116,10 +117,11 @@ class Hopindex:
                              job_id=job_id, budget=budget, wait=wait, announce=announce)
 
     def plan_ingest_paths(self, index: str, paths: Sequence[Path],
-                          method: str | None = None) -> IngestPlan:
+                          method: str | None = None, *, reading: Reading | None = None
+                          ) -> IngestPlan:
         """What ``ingest_paths`` would do and cost, computed without an LLM call or a write."""
         validate_index_name(index)
-        read = read_paths(paths, max_document_bytes=self.settings.max_document_bytes)
+        read = read_paths(paths, options=read_options(self.settings, reading))
         return self.plan_ingest_documents(index, read.documents, read.errors, method=method)
 
     def plan_ingest_documents(self, index: str, documents: Sequence[RawDocument],

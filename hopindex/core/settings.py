@@ -112,6 +112,15 @@ class Settings:
     # (api_max_body_bytes) holds such a document even as JSON with its non-ASCII
     # characters \u-escaped (up to three times its bytes).
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    # Document files (PDF, HTML, DOCX, Markdown): a file's own limits, checked before it
+    # is parsed; each document split from it then has max_document_bytes.
+    max_file_bytes: int = 100_000_000
+    max_html_bytes: int = 20_000_000
+    max_file_pages: int = 5_000
+    # A DOCX is a zip: the expansion a member may have over its stored size (members
+    # over 1 MiB), and the whole archive's expanded size.
+    max_zip_ratio: int = 100
+    max_zip_expanded_bytes: int = 500_000_000
     log_level: LogLevel = LogLevel.WARNING
     log_format: LogFormat = LogFormat.CONSOLE
     # The LLM (docs/architecture.md). No model means no LLM: the extractive pipeline runs.
@@ -322,7 +331,8 @@ class Settings:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be a URL with a scheme, "
                                   f"got {url!r}")
         for name in ("stage1_batch_docs", "embed_batch_units", "stage2_batch_entities",
-                     "max_document_bytes"):
+                     "max_document_bytes", "max_file_bytes", "max_html_bytes",
+                     "max_file_pages", "max_zip_ratio", "max_zip_expanded_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be positive")
         if self.malloc_arenas < 0:

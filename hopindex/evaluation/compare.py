@@ -23,7 +23,7 @@ from hopindex.evaluation.build_tokens import JOBS_READ
 from hopindex.evaluation.datasets import Question
 from hopindex.evaluation.report import EvalReport, MethodReport, SkippedMethod
 from hopindex.evaluation.report_tokens import assign_build_tokens
-from hopindex.evaluation.runner import DEFAULT_KS, QuestionOutcome, evaluate_method
+from hopindex.evaluation.runner import DEFAULT_KS, GoldMatch, QuestionOutcome, evaluate_method
 from hopindex.evaluation.specs import MethodSpec, expand_method_specs
 from hopindex.methods.plugin import phase_name
 from hopindex.methods.registry import (
@@ -165,7 +165,7 @@ def compare_indexes(service: Hopindex, targets: Sequence[Target], *, base: str, 
                     questions: Sequence[Question], methods: Sequence[str],
                     ingest: IngestCorpus, notify: Notify, ks: Sequence[int] = DEFAULT_KS,
                     on_question: Callable[[QuestionOutcome], None] | None = None,
-                    ) -> EvalReport:
+                    match: GoldMatch = GoldMatch.TEXT) -> EvalReport:
     """Build (or reuse) every target, then run its query methods: one report."""
     plans: list[_Plan] = []
     skipped: list[SkippedMethod] = []
@@ -182,7 +182,7 @@ def compare_indexes(service: Hopindex, targets: Sequence[Target], *, base: str, 
         for spec in plan.specs:
             notify(f"{spec.label} on {plan.target.index!r}: {len(questions)} questions")
             report, _ = evaluate_method(service, plan.target.index, questions, spec.label,
-                                        ks=ks, on_question=on_question)
+                                        ks=ks, on_question=on_question, match=match)
             report.index_method = plan.target.index_method
             reports.append(report)
     run = EvalReport(dataset=dataset, index=base,

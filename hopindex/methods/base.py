@@ -18,6 +18,7 @@ from hopindex.backends.protocols import (
     UnitStore,
     VectorStore,
 )
+from hopindex.core.citations import Citation
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
 from hopindex.core.models import COST_DECIMALS, LlmUsage, UnitKind, combined_cost
@@ -102,6 +103,9 @@ class RankedPassage:
     via_unit_id: str
     via_kind: str
     via_text: str = ""
+    # Where the passage is in its file (file, page, section), for a document read from
+    # a PDF, HTML, DOCX or Markdown file; None for one read from records.
+    citation: Citation | None = None
 
 
 @dataclass(slots=True)
@@ -238,6 +242,11 @@ class QueryResult:
             # Say when a reply was read leniently: a judge's 0-1 scores rescaled to
             # 0-10, say, changes what the ranking rests on.
             notes["llm_replies"] = dict(self.usage.replies)
+        cited = {p.doc_id: p.citation.label() for p in self.passages if p.citation is not None}
+        if cited:
+            # What the trace's document ids are, for a person checking them: file, page
+            # and section.
+            notes["citations"] = cited
         return notes
 
     def as_dict(self) -> dict[str, Any]:
@@ -248,7 +257,8 @@ class QueryResult:
             "passages": [
                 {"rank": p.rank, "doc_id": p.doc_id, "title": p.title, "text": p.text,
                  "score": p.score, "via": {"unit_id": p.via_unit_id, "kind": p.via_kind,
-                                           "text": p.via_text}}
+                                           "text": p.via_text},
+                 "citation": None if p.citation is None else p.citation.as_dict()}
                 for p in self.passages
             ],
             "trace": self.full_trace(), "usage": self.usage.as_dict(),

@@ -33,7 +33,13 @@ from hopindex.methods.base import (
 from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
-from hopindex.methods.retrieval.answer import answer_request
+from hopindex.methods.retrieval.answer import (
+    OPTIONS_SCHEMA,
+    AnswerStyle,
+    answer_style_of,
+    cite_answer,
+    request_for,
+)
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, PASSAGES, preferred_filter
 from hopindex.methods.retrieval.search import retrieve_candidates
@@ -86,6 +92,7 @@ class IrcotMethod:
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         started = time.perf_counter()
         llm = self._context.require_llm(self.name)
+        style = answer_style_of(options)  # a bad option is refused before any LLM call
         unit_filter = (preferred_filter(self._context.kinds_of(index), (FACTS, PASSAGES))
                        or UnitFilter(kinds=PASSAGES))
         retrieval = options.retrieval or Retrieval.DENSE
@@ -133,17 +140,20 @@ class IrcotMethod:
         chosen = balanced_selection(pool, K, K_BRIDGE)
         with timer.phase(QueryPhase.ANSWER):
             answer = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                answer_request(question, [u.text for u in chosen]), usage))
+                request_for(style, question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, ranked(), units, self._context.units,
                                           options.k, documents=self._context.documents)
+        trace = {"retrieval": retrieval.value,
+                 "over": "facts" if unit_filter.kinds == FACTS else "passages",
+                 "steps": steps, "queries": queries, "gathered": len(best),
+                 "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]}
+        text = answer.content.strip() if answer is not None else None
+        if text is not None and style is AnswerStyle.CITED:
+            text, trace["answer_citations"] = cite_answer(text, chosen, passages)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=answer.content.strip() if answer is not None else None,
-            trace={"retrieval": retrieval.value,
-                   "over": "facts" if unit_filter.kinds == FACTS else "passages",
-                   "steps": steps, "queries": queries, "gathered": len(best),
-                   "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen]},
+            answer=text, trace=trace,
             degraded=degraded, answer_truncated=answer is not None and answer.truncated,
         )
         result.usage.add_llm(usage.total())
@@ -157,4 +167,5 @@ def register(registry: MethodRegistry) -> None:
     registry.add_query_method(QueryMethodSpec(
         name=IrcotMethod.name, factory=IrcotMethod,
         reads=frozenset({UnitKind.PASSAGE, UnitKind.AKU}),
-        llm_use=LlmUse.REQUIRED, summary="retrieval interleaved with chain-of-thought"))
+        llm_use=LlmUse.REQUIRED, summary="retrieval interleaved with chain-of-thought",
+        options_schema=OPTIONS_SCHEMA))

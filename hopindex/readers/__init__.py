@@ -1,22 +1,24 @@
 """Input readers: files and folders in, RawDocuments and ReadErrors out.
 
-One module per format; ``register_reader`` maps file suffixes to a reader, so a
-new format is one module and one call, and the suffixes registered here are the
-only list of what ingest accepts (``accepted_suffixes``). A format registered with a
-compression is also read compressed (``corpus.jsonl.gz``). Every problem with the
-input becomes a ``ReadError`` naming the file, line or field, and never stops the
-other records.
+Two kinds of input. Record files (JSON, JSON Lines) hold many documents each;
+``register_reader`` maps their suffixes to a reader, and one registered with a
+compression is also read compressed (``corpus.jsonl.gz``). Document files (PDF,
+HTML, DOCX, Markdown, text; ``files/``) are recognised by their content first and
+split by their structure. Every problem with the input becomes a ``ReadError``
+naming the file, page, line or field, and never stops the other files or records.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import doc_id_from_title
+from hopindex.core.settings import Settings
 from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES, printable
 from hopindex.readers.base import (
     Item,
@@ -28,20 +30,31 @@ from hopindex.readers.base import (
     Source,
 )
 from hopindex.readers.compression import Compression
+from hopindex.readers.files.reading import (
+    HEAD_BYTES,
+    SUFFIXES,
+    describe_content,
+    read_document_file,
+    sniff_format,
+)
 from hopindex.readers.jsonfile import read_json
 from hopindex.readers.jsonl import read_jsonl
-from hopindex.readers.textfile import read_text_file
+from hopindex.readers.options import FileLimits, Reading, SplitBy
 
 __all__ = [
     "Compression",
+    "FileLimits",
     "RawDocument",
     "ReadError",
     "ReadOptions",
     "ReadResult",
     "Reader",
+    "Reading",
     "Source",
+    "SplitBy",
     "accepted_suffixes",
     "iter_documents",
+    "read_options",
     "read_paths",
     "register_reader",
 ]
@@ -62,14 +75,24 @@ def register_reader(suffixes: Iterable[str], reader: Reader, *,
             _READERS[suffix.lower() + compression.value] = (reader, compression)
 
 
-def accepted_suffixes() -> tuple[str, ...]:
-    return tuple(sorted(_READERS))
-
-
 # JSON corpora are the ones large enough to ship compressed, and export writes .gz.
 register_reader((".jsonl", ".ndjson"), read_jsonl, compressions=tuple(Compression))
 register_reader((".json",), read_json, compressions=tuple(Compression))
-register_reader((".txt", ".md", ".markdown"), read_text_file)
+
+
+def accepted_suffixes() -> tuple[str, ...]:
+    """Every suffix ingest reads: record formats and document files."""
+    return tuple(sorted({*_READERS, *SUFFIXES}))
+
+
+def read_options(settings: Settings, reading: Reading | None = None) -> ReadOptions:
+    """The settings' limits with the caller's choices (how to split, which files)."""
+    limits = FileLimits(max_file_bytes=settings.max_file_bytes,
+                        max_html_bytes=settings.max_html_bytes,
+                        max_pages=settings.max_file_pages, max_zip_ratio=settings.max_zip_ratio,
+                        max_zip_expanded_bytes=settings.max_zip_expanded_bytes)
+    return ReadOptions(max_document_bytes=settings.max_document_bytes, file_limits=limits,
+                       reading=reading or Reading())
 
 
 def _accepted_text() -> str:
@@ -91,18 +114,46 @@ def _unregistered_suffix(path: Path) -> str:
 
 
 def _read_file(source: Source, options: ReadOptions) -> Iterator[Item]:
+    """By content first: a document file's bytes say its format whatever its name;
+    record files (and compressed ones) by their suffix."""
     registered = _registered(source.path.name)
-    if registered is None:
-        suffix = _unregistered_suffix(source.path)
-        kind = f"file type {suffix!r}" if suffix else "file without an extension"
-        yield ReadError(source.origin, f"unsupported {kind}; accepted: {_accepted_text()}")
+    if registered is not None and registered[1] is not Compression.NONE:
+        reader, compression = registered
+        yield from reader(replace(source, compression=compression), options)
         return
-    reader, compression = registered
-    yield from reader(replace(source, compression=compression), options)
+    try:
+        # A pipe is read once, by its record reader: looking at its head would eat it.
+        head = _head(source.path) if stat.S_ISREG(source.path.stat().st_mode) else b""
+    except OSError as exc:
+        yield ReadError(source.origin, f"cannot read: {exc.strerror or exc}")
+        return
+    suffix = source.path.suffix.lower()
+    file_format = sniff_format(head, suffix)
+    if file_format is not None and (registered is None or suffix in SUFFIXES
+                                    or file_format.value in ("pdf", "docx", "html")):
+        yield from read_document_file(source, options, file_format, head)
+    elif registered is not None:
+        reader, compression = registered
+        yield from reader(replace(source, compression=compression), options)
+    else:
+        suffix = _unregistered_suffix(source.path)
+        named = SUFFIXES.get(suffix)
+        if named is not None:
+            what = f"named {suffix!r} but holds {describe_content(head)}"
+        else:
+            kind = f"file type {suffix!r}" if suffix else "file without an extension"
+            what = f"unsupported {kind} ({describe_content(head)})"
+        yield ReadError(source.origin, f"{what}; accepted: {_accepted_text()}")
 
 
-def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:
-    """Every file under ``folder``, sorted by relative path, hidden files and folders skipped.
+def _head(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(HEAD_BYTES)
+
+
+def _folder_files(folder: Path, options: ReadOptions) -> tuple[list[Path], list[ReadError]]:
+    """The files under ``folder`` that ``options`` selects, sorted by relative path,
+    hidden files and folders skipped.
 
     Hidden entries (.git, .obsidian, .DS_Store) are tool state, not documents.
     Symlinked folders are not followed, so a link cycle cannot loop the walk.
@@ -118,7 +169,8 @@ def _folder_files(folder: Path) -> tuple[list[Path], list[ReadError]]:
     for root, dirs, files in os.walk(folder, onerror=unreadable):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         found.extend(Path(root) / name for name in files if not name.startswith("."))
-    return sorted(found, key=lambda p: p.relative_to(folder).as_posix()), errors
+    selected = [p for p in found if options.reading.selects(p.relative_to(folder).as_posix())]
+    return sorted(selected, key=lambda p: p.relative_to(folder).as_posix()), errors
 
 
 def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
@@ -131,10 +183,13 @@ def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
         yield ReadError(origin, f"cannot access: {exc.strerror or exc}")
         return
     if is_dir:
-        files, errors = _folder_files(path)
+        files, errors = _folder_files(path, options)
         yield from errors
         if not files and not errors:
-            yield ReadError(origin, f"folder holds no files; accepted: {_accepted_text()}")
+            reading = options.reading
+            chosen = " matching --include/--exclude" if reading.include or reading.exclude else ""
+            yield ReadError(origin, f"folder holds no files{chosen}; accepted: "
+                                    f"{_accepted_text()}")
         for file in files:
             relative = file.relative_to(path).as_posix()
             yield from _read_file(Source(file, printable(str(file)), relative), options)
@@ -155,12 +210,15 @@ def _identity(doc: RawDocument) -> tuple[str, str] | None:
 
 
 def iter_documents(paths: Sequence[Path], *,
-                   max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[Item]:
-    """Documents and errors in input order, streamed; duplicates reported, first one kept."""
-    if max_document_bytes < 1:
-        raise InvalidInputError(f"must be positive, got {max_document_bytes}",
+                   max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+                   options: ReadOptions | None = None) -> Iterator[Item]:
+    """Documents and errors in input order, streamed; duplicates reported, first one kept.
+    ``options`` (when given) carries its own ``max_document_bytes``."""
+    if options is None:
+        options = ReadOptions(max_document_bytes=max_document_bytes)
+    if options.max_document_bytes < 1:
+        raise InvalidInputError(f"must be positive, got {options.max_document_bytes}",
                                 where="max_document_bytes")
-    options = ReadOptions(max_document_bytes=max_document_bytes)
     first_seen: dict[tuple[str, str], str] = {}
     for path in paths:
         for item in _read_path(Path(path), options):
@@ -180,10 +238,11 @@ def iter_documents(paths: Sequence[Path], *,
 
 
 def read_paths(paths: Sequence[Path], *,
-               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> ReadResult:
+               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+               options: ReadOptions | None = None) -> ReadResult:
     """Read files and folders into RawDocuments; every problem is a ReadError, none fatal."""
     result = ReadResult()
-    for item in iter_documents(paths, max_document_bytes=max_document_bytes):
+    for item in iter_documents(paths, max_document_bytes=max_document_bytes, options=options):
         if isinstance(item, RawDocument):
             result.documents.append(item)
         else:

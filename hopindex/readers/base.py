@@ -16,6 +16,7 @@ from typing import Any
 from hopindex.core.json_input import JsonInputError, JsonLimits
 from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES, MAX_METADATA_DEPTH
 from hopindex.readers.compression import Compression, open_binary
+from hopindex.readers.options import FileLimits, Reading
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -28,13 +29,19 @@ _KNOWN_KEYS = frozenset((*ID_KEYS, *TEXT_KEYS, "title", "metadata"))
 
 @dataclass(frozen=True, slots=True)
 class RawDocument:
-    """One input record before validation into a core ``Document``."""
+    """One input record before validation into a core ``Document``.
+
+    ``layout``: where a structured file's reader found the text (file, format,
+    section, pages and their offsets; core/citations.py), kept under the document's
+    ``metadata["hopindex"]``; None for a JSON record or plain text.
+    """
 
     doc_id: str | None
     title: str
     text: str
     metadata: dict[str, Any]
     origin: str
+    layout: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +68,12 @@ MAX_DOCUMENT_BYTES_VARIABLE = "HOPINDEX_MAX_DOCUMENT_BYTES"
 
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
+    """How files are read: the document size limit, the per-file limits, and the
+    caller's choices (how structured files split, which files of a folder)."""
+
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    file_limits: FileLimits = field(default_factory=FileLimits)
+    reading: Reading = field(default_factory=Reading)
 
     def over_limit(self) -> str:
         """``over the 20,000,000-byte limit (HOPINDEX_MAX_DOCUMENT_BYTES)``"""

@@ -20,6 +20,7 @@ from hopindex.methods.registry import get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.dry_run_plan import PhasePlan, Planning, plan_phases
 from hopindex.scheduler.dry_run_tokens import TOKENS_PER_CHAR
+from hopindex.scheduler.file_documents import stale_documents
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.submit import (
     default_method,
@@ -38,6 +39,9 @@ class DocumentCounts:
     changed: int = 0
     unchanged: int = 0
     invalid: int = 0
+    # Documents of files read again that their new reading lacks: the ingest deletes
+    # them (scheduler/file_documents.py).
+    removed: int = 0
 
     @property
     def usable(self) -> int:
@@ -46,7 +50,7 @@ class DocumentCounts:
 
     def as_dict(self) -> dict[str, int]:
         return {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
-                "invalid": self.invalid}
+                "invalid": self.invalid, "removed": self.removed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,8 @@ def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
     todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
     counts = DocumentCounts(new=sum(1 for d in todo if d.doc_id not in known),
                             changed=sum(1 for d in todo if d.doc_id in known),
-                            unchanged=len(documents) - len(todo), invalid=len(errors))
+                            unchanged=len(documents) - len(todo), invalid=len(errors),
+                            removed=len(stale_documents(known, documents)))
     phases = plan_phases(runtime, index, chosen, todo, index_exists=info is not None)
     return IngestPlan(index=index, method=chosen.name, model=runtime.settings.llm_model,
                       index_exists=info is not None, documents=counts, phases=phases,

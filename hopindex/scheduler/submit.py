@@ -16,6 +16,7 @@ from typing import Any
 
 from hopindex.backends.protocols import IndexInfo, StateStore
 from hopindex.core.budget import MAX_COST, BudgetLimits, index_default
+from hopindex.core.citations import RESERVED_METADATA_KEY
 from hopindex.core.errors import HopindexError, InvalidInputError, JobFailedError
 from hopindex.core.ids import content_hash, doc_id_from_title, validate_index_name
 from hopindex.core.ids import job_id as new_job_id
@@ -35,6 +36,7 @@ from hopindex.methods.registry import default_index_method, get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.dry_run_plan import estimate_ingest
+from hopindex.scheduler.file_documents import refresh_layouts, stale_documents
 from hopindex.scheduler.lifecycle import fail_job, job_started
 from hopindex.scheduler.pipeline import start_step
 from hopindex.scheduler.progress import batched
@@ -83,9 +85,6 @@ def ensure_index(runtime: Runtime, index: str, method: str | None = None) -> Ind
     return state.create_index(IndexInfo(name=index, method=chosen.name, created_at=time.time()))
 
 
-# The one key of a document's metadata that holds hopindex's own fields (its origin:
-# file and line); every other key is the user's and is stored as given.
-RESERVED_METADATA_KEY = "hopindex"
 
 
 def validate_documents(index: str, raw: Sequence[RawDocument], max_document_bytes: int
@@ -130,7 +129,8 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
         documents.append(Document(doc_id=doc_id, index=index, title=title, text=text,
                                   content_hash=content_hash(title, text),
                                   metadata={**record.metadata,
-                                            RESERVED_METADATA_KEY: {"origin": origin}}))
+                                            RESERVED_METADATA_KEY: {**(record.layout or {}),
+                                                                    "origin": origin}}))
     return documents, errors
 
 
@@ -235,10 +235,14 @@ def document_of(index: str, record: dict[str, Any]) -> Document:
 def begin_ingest(runtime: Runtime, job_id: str, index: str,
                  documents: Sequence[Document]) -> None:
     """At the job's turn: compare with what the index holds now, store what is new or
-    changed, and start the method's first phase."""
+    changed, remove the sections gone from the files read again (file_documents.py),
+    and start the method's first phase."""
     state = runtime.backends.state
     known = state.document_hashes(index)
     todo = [d for d in documents if known.get(d.doc_id) != d.content_hash]
+    stale = stale_documents(known, documents)
+    moved = refresh_layouts(state, index, [d for d in documents
+                                           if known.get(d.doc_id) == d.content_hash])
     method = runtime.index_method(index)
     # The dry run's figures, planned before the documents are stored (as a dry run
     # would see them), kept beside what the job's calls then really use.
@@ -257,11 +261,25 @@ def begin_ingest(runtime: Runtime, job_id: str, index: str,
     state.put_documents([replace(d, content_hash="") for d in todo])
     log.info("job_submitted", job_id=job_id, index=index, documents=len(documents),
              to_process=len(todo), unchanged=len(documents) - len(todo),
-             invalid=job.count(Stage.VALIDATE).failed)
+             invalid=job.count(Stage.VALIDATE).failed, replaced_sections=len(stale),
+             moved_sections=moved)
     job_started(runtime, job)
-    start_step(runtime, job_id, index, position=0, level=0,
-               scope=Scope(doc_ids=[d.doc_id for d in todo],
-                           hashes={d.doc_id: d.content_hash for d in todo}))
+    scope = Scope(doc_ids=[d.doc_id for d in todo],
+                  hashes={d.doc_id: d.content_hash for d in todo})
+    if not stale:
+        start_step(runtime, job_id, index, position=0, level=0, scope=scope)
+        return
+    # As a delete would: forget the documents, purge their units on the embed queue,
+    # and let the phases rebuild what they fed, with the new documents.
+    purged, forgotten = _forget_documents(runtime, index, delete_plan(state, index, stale))
+    scope.deleted = forgotten.deleted
+    scope.notes = forgotten.notes
+    scope.touch(forgotten.touched)
+    purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
+              for b in batched(purged, runtime.settings.embed_batch_units)]
+    fan_out(runtime, job_id, "purge", purges,
+            runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
+                              immutable=True))
 
 
 def check_budget(runtime: Runtime, budget: BudgetLimits) -> None:

@@ -105,6 +105,9 @@ SCORES_MARKER = '"scores"'
 QUERIES_MARKER = '"queries"'
 ENTITY_PAIR_MARKER = "e1 | e2"
 IRCOT_ANSWER_PHRASE = "So the answer is"
+# The cited answer prompt asks for markers with these words; its contexts are "[n] text".
+CITE_REQUEST = "markers such as [2][5]"
+_NUMBERED_CONTEXT = re.compile(r"^\[(\d+)\] ", re.M)
 IRCOT_SEARCH_LABEL = "Search:"
 IRCOT_DONE = "DONE"
 REASONING_SO_FAR_LABEL = "Reasoning so far:"
@@ -388,12 +391,21 @@ def _after_first(prompt: str, label: str) -> str:
 
 
 def short_answer(prompt: str) -> str:
-    """The context's most frequent capitalised span absent from the question, else unknown."""
+    """The context's most frequent capitalised span absent from the question, else unknown;
+    when the contexts are numbered and markers are asked for (the cited answer
+    prompt), followed by the markers of the contexts naming it, as a model cites."""
     question = _labelled_line(prompt, QUESTION_LABEL)
     if _YES_NO_START.match(question):
         return "yes"
-    candidates = _answer_candidates(_context(prompt), question)
-    return candidates[0] if candidates else UNKNOWN_ANSWER
+    context = _context(prompt)
+    candidates = _answer_candidates(context, question)
+    answer = candidates[0] if candidates else UNKNOWN_ANSWER
+    if CITE_REQUEST not in prompt:
+        return answer
+    parts = _NUMBERED_CONTEXT.split(context)  # ["", "1", text, "2", text, ...]
+    markers = "".join(f"[{n}]" for n, text in zip(parts[1::2], parts[2::2], strict=True)
+                      if answer in text)
+    return f"{answer} {markers}".strip()
 
 
 def _answer_candidates(context: str, question: str) -> list[str]:

@@ -69,7 +69,8 @@ def test_counts_and_nothing_sent_or_written(
     server = start_server()
     with _client(tmp_path, server) as client:
         fresh = plan_documents(client, "fresh", CURIE_CORPUS[:3], method="indexrag")
-        assert fresh.documents == {"new": 3, "changed": 0, "unchanged": 0, "invalid": 0}
+        assert fresh.documents == {"new": 3, "changed": 0, "unchanged": 0, "invalid": 0,
+                                   "removed": 0}
         assert not fresh.index_exists and client.indexes.list_indexes() == []
         assert not (tmp_path / "data" / "llm-cache.sqlite3").exists()
         assert _chat_requests(server) == 0
@@ -82,7 +83,8 @@ def test_counts_and_nothing_sent_or_written(
         plan = plan_documents(client, "curie", batch)
         assert _chat_requests(server) == sent
         assert _snapshot(client, "curie") == before
-    assert plan.documents == {"new": 1, "changed": 1, "unchanged": 1, "invalid": 1}
+    assert plan.documents == {"new": 1, "changed": 1, "unchanged": 1, "invalid": 1,
+                              "removed": 0}
     assert plan.errors[0]["where"] == "Empty" and "'text' is empty" in plan.errors[0]["reason"]
     stage1 = _phase(plan, "indexrag.stage1")
     assert (stage1["planning"], stage1["calls"], stage1["cache_hits"]) == (Planning.EXACT, 2, 0)
@@ -213,7 +215,7 @@ def test_a_dry_run_creates_no_data_dir_and_reads_an_existing_one(tmp_path: Path)
     again = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--json", str(corpus)])
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["documents"] == {
-        "new": 0, "changed": 0, "unchanged": len(CURIE_CORPUS), "invalid": 0}
+        "new": 0, "changed": 0, "unchanged": len(CURIE_CORPUS), "invalid": 0, "removed": 0}
     assert cli.invoke(main, ["jobs", "--json"]).stdout == jobs
 
 

@@ -139,7 +139,8 @@ def test_a_remote_dry_run_prints_the_servers_plan(
     expected = server.client.plan_ingest("planned", [Path(corpus.name)],
                                          method="indexrag").as_dict()
     assert plan == expected
-    assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 1}
+    assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 1,
+                                 "removed": 0}
     assert plan["phases"][0]["calls"] > 0
     text = remote.invoke(main, [*api, "ingest", "--index", "planned", "--method", "indexrag",
                                 "--dry-run", str(corpus)])

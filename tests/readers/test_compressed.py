@@ -132,7 +132,8 @@ def test_an_unregistered_compressed_suffix_is_named_whole(tmp_path: Path) -> Non
     path = tmp_path / "notes.txt.gz"
     path.write_bytes(gzip.compress(b"text"))
     [error] = read_paths([path]).errors
-    assert error.reason.startswith("unsupported file type '.txt.gz'; accepted: ")
+    assert error.reason.startswith("unsupported file type '.txt.gz' (gzip-compressed data); "
+                                   "accepted: ")
     assert ".jsonl.gz" in error.reason
 
 

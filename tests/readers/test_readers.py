@@ -188,8 +188,9 @@ def test_folder_of_text_and_markdown_files(tmp_path: Path) -> None:
         ("b.txt", "b", "Plain text body.", str(root / "b.txt")),
         ("sub/c.markdown", "c", "```sh\n# not a title\n```\nno heading here",
          str(root / "sub" / "c.markdown")),
-        # A heading below other content names the document but stays in its text.
-        ("sub/d.md", "Late Heading", "Intro line.\n# Late Heading\nMore.",
+        # A heading below other content names the document but stays in its text, as
+        # its own paragraph (the text of every format's headings, without markup).
+        ("sub/d.md", "Late Heading", "Intro line.\n\nLate Heading\n\nMore.",
          str(root / "sub" / "d.md")),
     ]
 

@@ -25,6 +25,7 @@ from hopindex.api.client.wire import EventView
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import HopindexError, InvalidInputError, error_type_for
 from hopindex.core.events import Event
+from hopindex.readers.options import Reading
 
 DEFAULT_TIMEOUT_S = 120.0
 RECONNECT_S = 1.0
@@ -48,7 +49,7 @@ class RemoteUnavailableError(RemoteApiError):
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    name: str  # the name the server reads it under (its suffix picks the reader)
+    name: str  # the name the server reads it under: its documents' id, a record file's reader
     path: Path
 
 
@@ -56,14 +57,17 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def uploads_for(paths: Sequence[Path]) -> list[Upload]:
-    """Files to send for CLI paths: a file under its own name, a folder's files under
-    their path inside it (text documents take that as their id, as when read locally)."""
+def uploads_for(paths: Sequence[Path], reading: Reading | None = None) -> list[Upload]:
+    """Files to send for CLI paths: a file under its own name, a folder's files that
+    ``reading`` selects under their path inside it (document files take that as their
+    id, as when read locally)."""
+    reading = reading or Reading()
     found: list[Upload] = []
     for path in paths:
         if path.is_dir():
             files = sorted(p for p in path.rglob("*")
-                           if p.is_file() and not _hidden(p.relative_to(path)))
+                           if p.is_file() and not _hidden(p.relative_to(path))
+                           and reading.selects(p.relative_to(path).as_posix()))
             found.extend(Upload(p.relative_to(path).as_posix(), p) for p in files)
         elif path.is_file():
             found.append(Upload(path.name, path))

@@ -28,6 +28,7 @@ from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import IndexExistsError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
 from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
     from hopindex.api.service import Hopindex
@@ -322,20 +323,20 @@ class LocalClient(Client):
             return self.jobs.wait_for_job(job.job_id)
         return job
 
-    def read_source(self, source: IngestSource) -> ReadResult:
-        from hopindex.readers import read_paths
+    def read_source(self, source: IngestSource, reading: Reading | None = None) -> ReadResult:
+        from hopindex.readers import read_options, read_paths
 
         paths, records = split_source(source)
-        limit = self.settings.max_document_bytes
         if records:
-            return read_records(records, max_document_bytes=limit)
-        return read_paths(paths, max_document_bytes=limit)
+            return read_records(records, max_document_bytes=self.settings.max_document_bytes)
+        return read_paths(paths, options=read_options(self.settings, reading))
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               job_id: str | None = None, announce: Announce | None = None) -> Job:
+               reading: Reading | None = None, job_id: str | None = None,
+               announce: Announce | None = None) -> Job:
         validate_index_name(index)
-        read = self.read_source(source)
+        read = self.read_source(source, reading)
         return self.ingest_read(index, read, method=method, wait=wait, limits=limits,
                                 job_id=job_id, announce=announce)
 
@@ -352,9 +353,10 @@ class LocalClient(Client):
         return self.settled(job, wait)
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None) -> IngestPlanView:
+                    method: str | None = None, reading: Reading | None = None
+                    ) -> IngestPlanView:
         validate_index_name(index)
-        read = self.read_source(source)
+        read = self.read_source(source, reading)
         return self.plan_read(index, read, method=method)
 
     def plan_read(self, index: str, read: ReadResult, *,

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from hopindex.core.budget import BudgetLimits
+from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
     from hopindex.api.client.models import (
@@ -177,15 +178,19 @@ class Client(Protocol):
         ...
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
-               wait: bool = True, limits: BudgetLimits | None = None) -> Job:
+               wait: bool = True, limits: BudgetLimits | None = None,
+               reading: Reading | None = None) -> Job:
         """Ingest files, folders or records into ``index`` (created on first use with
-        ``method``). Bad records fail alone and are listed on the job. ``wait``: return
-        once the job ends or pauses on its budget, else as soon as it is accepted.
-        ``limits`` cap the job's LLM spend, replacing the index default's limits."""
+        ``method``). Bad records and files fail alone and are listed on the job.
+        ``wait``: return once the job ends or pauses on its budget, else as soon as it
+        is accepted. ``limits`` cap the job's LLM spend, replacing the index default's
+        limits. ``reading``: how PDF, HTML, DOCX and Markdown files split into
+        documents (by section, page or file) and which files of a folder are read."""
         ...
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None) -> IngestPlanView:
+                    method: str | None = None, reading: Reading | None = None
+                    ) -> IngestPlanView:
         """What ``ingest`` would do and cost, with no LLM call and no write."""
         ...
 

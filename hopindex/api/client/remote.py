@@ -37,6 +37,7 @@ from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event
 from hopindex.core.models import Job
 from hopindex.methods.base import QueryOptions, QueryResult
+from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
     from hopindex.scheduler.writers import Announce
@@ -274,24 +275,31 @@ class RemoteClient(Client):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               job_id: str | None = None, announce: Announce | None = None) -> Job:
+               reading: Reading | None = None, job_id: str | None = None,
+               announce: Announce | None = None) -> Job:
         params = {"method": method, "on_error": "skip",
                   **budget_params(limits or BudgetLimits())}
-        job = _job(self._upload(index, source, params))
+        job = _job(self._upload(index, source, params, reading or Reading()))
         return self.jobs.wait_for_job(job.job_id) if wait else job
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None) -> IngestPlanView:
+                    method: str | None = None, reading: Reading | None = None
+                    ) -> IngestPlanView:
         params = {"method": method, "on_error": "skip", "dry_run": "true"}
-        return IngestPlanView.model_validate(self._upload(index, source, params))
+        return IngestPlanView.model_validate(
+            self._upload(index, source, params, reading or Reading()))
 
-    def _upload(self, index: str, source: IngestSource, params: dict[str, Any]) -> Any:
+    def _upload(self, index: str, source: IngestSource, params: dict[str, Any],
+                reading: Reading) -> Any:
+        """The files go up under their paths inside the folders named, those ``reading``
+        selects only; the server reads them with the same choices."""
         paths, records = split_source(source)
+        params = {**params, **reading.as_params()}
         if records:
             with records_file(records) as path:
                 body, content_type = multipart_body(uploads_for([path]))
         else:
-            body, content_type = multipart_body(uploads_for(paths))
+            body, content_type = multipart_body(uploads_for(paths, reading))
         with self._wire.open("POST", f"/v1/indexes/{quote(index)}/documents", params=params,
                              body=body, content_type=content_type) as resp:
             return json.loads(resp.read())

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from hopindex.core.budget import BudgetLimits
+from hopindex.core.citations import Citation
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.events import Event, EventType
 from hopindex.core.models import (
@@ -258,6 +259,18 @@ class PassageViaView(_Wire):
     text: str
 
 
+class CitationView(_Wire):
+    """Where the passage is in the file it was read from."""
+
+    file: Annotated[str, Field(description="the file's path inside the folder ingested, or "
+                                           "its name (an upload's name)")]
+    page: Annotated[int | None, Field(description="the page the passage starts on (PDF)")]
+    page_end: Annotated[int | None, Field(description="the page it ends on, when it spans "
+                                                      "several")]
+    section: Annotated[str | None, Field(description="its section's heading path, "
+                                                     "'Chapter > Section'")]
+
+
 class PassageView(_Wire):
     rank: int
     doc_id: str
@@ -265,11 +278,17 @@ class PassageView(_Wire):
     text: str
     score: float
     via: PassageViaView
+    citation: Annotated[CitationView | None, Field(
+        description="file, page and section, for a document read from a PDF, HTML, DOCX "
+                    "or Markdown file; null for one read from records")] = None
 
     def to_runtime(self) -> RankedPassage:
+        citation = (None if self.citation is None
+                    else Citation.from_dict(self.citation.model_dump()))
         return RankedPassage(rank=self.rank, doc_id=self.doc_id, title=self.title,
                              text=self.text, score=self.score, via_unit_id=self.via.unit_id,
-                             via_kind=self.via.kind, via_text=self.via.text)
+                             via_kind=self.via.kind, via_text=self.via.text,
+                             citation=citation)
 
 
 class DegradationView(_Wire):

@@ -32,7 +32,7 @@ from hopindex.api.http.params import (
     check_declared_length,
     too_large,
 )
-from hopindex.readers import ReadError, ReadResult, accepted_suffixes, read_paths
+from hopindex.readers import ReadError, ReadOptions, ReadResult, accepted_suffixes, read_paths
 
 CHUNK_BYTES = 64 * 1024
 MAX_LISTED_ERRORS = 100
@@ -89,8 +89,9 @@ def rejection(errors: list[ReadError]) -> ApiError:
 
 def _safe_name(filename: str | None, number: int) -> PurePosixPath:
     if not filename:
-        raise bad_request(f"multipart part {number} ({FILE_FIELD!r}) has no file name; the "
-                          f"suffix picks the reader ({', '.join(accepted_suffixes())})",
+        raise bad_request(f"multipart part {number} ({FILE_FIELD!r}) has no file name; it is "
+                          "the documents' id, and its suffix picks the reader of records "
+                          f"({', '.join(accepted_suffixes())})",
                           field=FILE_FIELD)
     path = PurePosixPath(filename.replace("\\", "/"))
     parts = path.parts
@@ -186,7 +187,7 @@ def _relabelled(result: ReadResult, prefix: str) -> ReadResult:
 
 
 async def receive_documents(request: web.Request, blocking: BlockingRunner, *,
-                            max_body_bytes: int, max_document_bytes: int) -> ReadResult:
+                            max_body_bytes: int, options: ReadOptions) -> ReadResult:
     """Read the ingest body into documents and per-record errors (none fatal here)."""
     media = request.content_type
     if media not in (JSON_TYPE, MULTIPART_TYPE, *NDJSON_TYPES):
@@ -205,5 +206,5 @@ async def receive_documents(request: web.Request, blocking: BlockingRunner, *,
             await _save_stream(request, folder / name, budget)
         if budget.used == 0:
             raise bad_request("the body is empty; send documents", field="body")
-        result = await blocking.run(read_paths, [folder], max_document_bytes=max_document_bytes)
+        result = await blocking.run(read_paths, [folder], options=options)
     return _relabelled(result, f"{folder}/")

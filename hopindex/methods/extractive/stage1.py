@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from hopindex.core.citations import PassageCiter, section_breaks
 from hopindex.core.ids import unit_id
 from hopindex.core.models import (
     Document,
@@ -56,7 +57,10 @@ def entity_mentions(document: Document, analysis: TextAnalysis) -> list[EntityMe
 def passage_units(document: Document, analysis: TextAnalysis,
                   policy: ChunkPolicy = DEFAULT_POLICY) -> list[Unit]:
     units: list[Unit] = []
-    for number, body in enumerate(chunk_text(document.text, analysis.sentences, policy)):
+    breaks = section_breaks(document.metadata)
+    citer = PassageCiter(document.metadata, document.text, document.title)
+    for number, body in enumerate(chunk_text(document.text, analysis.sentences, policy,
+                                             breaks)):
         text = f"{document.title}\n{body}" if document.title else body
         units.append(Unit(
             unit_id=unit_id(document.index, UnitKind.PASSAGE, f"{document.doc_id}#{number}",
@@ -64,6 +68,7 @@ def passage_units(document: Document, analysis: TextAnalysis,
             index=document.index, kind=UnitKind.PASSAGE, text=text,
             source_doc_ids=(document.doc_id,), method=METHOD,
             source_key=f"{document.doc_id}#{number}",
-            metadata={"title": document.title, "chunk": number},
+            metadata={"title": document.title, "chunk": number,
+                      **citer.metadata_for(text)},
         ))
     return units

@@ -15,6 +15,7 @@ from hopindex.core.models import UnitKind
 from hopindex.methods.indexrag.method import IndexRagIndexMethod
 from hopindex.methods.indexrag.query import IndexRagMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
+from hopindex.methods.retrieval.answer import OPTIONS_SCHEMA
 
 __all__ = ["IndexRagIndexMethod", "IndexRagMethod", "register"]
 
@@ -24,4 +25,5 @@ def register(registry: MethodRegistry) -> None:
     registry.add_query_method(QueryMethodSpec(
         name=IndexRagMethod.name, factory=IndexRagMethod,
         reads=frozenset({UnitKind.AKU}), llm_use=LlmUse.REQUIRED,
-        summary="AKUs and at most k_b bridging facts, one answer call"))
+        summary="AKUs and at most k_b bridging facts, one answer call",
+        options_schema=OPTIONS_SCHEMA))

@@ -25,7 +25,12 @@ from hopindex.methods.base import (
 from hopindex.methods.indexrag.units import METHOD, RETRIEVE_K
 from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
-from hopindex.methods.retrieval.answer import answer_request
+from hopindex.methods.retrieval.answer import (
+    AnswerStyle,
+    answer_style_of,
+    cite_answer,
+    request_for,
+)
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, preferred_filter
 from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
@@ -69,6 +74,7 @@ class IndexRagMethod:
     def run_query(self, index: str, question: str, options: QueryOptions) -> QueryResult:
         started = time.perf_counter()
         llm = self._context.require_llm(self.name)
+        style = answer_style_of(options)  # a bad option is refused before any LLM call
         retrieval = options.retrieval or Retrieval.DENSE
         # The paper's pool is the top 20; a larger k (for Recall@k) widens it.
         pool_size = max(RETRIEVE_K, options.k)
@@ -91,18 +97,21 @@ class IndexRagMethod:
         degraded: list[Degradation] = []
         with timer.phase(QueryPhase.ANSWER):
             reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                answer_request(question, [u.text for u in chosen]), usage))
+                request_for(style, question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, found.hits[:pool_size], found.units,
                                           self._context.units, options.k,
                                           documents=self._context.documents)
+        trace = {"retrieval": retrieval.value, "engines": found.engines,
+                 "pool": len(found.hits), "candidates": fetched,
+                 "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen],
+                 "selected_kinds": dict(Counter(u.kind.value for u in chosen))}
+        answer = reply.content.strip() if reply is not None else None
+        if answer is not None and style is AnswerStyle.CITED:
+            answer, trace["answer_citations"] = cite_answer(answer, chosen, passages)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
-            answer=reply.content.strip() if reply is not None else None,
-            trace={"retrieval": retrieval.value, "engines": found.engines,
-                   "pool": len(found.hits), "candidates": fetched,
-                   "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen],
-                   "selected_kinds": dict(Counter(u.kind.value for u in chosen))},
+            answer=answer, trace=trace,
             degraded=degraded, answer_truncated=reply is not None and reply.truncated,
         )
         result.usage.add_llm(usage.total())

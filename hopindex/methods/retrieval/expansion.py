@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hopindex.backends.protocols import DocumentStore, UnitStore
+from hopindex.core.citations import document_citation, passage_citation
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import RankedPassage
 
@@ -64,21 +65,23 @@ def show_documents(index: str, order: Sequence[tuple[str, float, Unit]],
     passage: the best-ranked passage hit, else its first chunk."""
     doc_ids = [d for d, _, _ in order]
     passages_by_doc = _best_passage_per_doc(index, doc_ids, units, hits, unit_store)
-    shown = {d: (str(p.metadata.get("title", "")), p.text, p.unit_id)
+    shown = {d: (str(p.metadata.get("title", "")), p.text, p.unit_id,
+                 passage_citation(p.metadata))
              for d, p in passages_by_doc.items()}
     missing = [d for d in doc_ids if d not in shown]
     if missing and documents is not None:
         for document in documents.get_documents(index, missing):
-            shown[document.doc_id] = (document.title, document.text, "")
+            shown[document.doc_id] = (document.title, document.text, "", document_citation(
+                document.metadata, len(document.text)))
     result: list[RankedPassage] = []
     for rank, (doc_id, score, unit) in enumerate(order, start=1):
         if doc_id not in shown:
             continue  # the document was deleted after its bridge was written
-        title, text, passage_id = shown[doc_id]
+        title, text, passage_id, citation = shown[doc_id]
         result.append(RankedPassage(
             rank=rank, doc_id=doc_id, title=title, text=text, score=score,
             via_unit_id=unit.unit_id, via_kind=unit.kind.value,
-            via_text="" if unit.unit_id == passage_id else unit.text,
+            via_text="" if unit.unit_id == passage_id else unit.text, citation=citation,
         ))
     return result
 

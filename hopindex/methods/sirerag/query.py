@@ -20,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from hopindex.backends.protocols import UnitFilter
+from hopindex.core.citations import passage_citation
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Unit, UnitKind
 from hopindex.methods.base import (
@@ -171,7 +172,8 @@ class SiReRagMethod:
                         rank=len(ranked) + 1, doc_id=doc_id,
                         title=str(passage.metadata.get("title", "")), text=passage.text,
                         score=score, via_unit_id=node.unit_id, via_kind=node.kind.value,
-                        via_text="" if node.unit_id == passage.unit_id else node.text))
+                        via_text="" if node.unit_id == passage.unit_id else node.text,
+                        citation=passage_citation(passage.metadata)))
         return ranked
 
     def _passages_in_order(self, index: str, vector: np.ndarray, node: Unit) -> list[Unit]:

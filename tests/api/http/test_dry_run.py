@@ -38,7 +38,8 @@ def test_dry_run_answers_the_plan_and_writes_nothing(api: Api, llm: LlmTestServe
                        params={"method": "indexrag", "dry_run": "true"}, json=docs)
     assert planned.status_code == 200, planned.text
     plan = planned.json()
-    assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 0}
+    assert plan["documents"] == {"new": 4, "changed": 0, "unchanged": 0, "invalid": 0,
+                                 "removed": 0}
     stage1 = plan["phases"][0]
     assert (stage1["phase"], stage1["planning"]) == ("indexrag.stage1", "exact")
     assert llm.stats.count(Endpoint.CHAT) == chats

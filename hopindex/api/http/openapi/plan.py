@@ -47,8 +47,11 @@ PHASE_PLAN = obj({
 INGEST_PLAN_FIELDS: dict[str, Schema] = {
     "index": INDEX_NAME,
     "model": {"description": "the LLM model the cache keys name"},
-    "documents": obj(dict.fromkeys(("new", "changed", "unchanged", "invalid"), COUNT),
-                     ("new", "changed", "unchanged", "invalid")),
+    "documents": obj({**dict.fromkeys(("new", "changed", "unchanged", "invalid"), COUNT),
+                      "removed": {**COUNT, "description": "documents of the files read "
+                                  "again that their new reading lacks (sections deleted "
+                                  "or renamed): the ingest deletes them"}},
+                     ("new", "changed", "unchanged", "invalid", "removed")),
     "phases": {"items": ref("PhasePlan")},
     "errors": {"items": obj({
         "item": {"type": "string"}, "stage": {"type": "string"},

@@ -182,6 +182,11 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                        "IngestPlan: documents new, changed, unchanged and invalid, each "
                        "phase's LLM calls, exact or bounded, and tokens); nothing is "
                        "written and no LLM is called, so a read key may ask for it"),
+                _param("split_by", "query",
+                       {"type": "string", "enum": ["section", "file", "page"]},
+                       "how PDF, HTML, DOCX and Markdown files become documents: section "
+                       "(default: one per top-level section, id path#section-slug), file, "
+                       "or page (PDF; other formats are one document)"),
                 _param(MAX_LLM_TOKENS, "query", TOKENS,
                        "the job pauses before an LLM call would take its tokens past this "
                        "(POST /v1/jobs/{job_id}/resume continues it); replaces that limit "

@@ -1,6 +1,7 @@
 """``/v1/indexes/{name}/documents``: ingest (202 with a job, or with ``dry_run=true``
 200 with the plan; ``max_llm_tokens`` and ``max_cost`` replace those limits of the
-index's default budget for this job) and delete documents."""
+index's default budget for this job; ``split_by`` says how uploaded document files
+become documents) and delete documents."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
 from hopindex.core.models import Job
 from hopindex.methods.registry import get_index_method
+from hopindex.readers import Reading, SplitBy, read_options
 
 DRY_RUN = "dry_run"
 
@@ -44,9 +46,12 @@ async def ingest(request: web.Request) -> web.Response:
     dry_run = query_choice(request, DRY_RUN, ("true", "false")) == "true"
     limits = query_limits(request)
     require_prices(ctx.client, limits)
+    # Which files of a folder to send is the sender's choice (the clients apply
+    # --include/--exclude before uploading); how each file splits is the server's.
+    reading = Reading(split_by=query_enum(request, "split_by", SplitBy, SplitBy.SECTION))
     read = await receive_documents(request, ctx.blocking,
                                    max_body_bytes=settings.api_max_body_bytes,
-                                   max_document_bytes=settings.max_document_bytes)
+                                   options=read_options(settings, reading))
     count = len(read.documents) + len(read.errors)
     if count > settings.api_max_documents:
         raise ApiError(413, "too_many_documents", f"the body holds {count:,} records, over the "
@@ -83,7 +88,7 @@ async def delete_documents(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
-          query=("method", "on_error", "dry_run", *BUDGET_FIELDS),
+          query=("method", "on_error", "dry_run", "split_by", *BUDGET_FIELDS),
           reads_only_with=(DRY_RUN, "true")),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
 ]
