@@ -12,8 +12,10 @@ section, here a chapter), ``page`` and ``file``, one ``hopindex ingest --index b
 point in-process (``hopindex.api.cli:main``, what the ``hopindex`` script calls), so
 that once it returns the same process can read its own ``VmHWM``; only then does it
 open the data dir to count the documents and units the ingest wrote. Printed: the
-command's wall seconds, the child's (imports included), the documents and units, the
-peak RSS, and ``ru_maxrss`` beside (which a child can inherit over fork and exec).
+command's wall and CPU seconds (user + system, every thread: on a shared machine the
+load moves wall time far more than CPU), the child's wall seconds (imports included),
+the documents and units, the peak RSS, and ``ru_maxrss`` beside (which a child can
+inherit over fork and exec).
 The baseline: the same command over a one-page PDF (the book's first page, copied
 with pypdfium2): the imports, spaCy, the embedder and the engines with next to no
 text through them.
@@ -74,7 +76,7 @@ def child(mode: str, path: Path) -> None:
     """Run ``hopindex ingest`` over ``path`` in this process; print figures as JSON."""
     from hopindex.api.cli import main as cli
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_s()
     try:
         # standalone_mode=False: return here instead of exiting, so the peak can be read.
         cli.main(["ingest", "--index", INDEX, "--quiet", "--split-by", mode, str(path)],
@@ -82,7 +84,7 @@ def child(mode: str, path: Path) -> None:
         code = 0
     except SystemExit as exc:  # the command's exit status (3: some documents failed)
         code = exc.code if isinstance(exc.code, int) else 1
-    ingest_s = time.perf_counter() - started
+    ingest_s, cpu_s = time.perf_counter() - started, _cpu_s() - cpu_started
     peak = high_water_mb()
     ru_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # Counted after the peak is read: opening the data dir again is no part of the ingest.
@@ -91,8 +93,15 @@ def child(mode: str, path: Path) -> None:
         documents = len(state.document_hashes(INDEX))
         units = {kind.value: count for kind, count in state.count_units(INDEX).items()}
     print(json.dumps({"exit_code": code, "ingest_s": round(ingest_s, 1),
-                      "documents": documents, "units": units, "peak_rss_mb": round(peak),
-                      "ru_maxrss_mb": round(ru_maxrss)}))
+                      "cpu_s": round(cpu_s, 1), "documents": documents, "units": units,
+                      "peak_rss_mb": round(peak), "ru_maxrss_mb": round(ru_maxrss)}))
+
+
+def _cpu_s() -> float:
+    """User and system CPU seconds of this process, every thread's: on a shared machine
+    other processes' load moves wall time much more than the CPU the ingest spends."""
+    times = os.times()
+    return times.user + times.system
 
 
 def measure(mode: str, path: Path, data_dir: Path) -> dict[str, Any]:
@@ -157,25 +166,27 @@ def main() -> None:
 
 
 def _line(r: dict[str, Any]) -> str:
-    return (f"ingest {r['ingest_s']}s, process {r['process_s']}s, {r['documents']:,} "
-            f"documents, units {r['units']}, peak RSS {r['peak_rss_mb']:,} MB (ru_maxrss "
-            f"{r['ru_maxrss_mb']:,} MB), exit {r['exit_code']}, load {' '.join(r['loadavg'])}")
+    return (f"ingest {r['ingest_s']}s (CPU {r['cpu_s']}s), process {r['process_s']}s, "
+            f"{r['documents']:,} documents, units {r['units']}, peak RSS "
+            f"{r['peak_rss_mb']:,} MB (ru_maxrss {r['ru_maxrss_mb']:,} MB), exit "
+            f"{r['exit_code']}, load {' '.join(r['loadavg'])}")
 
 
 def report(book: Path, runs: list[dict[str, Any]], baseline: dict[str, Any] | None
            ) -> dict[str, Any]:
     """Print the table and the check; the check's figures."""
     print(f"\n{book.name}: {book.stat().st_size / 1e6:.1f} MB\n")
-    print("| --split-by | documents | passages | command s | process s | peak RSS MB "
-          "| over baseline MB | ru_maxrss MB | load (1/5/15 min) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| --split-by | documents | passages | bridges | command s | CPU s | process s "
+          "| peak RSS MB | over baseline MB | ru_maxrss MB | load at end (1/5/15 min) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = ([("baseline: one page", baseline)] if baseline else []) + [
         (r["mode"], r) for r in runs]
     for label, r in rows:
         over = ("—" if baseline is None or r is baseline
                 else f"{r['peak_rss_mb'] - baseline['peak_rss_mb']:,}")
         print(f"| {label} | {r['documents']:,} | {r['units'].get('passage', 0):,} "
-              f"| {r['ingest_s']} | {r['process_s']} | {r['peak_rss_mb']:,} | {over} "
+              f"| {r['units'].get('bridge', 0):,} | {r['ingest_s']} | {r['cpu_s']} "
+              f"| {r['process_s']} | {r['peak_rss_mb']:,} | {over} "
               f"| {r['ru_maxrss_mb']:,} | {' '.join(r['loadavg'])} |")
     peak = max(r["peak_rss_mb"] for r in runs)
     met = peak < TARGET_PEAK_MB

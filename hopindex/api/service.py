@@ -176,9 +176,15 @@ class Hopindex:
                 # API refuses them while parsing.
                 raise InvalidInputError(bad.reason, where=bad.field)
             info = self.require_index(index)
+            options = options or QueryOptions()
+            if options.params and method is None:
+                # Options are one method's: read by whatever the index's default is, the
+                # same query would mean another thing once that default changes.
+                raise InvalidInputError(
+                    f"options ({', '.join(sorted(options.params))}) belong to one query "
+                    "method: name it", where="method")
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
-            options = options or QueryOptions()
             check_option_names(method, options.params)
             warnings = self._health.warnings(index)
             search = self._search_context()  # opening the engines is not the query's time

@@ -43,3 +43,14 @@ def test_an_option_the_method_does_not_take_is_refused_locally(
     assert shown.exit_code == ExitCode.DATA_ERROR, shown.output
     error = json.loads(shown.stderr)["error"]
     assert error["field"] == "params.x" and "it takes none" in error["message"]
+
+
+def test_options_without_a_method_are_refused_naming_method(make_client: ClientFactory) -> None:
+    """Options are one method's: given with no method (the index's default would read
+    them) they are refused, naming ``method``, as the HTTP API's schema says."""
+    client = make_client()
+    ingest_documents(client, INDEX, CURIE_CORPUS)
+    with pytest.raises(InvalidInputError, match="belong to one query method") as refused:
+        client.query(INDEX, "Where did Marie Curie work?", k=5,
+                     options=QueryOptions(params={"walk": "off"}))
+    assert refused.value.where == "method"

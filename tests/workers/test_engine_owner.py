@@ -98,6 +98,11 @@ class QueryLoad:
                 with self._lock:
                     self.answered.append(time.monotonic())
 
+    def outcomes_since(self, moment: float) -> int:
+        """Queries answered since ``moment`` (``time.monotonic``), and every failure."""
+        with self._lock:
+            return sum(moment <= t for t in self.answered) + len(self.errors)
+
     @contextmanager
     def running(self) -> Iterator[QueryLoad]:
         threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
@@ -188,11 +193,16 @@ def test_queries_changes_and_deletes_while_the_owner_holds_the_engines(
         job = client.ingest(INDEX, [corpus], wait=False)
         with QueryLoad(client, asked).running() as load:
             job, first_embed = wait_while_recording(reader, job.job_id)
+
+            # Queries answered once the engines held units, while the owner holds them:
+            # on a loaded machine the ingest may end before ten have, and the owner
+            # still holds the engines after it (until it is stopped below).
+            waiting.wait_until(lambda: load.outcomes_since(first_embed) >= 10,
+                               what="ten queries answered since the first embed",
+                               timeout_s=JOB_TIMEOUT_S)
         problems += [f"query during the ingest: {e}" for e in load.errors]
         if job.state is not JobState.SUCCEEDED:
             problems.append(outcome(job))
-        # Queries answered once the engines held units, while the owner held them.
-        assert sum(first_embed <= t for t in load.answered) + len(load.errors) >= 10
 
         c.workers[0].stop()
         c.start("engines-2", "embed")
