@@ -9,20 +9,24 @@ What is measured: the bundled corpus (994 paragraphs) ingested as records (index
 ``records``), then laid out by ``hopindex.testing.document_files.hotpot_files``, one
 section per paragraph headed by its title, ``--per-file`` paragraphs a file, in each
 format of ``--formats``, a folder a format, each folder ingested into its own index
-(``pdf``, ``docx``, ``html``); all ``extractive``, the default with no LLM, through
-one in-process client over one data dir. Per format: files written and the seconds
-to write them, the ingest's wall seconds (the read of the folder and the job), the
-documents read and the read and job errors. Then ``naive`` and ``hops`` over the 100
-questions through ``evaluate_method`` (the code ``hopindex eval`` runs), gold passages
-matched by title in every build so that all are measured alike (the records build by
-text too, to show the two agree there). Citations: each question asked of each file
-index with ``hops``, k = 10; every passage in the top 10 whose title is one of the
-question's gold titles must be cited with the file the paragraph was written to, its
-title as the section and, in a PDF, the page its bookmark points at (read back from
-the outline with pypdfium2, as a person following the citation would).
+(``pdf``, ``docx``, ``html``); all ``extractive``, the default with no LLM, through one
+in-process client over one data dir. Per format: files written and the seconds to write
+them, the ingest's wall seconds (the read of the folder and the job), the documents
+read, the read and job errors, and how faithfully the files read back: the documents
+titled with a paragraph's title verbatim and, of those, the ones whose text is the
+paragraph's once whitespace is collapsed (a PDF breaks lines). Then ``naive`` and
+``hops`` over the 100 questions through ``evaluate_method`` (the code ``hopindex eval``
+runs), gold passages matched by title in every build so that all are measured alike
+(the records build by text too, to show the two agree there). Citations: each question
+asked of each file index with ``hops``, k = 10; every passage in the top 10 whose title
+is one of the question's gold titles must be cited with the file the paragraph was
+written to, its title as the section and, in a PDF, the page its bookmark points at
+(read back from the outline with pypdfium2, as a person following the citation would).
 
 Files and the data dir live in a temporary folder under benchmarks/out/, deleted at
-the end; ``--keep DIR`` works in DIR instead and leaves it.
+the end; ``--keep DIR`` works in DIR (new or empty: over an earlier run's data dir
+the ingests would skip every unchanged document) and leaves it. The load average is
+printed at the start and the end: the machine may be shared.
 
     .venv/bin/python benchmarks/hotpot_as_files.py [--formats pdf,docx,html]
         [--per-file 40] [--keep DIR]
@@ -47,7 +51,7 @@ from hopindex.core.models import JobState
 from hopindex.core.settings import Settings
 from hopindex.evaluation.datasets import DatasetFormat, Question, load_questions
 from hopindex.evaluation.runner import GoldMatch, evaluate_method
-from hopindex.testing.document_files import hotpot_files, hotpot_records
+from hopindex.testing.document_files import hotpot_files, hotpot_records, outline_pages
 
 FORMATS = ("pdf", "docx", "html")
 METHODS = ("naive", "hops")
@@ -72,11 +76,15 @@ def main() -> None:
     if unknown or not formats:
         parser.error(f"--formats: {unknown or 'none given'}; known: {','.join(FORMATS)}")
     if args.keep is not None:
+        if args.keep.exists() and any(args.keep.iterdir()):
+            parser.error(f"--keep: {args.keep} is not empty")
         args.keep.mkdir(parents=True, exist_ok=True)
         folder = args.keep
     else:
         OUT.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="hotpot-as-files-", dir=OUT))
+    load_start = _loadavg()
+    print(f"load average at the start: {load_start}", flush=True)
     try:
         figures = run(folder, formats, args.per_file)
     finally:
@@ -84,8 +92,16 @@ def main() -> None:
             print(f"kept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
+    figures["loadavg"] = {"start": load_start, "end": _loadavg()}
+    print(f"load average at the end: {figures['loadavg']['end']}")
     path = write_result("hotpot_as_files", figures)
     print(f"wrote {path}")
+
+
+def _loadavg() -> str:
+    """The 1, 5 and 15-minute load averages, as /proc/loadavg gives them."""
+    loadavg = Path("/proc/loadavg")
+    return " ".join(loadavg.read_text().split()[:3]) if loadavg.exists() else "unknown"
 
 
 def run(folder: Path, formats: list[str], per_file: int) -> dict[str, Any]:
@@ -168,25 +184,13 @@ def evaluate(client: LocalClient, questions: list[Question], indexes: list[str]
     return recall
 
 
-def bookmark_pages(pdf: Path) -> dict[str, int]:
-    """Each bookmark's title and the page (from 1) it points at."""
-    import pypdfium2  # type: ignore[import-untyped]  # ships no type information
-
-    document = pypdfium2.PdfDocument(pdf)
-    try:
-        return {bookmark.get_title(): bookmark.get_dest().get_index() + 1
-                for bookmark in document.get_toc()}
-    finally:
-        document.close()
-
-
 def check_citations(client: LocalClient, index: str, questions: list[Question],
                     where: dict[str, Path]) -> dict[str, Any]:
     """Every gold passage in each question's top 10 (``hops``) against the file, section
     and (PDF) page its paragraph was written to; counts and the first few wrong."""
     is_pdf = bool(where) and next(iter(where.values())).suffix == ".pdf"
     pages = ({title: page for path in set(where.values())
-              for title, page in bookmark_pages(path).items()}
+              for title, page in outline_pages(path).items()}
              if is_pdf else {})
     checked = correct = 0
     wrong: list[str] = []

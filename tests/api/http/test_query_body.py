@@ -37,16 +37,19 @@ def error(response: Any, status: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("body", "field", "listed"), [
-    # No method: the index's own default (hops, for an extractive index) lists its own.
-    ({"options": {"alpha": 0.2}}, "options.alpha", "for method 'hops'; known: named, walk"),
+    # Options are one method's, named: without one they are refused naming method.
+    ({"options": {"walk": "off"}}, "method", "belong to one query method: name it"),
+    ({"method": "hops", "options": {"alpha": 0.2}}, "options.alpha",
+     "for method 'hops'; known: named, walk"),
     ({"method": "naive", "options": {"condition": "A"}}, "options.condition", "it takes none"),
     ({"method": "bridgerag", "options": {"alfa": 0.2}}, "options.alfa",
      "known: condition, extraction, bridges, alpha"),
 ])
 def test_unknown_options_are_refused_listing_the_known(api: Api, body: dict[str, Any],
                                                        field: str, listed: str) -> None:
-    """An option the method (named, or the index's own) does not read is a 400 naming
-    ``options.KEY`` and the options that method takes, before anything runs."""
+    """An option the method named does not read is a 400 naming ``options.KEY`` and the
+    options that method takes, before anything runs; options with no method named are
+    a 400 naming ``method``."""
     found = error(api.call("POST", f"/v1/indexes/{INDEX}/query",
                            json={"question": "Who?", **body}), 400)
     assert found["field"] == field and listed in found["message"]
