@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -83,6 +84,9 @@ def main() -> None:
     else:
         OUT.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="hotpot-as-files-", dir=OUT))
+    # A SIGTERM ends the run as an exception would: the temporary folder is removed and
+    # a child still running is killed (subprocess.run kills it on the way out).
+    signal.signal(signal.SIGTERM, _terminated)
     load_start = _loadavg()
     print(f"load average at the start: {load_start}", flush=True)
     try:
@@ -252,6 +256,11 @@ def report(builds: dict[str, dict[str, Any]], recall: dict[str, dict[str, dict[i
               f"{'met' if verdicts[name] else 'MISSED'})")
     return {"per_file": per_file, "builds": builds, "recall": recall, "citations": citations,
             "met": verdicts, "target_delta_r5": TARGET_DELTA}
+
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

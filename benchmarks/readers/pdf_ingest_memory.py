@@ -37,6 +37,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,9 @@ def main() -> None:
         written = generate(book, args.pages)
         print(f"wrote {book} ({written['pages']:,} pages) in "
               f"{time.perf_counter() - started:.0f}s", flush=True)
+    # A SIGTERM ends the run as an exception would: the temporary folder is removed and
+    # a child still running is killed (subprocess.run kills it on the way out).
+    signal.signal(signal.SIGTERM, _terminated)
     OUT.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="pdf-ingest-memory-", dir=OUT))
     runs: list[dict[str, Any]] = []
@@ -195,6 +199,11 @@ def report(book: Path, runs: list[dict[str, Any]], baseline: dict[str, Any] | No
           f"pages: {'met' if met else 'MISSED'})"
           + (f"; exit codes not 0: {', '.join(failed)}" if failed else ""))
     return {"peak_rss_mb": peak, "target_peak_mb": TARGET_PEAK_MB, "peak_met": met}
+
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":
