@@ -93,6 +93,7 @@ bench: setup
 	$(PY) benchmarks/dry_run_2wiki.py
 	$(PY) benchmarks/onnx_embedder.py
 	$(PY) benchmarks/cold_query.py
+	$(PY) benchmarks/mcp_stdio.py
 	$(PY) benchmarks/import_cost.py
 	$(PY) benchmarks/ingest_large_json.py
 	$(PY) benchmarks/big_document.py

@@ -9,11 +9,13 @@ import click
 
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, limits_from_flags
 from hopindex.api.cli_context import open_client, open_local_client
+from hopindex.api.cli_documents import document
 from hopindex.api.cli_embedder import prepare_queries, slow_start_hint
 from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_indexes import indexes
 from hopindex.api.cli_jobs import jobs
+from hopindex.api.cli_mcp import mcp
 from hopindex.api.cli_methods import (
     MethodName,
     RegistryHelpOption,
@@ -39,10 +41,10 @@ MIN_WIDTH = 20
 @click.version_option(package_name="hopindex")
 @click.option("--api", "api_url", default=None, metavar="URL",
               help="Drive a hopindex server over its HTTP API (default: HOPINDEX_API_URL): "
-                   "ingest, query, export, jobs, events, delete, repair, rebuild, indexes, "
-                   "links and webhooks go through it, with the key in HOPINDEX_API_KEY. "
-                   "Without it, those that open the engines go through the `hopindex "
-                   "serve` using the data dir, if one runs.")
+                   "ingest, query, document, export, jobs, events, delete, repair, rebuild, "
+                   "indexes, links and webhooks go through it, with the key in "
+                   "HOPINDEX_API_KEY. Without it, those that open the engines go through "
+                   "the `hopindex serve` using the data dir, if one runs.")
 @click.option("--width", type=click.IntRange(min=MIN_WIDTH), default=None, metavar="N",
               help="Lay tables (and `query --full` passages) out at N columns. Default: "
                    "the terminal's width; when stdout is not a terminal (a pipe, a file), "
@@ -360,8 +362,8 @@ def eval_command(index: str, dataset_path: Path, corpus_paths: tuple[Path, ...],
                          match=GoldMatch(match))
 
 
-for _command in (jobs, repair, rebuild, indexes, webhooks, worker, beat, serve,
-                 api_key, prepare_queries):
+for _command in (document, jobs, repair, rebuild, indexes, webhooks, worker, beat, serve,
+                 api_key, prepare_queries, mcp):
     main.add_command(_command)
 # The admin operations methods register (`links list|reject` of kgbridge indexes), after
 # the CLI's own commands so that none can take a built-in command's name.

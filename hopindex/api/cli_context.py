@@ -70,15 +70,18 @@ class CliClient(Client, Protocol):
                          ) -> Job: ...
 
 
-def open_client(*, engines: bool = False, planning: bool = False) -> CliClient:
+def open_client(*, engines: bool = False, planning: bool = False,
+                api_url: str | None = None) -> CliClient:
     """The client of the server --api or HOPINDEX_API_URL names; else, for a command that
     opens the embedded engines (``engines``), the server that uses the data dir; else
     the service here. ``planning``: the service here is one for dry runs, which writes
-    nothing on disk (not even the state file of a data dir not made yet)."""
+    nothing on disk (not even the state file of a data dir not made yet). ``api_url``: a
+    command's own ``--api`` (``hopindex mcp --api URL``), before the group's."""
     from hopindex.api.client.remote import RemoteClient
 
     settings = load_settings()
-    url = click.get_current_context().find_root().params.get("api_url") or settings.api_url
+    url = (api_url or click.get_current_context().find_root().params.get("api_url")
+           or settings.api_url)
     if url:
         return RemoteClient(url, settings.api_key)
     if engines and (server := _server(settings)) is not None:

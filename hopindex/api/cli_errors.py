@@ -17,7 +17,7 @@ import click
 
 from hopindex.api.client.http_wire import RemoteApiError
 from hopindex.api.exit_codes import ExitCode, Outcome, outcome_of
-from hopindex.core.errors import HopindexError, InvalidInputError
+from hopindex.core.errors import HopindexError, InvalidInputError, NotFoundError
 from hopindex.core.redact import redact_text
 from hopindex.core.settings import LogLevel
 
@@ -48,7 +48,7 @@ def print_error(message: str, outcome: Outcome, *, as_json: bool,
 def fail(exc: HopindexError, *, as_json: bool) -> NoReturn:
     """Report one of hopindex's own errors and exit with its code."""
     outcome = outcome_of(exc)
-    field = (exc.where if isinstance(exc, InvalidInputError)
+    field = (exc.where if isinstance(exc, InvalidInputError | NotFoundError)
              else exc.field if isinstance(exc, RemoteApiError) else None)
     print_error(str(exc), outcome, as_json=as_json, field=field)
     sys.exit(outcome.exit_code)

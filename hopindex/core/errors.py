@@ -64,6 +64,8 @@ class HopindexError(Exception):
             if where and not message.startswith(f"{where}: "):
                 message = f"{where}: {message}"
             error.where = where or ""  # type: ignore[attr-defined]  # set on this subclass
+        elif issubclass(cls, NotFoundError):
+            error.where = where or ""  # type: ignore[attr-defined]  # set on this subclass
         Exception.__init__(error, message)
         if issubclass(cls, RetryableStageError):
             error.retry_after_s = 1.0  # type: ignore[attr-defined]  # set on this subclass
@@ -104,9 +106,30 @@ class InvalidIndexNameError(InvalidInputError):
 
 
 class NotFoundError(HopindexError):
-    """An index, job, document or unit that does not exist."""
+    """An index, job, document or unit that does not exist.
+
+    ``where`` names the argument that named it when the caller gave several (a
+    document's id beside its index: ``doc_id``); the message names the missing thing
+    itself, so ``where`` is not repeated in it.
+    """
 
     code, http_status, exit_code = "not_found", 404, ExitCode.NOT_FOUND
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        self.where = where
+        super().__init__(message)
+
+
+class AccessDeniedError(HopindexError):
+    """The caller's API key does not allow this: it is read-only, or does not cover
+    the index (the HTTP API's 403s; the MCP server's tool errors for the same key)."""
+
+    code, http_status, exit_code = "forbidden", 403, ExitCode.NO_PERMISSION
+    where: str = ""  # "index" when the key does not cover the index named
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        self.where = where
+        super().__init__(message)
 
 
 class BackendError(HopindexError):
@@ -164,6 +187,18 @@ class IndexExistsError(HopindexError):
     into it, or delete it first)."""
 
     code, http_status, exit_code = "index_exists", 409, ExitCode.DATA_ERROR
+
+
+class JobSlotBusyError(HopindexError):
+    """Without workers a process runs one ingest or delete job at a time, and one is
+    running: the submission can be sent again once it ends."""
+
+    code, http_status, exit_code = "busy", 429, ExitCode.TEMPORARY
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after_s: float = 5.0) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
 
 
 class IndexBusyError(HopindexError):

@@ -364,6 +364,10 @@ class QueryMethodSpec:
     settings_type: type[Any] | None = None
     options_schema: Mapping[str, Any] | None = None
     describe_trace: Callable[[dict[str, Any]], list[str]] | None = None
+    # Why each passage ranks, from the method's trace, by document id: one short phrase
+    # a model reads beside the passage (the MCP server's ``search``). None, or a passage
+    # left out: the unit that led to the passage says it alone.
+    explain_passages: Callable[[dict[str, Any]], Mapping[str, str]] | None = None
     # Query-time work a query may send to a worker queue (bridgerag's judge), by name:
     # the worker runs ``handler(llm, payload)``; the query sends ``<method>.<name>``
     # through ``SearchContext.tasks``.

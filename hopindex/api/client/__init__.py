@@ -9,6 +9,7 @@
 """
 
 from hopindex.api.client.models import (
+    DocumentView,
     IndexBudget,
     IndexDescription,
     IndexStatus,
@@ -24,6 +25,6 @@ from hopindex.api.client.protocol import OPENERS, Client, IngestSource
 
 OPENERS.update(local=open_local, connect=open_remote)
 
-__all__ = ["Client", "IndexBudget", "IndexDescription", "IndexStatus", "IndexSummary",
-           "IngestPlanView", "IngestSource", "OperationInfo", "OutstandingWork",
-           "TransferCounts", "WebhookInfo"]
+__all__ = ["Client", "DocumentView", "IndexBudget", "IndexDescription", "IndexStatus",
+           "IndexSummary", "IngestPlanView", "IngestSource", "OperationInfo",
+           "OutstandingWork", "TransferCounts", "WebhookInfo"]

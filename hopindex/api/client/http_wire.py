@@ -16,7 +16,7 @@ import secrets
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,7 +107,10 @@ class Transport:
 
     def open(self, method: str, path: str, *, params: dict[str, Any] | None = None,
               body: bytes | None = None, content_type: str | None = None,
-              headers: dict[str, str] | None = None, timeout_s: float | None = None) -> Any:
+              headers: dict[str, str] | None = None, timeout_s: float | None = None,
+              names: Mapping[str, str] | None = None) -> Any:
+        """``names``: the client's name of each field of this call the API names
+        otherwise (a query parameter ``id`` is ``get_document``'s ``doc_id``)."""
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items()
                                         if v is not None})
         url = f"{self.base_url}{path}" + (f"?{query}" if query else "")
@@ -120,17 +123,18 @@ class Transport:
         try:
             return urllib.request.urlopen(request, timeout=timeout_s or self._timeout_s)
         except urllib.error.HTTPError as exc:
-            raise _error_from(exc) from None
+            raise _error_from(exc, names or {}) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise RemoteUnavailableError(0, "unreachable", f"cannot reach the hopindex API at "
                                                            f"{self.base_url}: {reason}") from None
 
     def json_call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-              payload: object = None) -> Any:
+              payload: object = None, names: Mapping[str, str] | None = None) -> Any:
         body = None if payload is None else json.dumps(payload).encode()
         with self.open(method, path, params=params, body=body,
-                        content_type="application/json" if body is not None else None) as resp:
+                        content_type="application/json" if body is not None else None,
+                        names=names) as resp:
             data = resp.read()
         return json.loads(data) if data else None
 
@@ -156,7 +160,7 @@ def _without_field_name(message: str, field: str) -> str:
     return message
 
 
-def _error_from(exc: urllib.error.HTTPError) -> HopindexError:
+def _error_from(exc: urllib.error.HTTPError, names: Mapping[str, str]) -> HopindexError:
     try:
         error = json.loads(exc.read() or b"{}").get("error") or {}
     except (ValueError, AttributeError):
@@ -168,7 +172,7 @@ def _error_from(exc: urllib.error.HTTPError) -> HopindexError:
     # client's calls name it ``index``, as a refusal raised in this process does.
     if isinstance(field, str):
         message = _without_field_name(message, field)
-        field = _CLIENT_NAMES.get(field, field)
+        field = {**_CLIENT_NAMES, **names}.get(field, field)
     kind = error_type_for(code)
     if kind is not None and kind.http_status == exc.code:
         return kind.from_answer(message, where=field)

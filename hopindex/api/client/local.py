@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hopindex.api.client.models import (
+    DocumentView,
     IndexBudget,
     IndexDescription,
     IndexSummary,
@@ -22,7 +23,7 @@ from hopindex.api.client.models import (
     TransferCounts,
     WebhookInfo,
 )
-from hopindex.api.client.protocol import Client, IngestSource
+from hopindex.api.client.protocol import DOC_ID, Client, IngestSource
 from hopindex.api.client.records import read_records, split_source
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import IndexExistsError, InvalidInputError, NotFoundError
@@ -377,3 +378,16 @@ class LocalClient(Client):
         job = self.service.delete_documents(index, doc_ids, job_id=job_id, wait=_policy(wait),
                                             announce=announce)
         return self.settled(job, wait)
+
+    def get_document(self, index: str, doc_id: str) -> DocumentView:
+        from hopindex.api.client.views import document_view
+
+        # In the order a server checks them: the index name, the id, then what exists.
+        validate_index_name(index)
+        if not doc_id.strip():  # an ingest strips ids, so a blank one names none
+            raise InvalidInputError("must not be empty", where=DOC_ID)
+        self.service.require_index(index)
+        found = self.service.get_documents(index, [doc_id])
+        if not found:
+            raise NotFoundError(f"no document {doc_id!r} in index {index!r}", where=DOC_ID)
+        return DocumentView.model_validate(document_view(found[0]))

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hopindex.api.client.wire import CitationView
+
 
 class _Result(BaseModel):
     # Frozen: a result is a reading, not a handle; extra fields are refused so that a
@@ -136,3 +138,21 @@ class OperationInfo(_Result):
     summary: str
     writes: bool
     params: dict[str, Any] = Field(default_factory=dict)
+
+
+class DocumentView(_Result):
+    """A document of an index as stored: its id, title and text, the hash an ingest
+    compares, the metadata it was given, and where it is in the file it was read
+    from."""
+
+    doc_id: str
+    index: str
+    title: str
+    text: str
+    content_hash: str = Field(description=(
+        "sha256 of the normalised title and text: an ingest of the same document skips it"))
+    metadata: dict[str, Any] = Field(description=(
+        "the metadata given with the document (hopindex's own fields left out)"))
+    citation: CitationView | None = Field(description=(
+        "file, pages and section of the whole document, for one read from a PDF, HTML, "
+        "DOCX or Markdown file; null for one read from records"))

@@ -5,10 +5,10 @@ Two implementations answer it alike (a congruence suite holds them equal):
 speaks the HTTP API. Same method names, same arguments, same result types, same
 errors (``core/errors.py``: each carries its code, HTTP status and exit code).
 
-The operations are grouped the way users look for them: ingest, query and delete on
-the client itself; the rest under ``client.indexes``, ``client.jobs``,
-``client.webhooks``, ``client.events`` and ``client.operations`` (what a method
-registers for its indexes).
+The operations are grouped the way users look for them: ingest, query, reading a
+document and deleting documents on the client itself; the rest under
+``client.indexes``, ``client.jobs``, ``client.webhooks``, ``client.events`` and
+``client.operations`` (what a method registers for its indexes).
 
 The client is synchronous. The HTTP server runs the local client's calls on its
 blocking executor, and an application wanting concurrency runs calls on threads;
@@ -27,6 +27,7 @@ from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
     from hopindex.api.client.models import (
+        DocumentView,
         IndexBudget,
         IndexDescription,
         IndexSummary,
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
 # (``hopindex/api/client/__init__.py``) with ``opening.open_local`` and ``open_remote``.
 # The implementations subclass ``Client``, so this module cannot import them.
 OPENERS: dict[str, Callable[..., Any]] = {}
+
+# What ``get_document``'s refusals name as ``where``: its argument, the document's id
+# (the HTTP API's query parameter ``id``, which the remote client names so again).
+DOC_ID = "doc_id"
 
 # What ``ingest`` takes: paths of files and folders, or records already in memory
 # (``{"id", "title", "text", "metadata"}`` mappings, as a JSONL line holds).
@@ -204,6 +209,14 @@ class Client(Protocol):
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *,
                          wait: bool = True) -> Job: ...
+
+    def get_document(self, index: str, doc_id: str) -> DocumentView:
+        """Document ``doc_id`` of ``index`` as stored: title, text, content hash, the
+        metadata it was given, and (read from a PDF, HTML, DOCX or Markdown file) its
+        citation: file, pages and section. An unknown index or id is a
+        ``NotFoundError``, the id's with ``where`` ``doc_id``; a blank id an
+        ``InvalidInputError`` naming ``doc_id``."""
+        ...
 
     def close(self) -> None: ...
 

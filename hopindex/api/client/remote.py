@@ -20,6 +20,7 @@ from hopindex.api.client.http_wire import (
     uploads_for,
 )
 from hopindex.api.client.models import (
+    DocumentView,
     IndexBudget,
     IndexDescription,
     IndexSummary,
@@ -28,7 +29,7 @@ from hopindex.api.client.models import (
     TransferCounts,
     WebhookInfo,
 )
-from hopindex.api.client.protocol import Client, IngestSource
+from hopindex.api.client.protocol import DOC_ID, Client, IngestSource
 from hopindex.api.client.records import records_file, split_source
 from hopindex.api.client.wire import JobView, QueryResultView
 from hopindex.api.job_waiting import WaitUntil, wait_for_job
@@ -332,3 +333,9 @@ class RemoteClient(Client):
         job = _job(self._wire.json_call("DELETE", f"/v1/indexes/{quote(index)}/documents",
                                         payload={"ids": list(doc_ids)}))
         return self.jobs.wait_for_job(job.job_id) if wait else job
+
+    def get_document(self, index: str, doc_id: str) -> DocumentView:
+        # A query parameter, not a path segment: ids are free text, '/' and '#' in them.
+        return DocumentView.model_validate(self._wire.json_call(
+            "GET", f"/v1/indexes/{quote(index)}/documents", params={"id": doc_id},
+            names={"id": DOC_ID}))

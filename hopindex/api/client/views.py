@@ -1,7 +1,8 @@
 """An index as the local client answers for it: its name, method, creation time and
 options (``index_view``); described, what it holds (documents, units per kind) and its
-status with what it is missing (``Outstanding.as_dict``); and its default LLM budget.
-The HTTP API serves these as they are, so every door shows the same fields.
+status with what it is missing (``Outstanding.as_dict``); its default LLM budget; and
+one of its documents (``document_view``). The HTTP API serves these as they are, so
+every door shows the same fields.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hopindex.core.budget import BudgetLimits, index_default
+from hopindex.core.citations import RESERVED_METADATA_KEY, document_citation
 from hopindex.core.errors import NotFoundError
 from hopindex.core.ids import validate_index_name
 
 if TYPE_CHECKING:
     from hopindex.api.service import Hopindex
     from hopindex.backends.protocols import IndexInfo
+    from hopindex.core.models import Document
 
 
 def index_view(info: IndexInfo) -> dict[str, Any]:
@@ -33,6 +36,18 @@ def describe_index(service: Hopindex, name: str, *, verify: bool = False) -> dic
     return {**index_view(info), "documents": service.count_documents(name),
             "units": {kind.value: n for kind, n in sorted(units.items())},
             **service.outstanding(name, verify=verify).as_dict()}
+
+
+def document_view(document: Document) -> dict[str, Any]:
+    """The document with the metadata it was given and its citation: the layout a file
+    reader recorded under the reserved key is hopindex's own (offsets, where the file
+    was read), shown only as the citation it gives."""
+    citation = document_citation(document.metadata, len(document.text))
+    return {"doc_id": document.doc_id, "index": document.index, "title": document.title,
+            "text": document.text, "content_hash": document.content_hash,
+            "metadata": {key: value for key, value in document.metadata.items()
+                         if key != RESERVED_METADATA_KEY},
+            "citation": None if citation is None else citation.as_dict()}
 
 
 def ingest_budget(service: Hopindex, index: str, given: BudgetLimits) -> BudgetLimits | None:

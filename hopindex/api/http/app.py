@@ -6,10 +6,11 @@ import asyncio
 
 from aiohttp import web
 
+from hopindex.api.blocking import BlockingRunner
 from hopindex.api.client.local import LocalClient
-from hopindex.api.http.blocking import BlockingRunner
 from hopindex.api.http.event_tokens import EventTokens
 from hopindex.api.http.keys import KeyRing, load_key_ring
+from hopindex.api.http.mcp import McpEndpoint
 from hopindex.api.http.metrics import configured_routes
 from hopindex.api.http.middleware import (
     KEY_CHECKS,
@@ -23,7 +24,7 @@ from hopindex.api.http.routes import ALL_ROUTES
 from hopindex.api.http.routes.docs import BUNDLE_KEY, Bundle
 from hopindex.api.http.routes.service import SPEC_KEY
 from hopindex.api.http.routing import CONTEXT, ApiContext, StreamGate
-from hopindex.api.http.submission import JobLauncher
+from hopindex.api.job_launch import JobLauncher
 from hopindex.api.service import Hopindex
 
 
@@ -51,9 +52,14 @@ def create_app(service: Hopindex, keys: KeyRing | None = None) -> web.Applicatio
         slow=BlockingRunner(1, name="hopindex-key-check"))
     app[SPEC_KEY] = build_spec(settings)
     app[BUNDLE_KEY] = Bundle.load()
-    for route in configured_routes(ALL_ROUTES, settings):
+    mcp = McpEndpoint(ctx)
+    # /mcp speaks JSON-RPC, not REST: declared to the middlewares like every route, and
+    # kept out of the OpenAPI document (ALL_ROUTES), which describes the REST API.
+    for route in [*configured_routes(ALL_ROUTES, settings), *mcp.routes()]:
         app.router.add_route(route.method, route.path, route.handler)
         ctx.routes[(route.method, route.path)] = route
+    app.on_startup.append(mcp.start)
+    app.on_shutdown.append(mcp.stop)
     app.on_shutdown.append(_end_streams)
     app.on_cleanup.append(_release)
     return app

@@ -12,16 +12,10 @@ from typing import Any
 
 from aiohttp import web
 
-from hopindex.core.errors import (
-    SERVER_FAULT,
-    HopindexError,
-    InvalidInputError,
-    LlmAuthenticationError,
-)
-from hopindex.core.redact import redact_text
+from hopindex.api.error_view import view_error
+from hopindex.core.errors import HopindexError
 
 JSON_TYPE = "application/json"
-RETRY_AFTER_S = 5
 
 
 class ApiError(Exception):
@@ -69,19 +63,14 @@ def error_response(error: ApiError, request_id: str | None = None) -> web.Respon
 def from_hopindex_error(exc: HopindexError) -> ApiError | None:
     """The answer for one of hopindex's own errors; None for those that are the
     server's fault (a 500, logged with the request id)."""
-    status, code = type(exc).http_status, type(exc).code
-    if status == SERVER_FAULT:
+    view = view_error(exc)
+    if view is None:
         return None
-    # The provider's message may echo the key's prefix: say what happened, not more.
-    message = ("the LLM provider refused this server's API key"
-               if isinstance(exc, LlmAuthenticationError) else redact_text(str(exc)))
-    # InvalidInputError's message starts with "where: "; ``field`` repeats it for programs.
-    field = (exc.where or None) if isinstance(exc, InvalidInputError) else None
     headers = {}
-    if status == 503:
-        retry_s = getattr(exc, "retry_after_s", RETRY_AFTER_S)
-        headers["Retry-After"] = str(max(1, round(retry_s)))
-    return ApiError(status, code, message, field=field, headers=headers)
+    if view.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, round(view.retry_after_s)))
+    return ApiError(view.http_status, view.code, view.message, field=view.field,
+                    headers=headers)
 
 
 def plain_traceback(exc: BaseException) -> str:

@@ -29,7 +29,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from hopindex.api.http.keys import LOCAL_PRINCIPAL, Access, KeyRing, Principal, StoredKey
+from hopindex.api.access import LOCAL_PRINCIPAL, Access, Principal
+from hopindex.api.http.keys import KeyRing, StoredKey
 
 TOKEN_PARAM = "token"
 TOKEN_VERSION = "hpe1"

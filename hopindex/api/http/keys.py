@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopindex.api.access import ALL_INDEXES, Access, Principal
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.ids import validate_index_name
 
-ALL_INDEXES = "*"
 # Random keys are long; a short one is a password someone typed, easy to guess.
 MIN_KEY_CHARS = 16
 # Longer headers are refused before hashing, so a request cannot buy hashing work.
@@ -63,14 +63,6 @@ _VERIFIED_CACHE_SIZE = 1024
 _REFUSED_CACHE_SIZE = 1024
 
 
-class Access(enum.StrEnum):
-    READ = "read"  # queries, jobs, events, index descriptions, ingest dry runs
-    WRITE = "write"  # everything READ allows, plus ingest, delete, cancel, webhooks
-
-    def allows(self, needed: Access) -> bool:
-        return self is Access.WRITE or needed is Access.READ
-
-
 class Pending(enum.Enum):
     """A key that only the scrypt entries can judge: check it off the event loop."""
 
@@ -80,26 +72,6 @@ class Pending(enum.Enum):
 class HashScheme(enum.StrEnum):
     SHA256 = "sha256"
     SCRYPT = "scrypt"
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who a request acts as: the key entry's name, its access and its indexes."""
-
-    name: str
-    access: Access
-    indexes: frozenset[str] | None  # None: every index
-
-    def covers(self, index: str) -> bool:
-        return self.indexes is None or index in self.indexes
-
-    @property
-    def index_label(self) -> str:
-        return ALL_INDEXES if self.indexes is None else "+".join(sorted(self.indexes))
-
-
-# The principal of a server with no keys configured (it listens on loopback only).
-LOCAL_PRINCIPAL = Principal(name="local", access=Access.WRITE, indexes=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import structlog
 from aiohttp import web
 
-from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.access import LOCAL_PRINCIPAL, Principal
+from hopindex.api.blocking import BlockingRunner
 from hopindex.api.http.errors import (
     ApiError,
     bad_request,
@@ -22,7 +23,7 @@ from hopindex.api.http.errors import (
     plain_traceback,
 )
 from hopindex.api.http.event_tokens import TOKEN_PARAM, Refusal
-from hopindex.api.http.keys import LOCAL_PRINCIPAL, Pending, Principal
+from hopindex.api.http.keys import Pending
 from hopindex.api.http.ratelimit import (
     FailureLimiter,
     FailurePause,

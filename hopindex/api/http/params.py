@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from hopindex.api.client.local import LocalClient
-from hopindex.api.client.requests import REFUSED
+from hopindex.api.client.refusals import refusal_of
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.routing import context
 from hopindex.core.budget import (
@@ -40,7 +40,6 @@ from hopindex.core.json_input import (
     shown_literal,
     shown_number,
 )
-from hopindex.core.text import unstorable_field
 
 E = TypeVar("E", bound=enum.Enum)
 M = TypeVar("M", bound=BaseModel)
@@ -123,51 +122,12 @@ def validated(model: type[M], body: dict[str, Any], **context: Any) -> M:
         raise refusal(model, exc.errors(include_url=False)) from None
 
 
-# Unknown fields are named before missing ones, and those before what is wrong with
-# the value of a field (in the order of the model's fields).
-_FIRST = {"extra_forbidden": 0, "missing": 1}
-# What a field must be, for pydantic's type errors.
-_MUST_BE = {"int_type": "an integer", "int_parsing": "an integer", "float_type": "a number",
-            "float_parsing": "a number", "finite_number": "a finite number",
-            "bool_type": "a boolean", "dict_type": "an object", "list_type": "a list",
-            "model_type": "an object"}
-
-
 def refusal(model: type[BaseModel], errors: Sequence[ErrorDetails]) -> ApiError:
-    """The answer for pydantic's ``errors`` about a body read as ``model``: the first
-    error, as hopindex words it (a refusal a model states itself, ``REFUSED``, carries
-    its message, status and code)."""
-    error = min(errors, key=lambda e: _FIRST.get(e["type"], 2))
-    kind, value, ctx = error["type"], error["input"], error.get("ctx") or {}
-    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
-                    for p in error["loc"]).removeprefix(".")
-    if kind == REFUSED:
-        field = ctx["field"] or field
-        return ApiError(ctx["status"], ctx["code"],
-                        ctx["message"] or f"field {field!r} {ctx['what']}", field=field,
-                        details=ctx["details"])
-    code = "invalid_input"
-    unstorable = unstorable_field([(field, value)]) if kind == "string_unicode" else None
-    if kind == "extra_forbidden":
-        message = f"unknown field {field!r}; known: {', '.join(sorted(model.model_fields))}"
-    elif kind == "missing":
-        message = f"missing required field {field!r}"
-    elif kind == "string_too_long":
-        message = (f"field {field!r} is {len(value):,} characters, over the limit of "
-                   f"{ctx['max_length']:,}")
-        code = "too_long"
-    elif unstorable is not None:
-        message = str(unstorable)
-    elif kind in ("enum", "literal_error"):
-        choices = ", ".join(re.findall(r"'([^']*)'", ctx.get("expected", "")))
-        message = f"{field!r} must be one of {choices}, got {value!r}"
-    elif kind == "string_type":
-        message = f"field {field!r} must be a string" + (", not null" if value is None else "")
-    elif kind in _MUST_BE:
-        message = f"field {field!r} must be {_MUST_BE[kind]}"
-    else:
-        message = f"field {field!r}: {error['msg'][:1].lower()}{error['msg'][1:]}"
-    return bad_request(message, field=field, code=code)
+    """The answer for pydantic's ``errors`` about a body read as ``model``
+    (api/client/refusals.py words it, for every door)."""
+    found = refusal_of(model, errors)
+    return ApiError(found.status, found.code, found.message, field=found.field,
+                    details=found.details)
 
 
 def _enum_value(value: object, name: str, kind: type[E]) -> E:

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from hopindex.api import access
+from hopindex.api.access import Access, Principal
+from hopindex.api.blocking import BlockingRunner
 from hopindex.api.client.local import LocalClient
-from hopindex.api.http.blocking import BlockingRunner
-from hopindex.api.http.errors import ApiError
 from hopindex.api.http.event_tokens import EventTokens
-from hopindex.api.http.keys import Access, KeyRing, Principal
-from hopindex.api.http.submission import JobLauncher
+from hopindex.api.http.keys import KeyRing
+from hopindex.api.job_launch import JobLauncher
 from hopindex.core.settings import Settings
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -123,16 +124,9 @@ def route_of(request: web.Request) -> Route | None:
 def require_access(request: web.Request, needed: Access) -> None:
     """403 unless the request's key has ``needed`` access (the route's guard, or what a
     handler finds the request needs once it knows more)."""
-    who = principal(request)
-    if not who.access.allows(needed):
-        raise ApiError(403, "forbidden", f"this API key ({who.name}) is {who.access.value}-only;"
-                                         f" this request needs {needed.value} access")
+    access.require_access(principal(request), needed)
 
 
 def require_index_scope(request: web.Request, index: str) -> None:
     """403 unless the request's key covers ``index``."""
-    who = principal(request)
-    if not who.covers(index):
-        raise ApiError(403, "forbidden", f"this API key ({who.name}) is not allowed on index "
-                                         f"{index!r}; it covers {who.index_label}",
-                       field="index")
+    access.require_index_scope(principal(request), index)

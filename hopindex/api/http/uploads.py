@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from hopindex.api.http.blocking import BlockingRunner
+from hopindex.api.blocking import BlockingRunner
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
     MAX_BODY_BYTES_VARIABLE,

@@ -16,7 +16,13 @@ from hopindex.methods.hops.params import HopsParams
 from hopindex.methods.hops.query import HopsMethod
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 
-__all__ = ["HopsMethod", "describe_trace", "register"]
+__all__ = ["HopsMethod", "describe_trace", "explain_passages", "register"]
+
+# What each ranked list of the fusion means, as a reason a passage is there.
+_LISTS = {"hop1": "matched the question (hop 1, #{rank})",
+          "named": "named in the question (#{rank})",
+          "walk": "reached through a shared entity (#{rank})",
+          "feedback": "close to the top passages (feedback, #{rank})"}
 
 
 def describe_trace(trace: dict[str, Any]) -> list[str]:
@@ -34,10 +40,29 @@ def describe_trace(trace: dict[str, Any]) -> list[str]:
     return lines
 
 
+def explain_passages(trace: dict[str, Any]) -> dict[str, str]:
+    """Why each passage ranks: the lists that found it, and for a walked-to passage the
+    entity and the seed it was reached from."""
+    walked: dict[str, str] = {}
+    for step in trace.get("walk", []):
+        for doc_id in step["to"]:
+            walked.setdefault(doc_id, f"{step['entity']!r} links it to "
+                                      f"{', '.join(step['from'])}")
+    found: dict[str, str] = {}
+    for entry in trace.get("ranks", []):
+        reasons = [_LISTS.get(name, name + " #{rank}").format(rank=rank)
+                   for name, rank in entry["lists"].items()]
+        if entry["doc_id"] in walked:
+            reasons.append(walked[entry["doc_id"]])
+        found[entry["doc_id"]] = "; ".join(reasons)
+    return found
+
+
 def register(registry: MethodRegistry) -> None:
     registry.add_query_method(QueryMethodSpec(
         name=HopsMethod.name, factory=HopsMethod,
         reads=frozenset({UnitKind.PASSAGE}), llm_use=LlmUse.NONE,
         options_schema=HopsParams.json_schema(), describe_trace=describe_trace,
+        explain_passages=explain_passages,
         summary="extractive's hop 1, then documents the question names and a walk "
                 "through bridge units to the next hop; no LLM"))

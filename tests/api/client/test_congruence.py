@@ -66,8 +66,8 @@ def assert_same_error(errors: tuple[HopindexError, HopindexError],
     for error in errors:
         assert (error.code, error.http_status, error.exit_code, error.retryable) == (
             kind.code, kind.http_status, kind.exit_code, kind.retryable)
-    if isinstance(local, InvalidInputError):
-        assert isinstance(remote, InvalidInputError)
+    if isinstance(local, InvalidInputError | NotFoundError):
+        assert isinstance(remote, InvalidInputError | NotFoundError)
         assert local.where == remote.where
         if where is not None:
             assert local.where == where
@@ -232,6 +232,44 @@ def test_delete_documents(pair: Pair) -> None:
     assert pair.same(lambda c: c.indexes.describe_index("deletes")).documents == 1
 
 
+# -- documents ------------------------------------------------------------------------
+
+def test_get_document(pair: Pair, curie: tuple[Job, Job]) -> None:
+    """A document read from records, by id: the same title, text, hash and (empty)
+    metadata from both, and no citation."""
+    found = pair.same(lambda c: c.get_document(INDEX, "d1"))
+    assert (found.doc_id, found.index, found.title, found.text) == (
+        "d1", INDEX, CURIE_CORPUS[1].title, CURIE_CORPUS[1].text)
+    assert found.content_hash and found.metadata == {} and found.citation is None
+
+
+def test_get_document_with_metadata_and_a_free_text_id(pair: Pair) -> None:
+    """An id holding '/', '#', '?', '%' and spaces reaches the same document through
+    both (the remote client sends it as a query parameter), with the metadata it was
+    given and none of the fields hopindex keeps beside it (where it was read from,
+    which differs between the two sides)."""
+    doc_id = "notes/2024 #1?a=b&c=%20"
+    record = {"id": doc_id, "title": "Nobel", "text": "Marie Curie won two Nobel Prizes.",
+              "metadata": {"source": "wiki", "year": 1911, "tags": ["physics", "chemistry"]}}
+    pair.same(lambda c: c.ingest("documents", [record]))
+    found = pair.same(lambda c: c.get_document("documents", doc_id))
+    assert found.doc_id == doc_id
+    assert found.metadata == record["metadata"]
+
+
+def test_get_document_refusals(pair: Pair, curie: tuple[Job, Job]) -> None:
+    """An unknown id is the same NotFoundError from both, naming the id, ``where``
+    ``doc_id`` (the HTTP API's field ``id``, named back); an unknown index the usual
+    NotFoundError, naming no field; a blank id an input error naming ``doc_id``."""
+    unknown = pair.raised(lambda c: c.get_document(INDEX, "no/such#doc"))
+    assert_same_error(unknown, NotFoundError, "doc_id")
+    assert str(unknown[0]) == f"no document 'no/such#doc' in index {INDEX!r}"
+    absent = pair.raised(lambda c: c.get_document("absent", "d0"))
+    assert_same_error(absent, NotFoundError, "")
+    assert_same_error(pair.raised(lambda c: c.get_document(INDEX, " ")), InvalidInputError,
+                      "doc_id")
+
+
 # -- events ---------------------------------------------------------------------------
 
 def test_events(pair: Pair, curie: tuple[Job, Job]) -> None:
@@ -352,6 +390,14 @@ ERRORS = [
     case(lambda c: c.query("absent", "q"), NotFoundError, None, "query-index-not-found"),
     case(lambda c: c.delete_documents("absent", ["d0"]), NotFoundError, None,
          "delete-index-not-found"),
+    case(lambda c: c.get_document("absent", "d0"), NotFoundError, None,
+         "document-index-not-found"),
+    case(lambda c: c.get_document(INDEX, "absent"), NotFoundError, "doc_id",
+         "document-not-found"),
+    case(lambda c: c.get_document("Bad Name!", "d0"), InvalidIndexNameError, None,
+         "document-bad-index-name"),
+    case(lambda c: c.get_document(INDEX, ""), InvalidInputError, "doc_id",
+         "document-id-blank"),
     case(lambda c: c.indexes.get_budget("absent"), NotFoundError, None,
          "budget-index-not-found"),
     case(lambda c: c.jobs.get_job("no-such-job"), NotFoundError, None, "job-not-found"),
@@ -390,7 +436,7 @@ def test_error_kinds(pair: Pair, curie: tuple[Job, Job], call: Any,
     assert type(local) is kind, local
     assert type(remote) is error_type_for(kind.code), remote
     assert isinstance(local, type(remote))
-    if isinstance(local, InvalidInputError):
+    if isinstance(local, InvalidInputError | NotFoundError):
         assert local.where == getattr(remote, "where", None)
         assert where is None or local.where == where
 

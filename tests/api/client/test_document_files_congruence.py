@@ -3,8 +3,8 @@ a folder's PDF, DOCX, HTML and Markdown files read into the same documents (the
 remote client uploads them, the server reads them), the ``Reading`` choices honoured
 alike (the remote client uploads only the files ``include``/``exclude`` select, and
 gives ``split_by`` to the server as a query parameter), the same citations in query
-results, a refused file listed alike, and a changed file replacing its sections
-alike."""
+results and in a document read by id, a refused file listed alike, and a changed
+file replacing its sections alike."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from hopindex import Client
 from hopindex.api.client.http_wire import Transport, multipart_body, uploads_for
-from hopindex.core.citations import Citation
+from hopindex.core.citations import RESERVED_METADATA_KEY, Citation
 from hopindex.core.models import Job, JobState
 from hopindex.readers import Reading, SplitBy
 from hopindex.testing.document_files import (
@@ -214,3 +214,23 @@ def test_a_changed_file_replaces_its_sections_alike(pair: Pair, tmp_path: Path) 
     assert pair.same(lambda c: document_ids(c, "replaced")) == ["nobel.md#chemistry"]
 
 
+
+
+@pytest.mark.parametrize(("doc_id", "cited"), [
+    ("curies.pdf#radium", Citation("curies.pdf", 2, 2, "Radium")),
+    ("notes/nobel.md#chemistry", Citation("notes/nobel.md", None, None, "Chemistry")),
+    ("paris.html#seine", Citation("paris.html", None, None, "Seine")),
+    ("poland.docx", Citation("poland.docx", None, None, None)),
+], ids=["pdf", "markdown", "html", "docx"])
+def test_a_document_read_from_a_file_comes_with_its_citation(
+        pair: Pair, uploaded: tuple[Job, Job], doc_id: str, cited: Citation) -> None:
+    """A file's document read by id (its id holds the path inside the folder and the
+    section after '#') is the same from both, cited as a whole: the PDF section's file,
+    page and section, the Markdown and HTML sections' file and section, the DOCX's
+    file; the layout hopindex records under its reserved metadata key (offsets, and
+    where each side read the file from) is not in the metadata."""
+    found = pair.same(lambda c: c.get_document("files", doc_id))
+    assert found.doc_id == doc_id and found.text
+    assert found.citation is not None
+    assert Citation.from_dict(found.citation.model_dump()) == cited
+    assert RESERVED_METADATA_KEY not in found.metadata

@@ -14,8 +14,8 @@ import pytest
 import requests
 import structlog
 
+from hopindex.api.access import Principal
 from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S
-from hopindex.api.http.keys import Principal
 from hopindex.api.http.routing import CONTEXT
 from hopindex.core.events import EventType
 from hopindex.core.logging import configure_logging

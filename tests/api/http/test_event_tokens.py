@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hopindex.api.access import LOCAL_PRINCIPAL, Access, Principal
 from hopindex.api.http.event_tokens import (
     EVENT_TOKEN_TTL_S,
     MAX_TOKEN_CHARS,
@@ -15,11 +16,8 @@ from hopindex.api.http.event_tokens import (
     Refusal,
 )
 from hopindex.api.http.keys import (
-    LOCAL_PRINCIPAL,
-    Access,
     HashScheme,
     KeyRing,
-    Principal,
     key_file_entry,
     load_keys_file,
     new_key,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hopindex.api.access import Access
 from hopindex.api.http.keys import (
-    Access,
     HashScheme,
     KeyRing,
     Pending,

@@ -19,7 +19,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema, core_schema
 
+from hopindex.api.access import Access
 from hopindex.api.client.models import (
+    DocumentView,
     IndexBudget,
     IndexDescription,
     IndexSummary,
@@ -39,7 +41,6 @@ from hopindex.api.client.requests import (
 )
 from hopindex.api.client.wire import EventView, JobView, QueryResultView
 from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S, TOKEN_PARAM, TOKEN_PATTERN
-from hopindex.api.http.keys import Access
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
 from hopindex.api.method_options import option_schemas
@@ -324,7 +325,9 @@ def model_components(settings: Settings) -> dict[str, Schema]:
         **model_schemas({"Index": IndexSummary, "IndexDetail": IndexDescription,
                          "IndexBudget": IndexBudget, "Webhook": WebhookInfo,
                          "IngestPlan": IngestPlanView, "TransferCounts": TransferCounts,
-                         "OperationInfo": OperationInfo}),
+                         "OperationInfo": OperationInfo,
+                         # "Document" is the record an ingest body holds.
+                         "StoredDocument": DocumentView}),
         **model_schemas({"Job": JobView, "Event": EventView,
                          "QueryResult": QueryResultView}),
     }
@@ -335,7 +338,7 @@ def model_components(settings: Settings) -> dict[str, Schema]:
           units={"description": "units per kind (" + ", ".join(UnitKind) + ")"},
           levels={"items": ref("LevelBuild")})
     graft(found["OutstandingWork"], items={"items": ref("FailedItem")})
-    for name in ("Job", "Event", "QueryResult"):
+    for name in ("Job", "Event", "QueryResult", "StoredDocument"):
         graft(found[name], index=INDEX_NAME)
     # The steps a job counts are the registry's (its installed methods' phases): listed
     # beside the model's open mapping, which a method added later fills the same way.

@@ -194,6 +194,16 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 _param(MAX_COST, "query", COST,
                        "the job pauses before an LLM call would take its cost past this; "
                        "replaces that limit of the index's default budget")]),
+            "get": {**_op("Get a document", {
+                **_ok(200, "the document as stored, with the metadata it was given and its "
+                           "citation", ref("StoredDocument")),
+                **_errors(404)}, params=[_param(
+                    "id", "query", {"type": "string", "pattern": NOT_BLANK},
+                    "the document's id, URL-encoded (ids may hold '/', '#' and spaces)",
+                    required=True)]),
+                "description": "One document of the index by id: a 400 on field id when it "
+                               "is missing or blank, a 404 on field id when no document of "
+                               "the index has it (a 404 without a field: no such index)"},
             "delete": _op("Delete documents", {
                 **_ok(202, "the job", ref("Job")), **_errors(404, 413, 415, 429)},
                 body=_json(ref("DeleteDocuments"))),

@@ -1,12 +1,13 @@
 """``/v1/indexes/{name}/documents``: ingest (202 with a job, or with ``dry_run=true``
 200 with the plan; ``max_llm_tokens`` and ``max_cost`` replace those limits of the
 index's default budget for this job; ``split_by`` says how uploaded document files
-become documents) and delete documents."""
+become documents), read one document (``?id=``) and delete documents."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from hopindex.api.client.protocol import DOC_ID
 from hopindex.api.client.requests import MAX_IDS_CONTEXT, DeleteDocuments
 from hopindex.api.http.errors import ApiError, bad_request
 from hopindex.api.http.params import (
@@ -21,11 +22,16 @@ from hopindex.api.http.params import (
 )
 from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
+from hopindex.core.errors import NotFoundError
 from hopindex.core.models import Job
+from hopindex.core.redact import redact_text
 from hopindex.methods.registry import get_index_method
 from hopindex.readers import Reading, SplitBy, read_options
 
 DRY_RUN = "dry_run"
+# The document GET reads: a query parameter, since ids are free text ('/' and '#' in
+# them), which the client's ``get_document`` names ``doc_id``.
+ID = "id"
 
 
 def accepted(job: Job) -> web.Response:
@@ -75,6 +81,28 @@ async def ingest(request: web.Request) -> web.Response:
     return accepted(job)
 
 
+async def get_document(request: web.Request) -> web.Response:
+    """One document of the index by id: 400 naming ``id`` when it is missing or blank,
+    404 naming it when no document has it."""
+    ctx = context(request)
+    index = index_name(request.match_info["name"], field="name")
+    doc_id = request.query.get(ID)
+    if doc_id is None:
+        raise bad_request(f"missing required query parameter {ID!r}: the document's id",
+                          field=ID)
+    if not doc_id.strip():
+        raise bad_request(f"{ID!r} must not be empty", field=ID)
+    try:
+        document = await ctx.blocking.run(ctx.client.get_document, index, doc_id)
+    except NotFoundError as exc:
+        if exc.where != DOC_ID:
+            raise
+        # Worded as every refusal of the service is answered (api/error_view.py), with
+        # the field under the name this route gives it.
+        raise ApiError(exc.http_status, exc.code, redact_text(str(exc)), field=ID) from None
+    return web.json_response(document.as_dict())
+
+
 async def delete_documents(request: web.Request) -> web.Response:
     ctx = context(request)
     index = index_name(request.match_info["name"], field="name")
@@ -90,5 +118,6 @@ ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
           query=("method", "on_error", "dry_run", "split_by", *BUDGET_FIELDS),
           reads_only_with=(DRY_RUN, "true")),
+    Route("GET", "/v1/indexes/{name}/documents", get_document, Guard.READ, query=(ID,)),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hopindex.api.http.keys import Access
+from hopindex.api.access import Access
 from hopindex.api.http.params import index_name, query_choice, read_json_object
 from hopindex.api.http.routing import Guard, Route, context, require_access
 from hopindex.methods.operations import OperationAccess

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from hopindex.api.http.blocking import BlockingRunner
-from hopindex.api.http.errors import ApiError
-from hopindex.api.http.submission import JobLauncher
+from hopindex.api.blocking import BlockingRunner
+from hopindex.api.job_launch import JobLauncher
+from hopindex.core.errors import JobSlotBusyError
 from hopindex.core.models import Job, JobKind, JobState
 from hopindex.scheduler.submit import new_job
 from tests.conftest import ClientFactory
@@ -57,9 +57,9 @@ def test_a_job_that_reads_final_lets_the_next_one_in(make_client: ClientFactory)
         launcher = JobLauncher(client, BlockingRunner(4))
         try:
             first = await launcher.launch(slow_first)
-            with pytest.raises(ApiError) as busy:
+            with pytest.raises(JobSlotBusyError) as busy:
                 await launcher.launch(second)
-            assert busy.value.status == 429 and busy.value.code == "busy"
+            assert busy.value.http_status == 429 and busy.value.code == "busy"
             release.set()
             await asyncio.to_thread(wait_until, lambda: (state.get_job(first.job_id)
                                                         or first).state.is_final,

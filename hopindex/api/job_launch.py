@@ -1,4 +1,5 @@
-"""Starting ingest and delete jobs, answering as soon as their job record exists.
+"""Starting ingest and delete jobs, answering as soon as their job record exists (the
+HTTP API's routes and the MCP server's tools).
 
 With workers (a broker) submitting only enqueues: the call returns the job at
 once. Embedded (no broker) the whole job runs inside the submitting call, so it
@@ -6,7 +7,7 @@ runs on a background thread here, under a job id chosen here, and the request
 answers with that job as soon as its record exists, while the job goes on. One
 embedded job runs at a time: the pipeline is CPU-bound on this process's cores
 and a second job would only compete for them; a request that finds the slot
-taken gets a 429 with ``Retry-After``.
+taken is refused (``JobSlotBusyError``: a 429 with ``Retry-After`` over HTTP).
 
 A submission that fails once its job record exists answers with that job, which
 reads ``failed`` with the reason: the same answer whether the failure came before
@@ -19,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from hopindex.api.blocking import BlockingRunner
 from hopindex.api.client.local import LocalClient
-from hopindex.api.http.blocking import BlockingRunner
-from hopindex.api.http.errors import ApiError, plain_traceback
-from hopindex.core.errors import HopindexError
+from hopindex.core.errors import HopindexError, JobSlotBusyError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job
@@ -90,7 +91,7 @@ class JobLauncher:
                 return job
 
     async def _claim_slot(self) -> None:
-        """Take the embedded slot, or answer 429 while a job holds it.
+        """Take the embedded slot, or refuse (``JobSlotBusyError``) while a job holds it.
 
         A job's record reads final a moment before its thread returns and lets the
         slot go (the submission's own last steps): a client that saw the job end and
@@ -103,10 +104,9 @@ class JobLauncher:
         if job is not None and job.state.is_final and await self._blocking.run(
                 self._slot.acquire, True, ENDING_JOB_WAIT_S):
             return
-        raise ApiError(429, "busy", "an ingest or delete job is running in this server "
-                       f"({ahead}); without workers one runs at a time. Retry later, "
-                       "or run workers (HOPINDEX_BROKER_URL)",
-                       headers={"Retry-After": str(BUSY_RETRY_AFTER_S)})
+        raise JobSlotBusyError(f"an ingest or delete job is running in this server ({ahead}); "
+                               "without workers one runs at a time. Retry later, or run "
+                               "workers (HOPINDEX_BROKER_URL)", retry_after_s=BUSY_RETRY_AFTER_S)
 
     async def _job_or_raise(self, job_id: str, failure: BaseException) -> Job:
         """The failed submission's job; its error when it failed before the job existed."""
@@ -150,4 +150,4 @@ def _log_outcome(future: Future[Job]) -> None:
         log.warning("job_failed", error_type=type(exc).__name__, error=str(exc))
     else:
         log.error("job_crashed", error_type=type(exc).__name__, error=str(exc),
-                  traceback=plain_traceback(exc))
+                  traceback="".join(traceback.format_exception(exc)))
