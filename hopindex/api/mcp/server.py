@@ -26,7 +26,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from hopindex.api.access import Principal, require_index_scope
+from hopindex.api.access import Access, Principal, require_index_scope
 from hopindex.api.error_view import view_error
 from hopindex.api.mcp.tools import (
     Door,
@@ -92,7 +92,7 @@ def tool_error(exc: BaseException) -> types.CallToolResult:
 
 
 def _annotations(tool: Tool) -> types.ToolAnnotations:
-    reads = tool.access.value == "read"
+    reads = tool.access is Access.READ
     return types.ToolAnnotations(title=tool.title, read_only_hint=reads,
                                  destructive_hint=tool.name == "delete_documents",
                                  idempotent_hint=reads, open_world_hint=False)

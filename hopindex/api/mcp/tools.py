@@ -12,6 +12,7 @@ HTTP API refuse, in the same words.
 from __future__ import annotations
 
 import enum
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -100,7 +101,13 @@ class Tool:
         return door in self.doors and principal.access.allows(self.access)
 
     def input_schema(self) -> dict[str, Any]:
-        return self.arguments.model_json_schema()
+        return _schema_of(self.arguments)
+
+
+@functools.cache
+def _schema_of(arguments: type[args.ToolArguments]) -> dict[str, Any]:
+    # Made once per process: every tools/list sends it (HTTP is stateless).
+    return arguments.model_json_schema()
 
 
 async def _query(call: ToolCall, a: args.SearchArguments, options: QueryOptions | None

@@ -87,13 +87,20 @@ def usage_view(result: QueryResult) -> dict[str, Any]:
 
 
 def answer_view(result: QueryResult) -> dict[str, Any]:
-    """The answer, the passages it rests on (numbered as it cites them) and usage."""
+    """The answer, the passages it rests on (numbered as it cites them, each one it
+    cites marked ``cited``, when the method cites) and usage."""
     explained = _explanations(result)
     view: dict[str, Any] = {"index": result.index, "method": result.method,
                             "question": result.question, "answer": result.answer}
     if result.answer_truncated:
         view["answer_truncated"] = True
-    view["passages"] = [passage_view(p, explained) for p in result.passages]
+    passages = [passage_view(p, explained) for p in result.passages]
+    citations = result.trace.get("answer_citations")
+    if isinstance(citations, list):
+        cited = {rank for c in citations for rank in c.get("passage_ranks", [])}
+        for passage in passages:
+            passage["cited"] = passage["rank"] in cited
+    view["passages"] = passages
     view["usage"] = usage_view(result)
     view["latency_s"] = round(result.latency_s, 3)
     return {**view, **_notes(result)}

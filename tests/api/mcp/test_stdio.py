@@ -156,6 +156,7 @@ def test_inline_records_and_files_are_ingested_waited_for_and_read_back(
     # IndexRAG offers cited answers, which the tool asks for: the passage is [1].
     assert answered["method"] == "indexrag" and "[1]" in answered["answer"]
     assert answered["usage"]["llm_calls"] >= 1 and answered["passages"][0]["doc_id"] == "alpha"
+    assert answered["passages"][0]["cited"] is True
     assert seen["resources"] == {"hopindex://indexes/notes", "hopindex://indexes/files"}
     assert '"section": "Marie Curie"' in seen["document"]
 

@@ -42,12 +42,15 @@ def test_a_method_without_explanations_still_says_why() -> None:
     assert first["why"] == "its own text matched the question"
 
 
-def test_an_answer_carries_its_passages_usage_and_what_degraded() -> None:
+def test_an_answer_carries_its_passages_which_it_cites_usage_and_what_degraded() -> None:
     result = _result(answer="Paris [1]", usage=QueryUsage(llm_calls=1, prompt_tokens=10,
                                                           completion_tokens=3, cost=0.5))
     result.degrade("answer", "the LLM timed out once")
     view = answer_view(result)
     assert view["answer"] == "Paris [1]" and len(view["passages"]) == 2
+    assert "cited" not in view["passages"][0]  # the method did not cite
+    result.trace["answer_citations"] = [{"marker": 1, "unit_id": "u1", "passage_ranks": [1]}]
+    assert [p["cited"] for p in answer_view(result)["passages"]] == [True, False]
     assert view["usage"] == {"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 3,
                              "cost": 0.5}
     assert view["degraded"] == [{"step": "answer", "reason": "the LLM timed out once"}]
