@@ -135,8 +135,7 @@ class McpServer:
                 await ctx.session.report_progress(progress, total, message)
 
             call = ToolCall(client=self.client, principal=principal, offload=self._offload,
-                            jobs=self._jobs, progress=report,
-                            max_question_chars=self._max_question_chars)
+                            jobs=self._jobs, progress=report)
             result = await tool.body(call, arguments)
         except Exception as exc:  # every failure is the model's to read, as a tool error
             refused = tool_error(exc)

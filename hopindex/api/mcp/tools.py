@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from hopindex.api.cli_context import CliClient
 
 T = TypeVar("T")
-A = TypeVar("A", bound=args.ToolArguments)
 
 # How often wait_for_job reads the job and reports progress: a notification a second
 # is what an MCP client shows; the job's own record changes about as often.
@@ -81,7 +80,6 @@ class ToolCall:
     offload: Offload
     jobs: StartsJobs
     progress: Progress
-    max_question_chars: int
 
 
 Body = Callable[[ToolCall, Any], Awaitable[Any]]
