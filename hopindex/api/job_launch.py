@@ -18,11 +18,12 @@ fails before (an unknown method, a store that cannot be reached) answers the err
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from hopindex.api.blocking import BlockingRunner
 from hopindex.api.client.local import LocalClient
@@ -121,18 +122,31 @@ class JobLauncher:
         self._slot.release()
         _log_outcome(future)
 
-    def close(self) -> None:
-        """Cancel a running embedded job, its record saying the server shut down (not a
-        request), and wait for its thread to stop."""
+    def cancel_running(self) -> None:
+        """Cancel the embedded job running now, if any, its record saying the server shut
+        down (not a request); its thread stops at its next step."""
         running, job_id = self._running, self._running_job
+        if running is None or running.done() or job_id is None:
+            return
         try:
-            if running is not None and not running.done() and job_id is not None:
-                try:
-                    jobs = self._client.jobs
-                    jobs.cancel_job(job_id, reason=shutdown_reason(jobs.get_job(job_id).kind))
-                except HopindexError as exc:
-                    log.warning("job_not_cancelled_at_shutdown", job_id=job_id,
-                                error=str(exc))
+            jobs = self._client.jobs
+            jobs.cancel_job(job_id, reason=shutdown_reason(jobs.get_job(job_id).kind))
+        except HopindexError as exc:
+            log.warning("job_not_cancelled_at_shutdown", job_id=job_id, error=str(exc))
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Whether no job thread runs here, waiting up to ``timeout_s`` for one to end."""
+        running = self._running
+        if running is None:
+            return True
+        with contextlib.suppress(TimeoutError, CancelledError):
+            running.exception(timeout=timeout_s)
+        return running.done()
+
+    def close(self) -> None:
+        """Cancel a running embedded job (``cancel_running``) and wait for its thread."""
+        try:
+            self.cancel_running()
         finally:
             # Whatever the cancel did, the job's thread is waited for: a server must not
             # exit under a job that is still writing.

@@ -4,12 +4,15 @@ over a hopindex server.
 
 Over a data dir without workers, the jobs the ingest and delete tools start run in
 this process, one at a time (api/job_launch.py), while the tools go on answering; when
-the host ends the session, a job still running is cancelled, its record saying so.
+the host ends the session (closing stdin, or with SIGTERM), a job still running is
+cancelled, its record saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +35,10 @@ if TYPE_CHECKING:
     from hopindex.core.settings import Settings
 
 log = get_logger(__name__)
+
+# How long a job cancelled by a signal is given to stop at its next step before the
+# process ends under it (its record already reads cancelled).
+JOB_STOP_GRACE_S = 5.0
 
 
 class ServerJobs:
@@ -62,8 +69,11 @@ async def _serve(client: CliClient, settings: Settings) -> None:
     warming = (asyncio.ensure_future(_warm_up(client, blocking))
                if isinstance(client, LocalClient) else None)
     try:
-        async with stdio_server() as (read, write):
-            await mcp.server.run(read, write, mcp.server.create_initialization_options())
+        async with anyio.create_task_group() as serving:
+            serving.start_soon(_stop_on_signal, client, launcher)
+            async with stdio_server() as (read, write):
+                await mcp.server.run(read, write, mcp.server.create_initialization_options())
+            serving.cancel_scope.cancel()
     finally:
         if warming is not None:
             await asyncio.wait({warming})
@@ -72,6 +82,26 @@ async def _serve(client: CliClient, settings: Settings) -> None:
             await asyncio.to_thread(launcher.close)
         await asyncio.to_thread(blocking.close)
         log.info("mcp_stopped", door=Door.STDIO.value)
+
+
+async def _stop_on_signal(client: CliClient, launcher: JobLauncher | None) -> None:
+    """A host that ends the server with SIGTERM (or a user's Ctrl-C) without closing
+    stdin: the job still running is cancelled, its record saying why, rather than left
+    reading ``running`` until a later process finds it orphaned; then the process ends.
+
+    It ends here, not by unwinding: the SDK reads stdin on a thread that nothing can
+    wake, so the serving task could never finish."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for number in signals:
+            log.info("mcp_stopping", signal=signal.Signals(number).name)
+            idle = True
+            if launcher is not None:
+                await asyncio.to_thread(launcher.cancel_running)
+                idle = await asyncio.to_thread(launcher.wait_idle, JOB_STOP_GRACE_S)
+            if idle:  # never close the engines under a job still writing
+                await asyncio.to_thread(client.close)
+            log.info("mcp_stopped", door=Door.STDIO.value, job_stopped=idle)
+            os._exit(128 + number)
 
 
 async def _warm_up(client: LocalClient, blocking: BlockingRunner) -> None:

@@ -6,7 +6,12 @@ arguments answered as tool errors naming the argument, in the CLI's words."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import shutil
+import signal
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,7 @@ from tests.api.mcp.conftest import (
     tool_error,
 )
 from tests.conftest import HOTPOT_INDEX, llm_settings, local_client
+from tests.waiting import wait_until
 from tests.workers.conftest import embedder_settings
 from tests.workers.logged_processes import hopindex_argv, settings_env
 
@@ -221,3 +227,60 @@ def test_over_a_server_ingest_paths_uploads_the_files(make_api: ApiFactory,
     assert api.service.count_documents("uploaded") == len(CURIE_SECTIONS)
     rest = api.call("GET", "/v1/indexes/nope").json()["error"]
     assert (unknown["code"], unknown["message"]) == (rest["code"], rest["message"])
+
+
+def _pid_of(marker: str) -> int:
+    """The process whose command line holds ``marker`` (the server this test started)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    return int(entry.name)
+    raise AssertionError(f"no process with {marker!r} in its command line")
+
+
+def _exited(pid: int) -> bool:
+    try:  # a zombie has exited; its parent (the SDK's client) reaps it later
+        return "zombie" in (Path("/proc") / str(pid) / "status").read_text()
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("stopped_by", ["stdin_closed", "sigterm"])
+def test_a_job_still_running_when_the_host_stops_the_server_ends_cancelled(
+        start_server: Callable[..., LlmTestServer], tmp_path: Path, stopped_by: str) -> None:
+    """The host ends the session (closing stdin, as the SDK's client does) or sends
+    SIGTERM while an IndexRAG ingest runs in the server: the job's record reads
+    cancelled, saying the server shut down, not ``running``."""
+    server = start_server(latency_s=0.5)  # each LLM call half a second: the job runs on
+    settings = llm_settings(tmp_path / "data", server, **embedder_settings(server))
+    marker = f"hopindex-mcp-test-{uuid.uuid4().hex}"
+    command, *args = hopindex_argv("mcp")
+    args[1] += f"  # {marker}"  # the -c code, so that the process can be found
+    params = StdioServerParameters(command=command, args=args, env=settings_env(settings))
+    records = [{"title": f"Doc {n}", "text": f"Town {n} lies on river {n} in Betaland."}
+               for n in range(6)]
+
+    async def body(client: Client) -> str:
+        job = structured(await client.call_tool(
+            "ingest_text", {"index": "slow", "method": "indexrag", "records": records}))
+
+        async def running() -> bool:
+            status = structured(await client.call_tool("job_status",
+                                                       {"job_id": job["job_id"]}))
+            return bool(status["state"] == "running" and status["llm"]["calls"] >= 1)
+
+        while not await running():  # each read is a round trip to the server, no sleep
+            pass
+        if stopped_by == "sigterm":
+            pid = _pid_of(marker)
+            os.kill(pid, signal.SIGTERM)
+            await asyncio.to_thread(wait_until, lambda: _exited(pid),
+                                    what="the server to exit on SIGTERM")
+        return str(job["job_id"])
+
+    job_id = run_session(params, body)
+    with local_client(settings) as client:
+        job = client.jobs.get_job(job_id)
+    assert job.state.value == "cancelled", (job.state, job.reason)
+    assert job.reason.startswith("cancelled because the server running it shut down")
