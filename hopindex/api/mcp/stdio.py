@@ -52,7 +52,7 @@ class ServerJobs:
 
 
 def serve_stdio(client: CliClient, settings: Settings) -> None:
-    """Serve until the host closes stdin."""
+    """Serve until the host closes stdin, or signals the process to stop."""
     anyio.run(_serve, client, settings)
 
 
@@ -94,14 +94,16 @@ async def _stop_on_signal(client: CliClient, launcher: JobLauncher | None) -> No
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for number in signals:
             log.info("mcp_stopping", signal=signal.Signals(number).name)
-            idle = True
-            if launcher is not None:
-                await asyncio.to_thread(launcher.cancel_running)
-                idle = await asyncio.to_thread(launcher.wait_idle, JOB_STOP_GRACE_S)
-            if idle:  # never close the engines under a job still writing
-                await asyncio.to_thread(client.close)
-            log.info("mcp_stopped", door=Door.STDIO.value, job_stopped=idle)
-            os._exit(128 + number)
+            try:
+                idle = True
+                if launcher is not None:
+                    await asyncio.to_thread(launcher.cancel_running)
+                    idle = await asyncio.to_thread(launcher.wait_idle, JOB_STOP_GRACE_S)
+                if idle:  # never close the engines under a job still writing
+                    await asyncio.to_thread(client.close)
+                log.info("mcp_stopped", door=Door.STDIO.value, job_stopped=idle)
+            finally:  # whatever the clean-up met, the process ends as the signal asked
+                os._exit(128 + number)
 
 
 async def _warm_up(client: LocalClient, blocking: BlockingRunner) -> None:
