@@ -6,6 +6,7 @@ agent and a program read the same refusal."""
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,3 +58,9 @@ def view_error(exc: HopindexError) -> ErrorView | None:
         retry_after_s = float(getattr(exc, "retry_after_s", RETRY_AFTER_S))
     return ErrorView(code=code, message=message, http_status=status, field=field,
                      retryable=exc.retryable, retry_after_s=retry_after_s)
+
+
+def plain_traceback(exc: BaseException) -> str:
+    """The traceback as text for the log, without the local variables a rich renderer
+    would print (a frame's locals can hold a request's credentials)."""
+    return "".join(traceback.format_exception(exc))

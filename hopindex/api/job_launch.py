@@ -21,12 +21,12 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-import traceback
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from hopindex.api.blocking import BlockingRunner
 from hopindex.api.client.local import LocalClient
+from hopindex.api.error_view import plain_traceback
 from hopindex.core.errors import HopindexError, JobSlotBusyError
 from hopindex.core.ids import job_id as new_job_id
 from hopindex.core.logging import get_logger
@@ -164,4 +164,4 @@ def _log_outcome(future: Future[Job]) -> None:
         log.warning("job_failed", error_type=type(exc).__name__, error=str(exc))
     else:
         log.error("job_crashed", error_type=type(exc).__name__, error=str(exc),
-                  traceback="".join(traceback.format_exception(exc)))
+                  traceback=plain_traceback(exc))

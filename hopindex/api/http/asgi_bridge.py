@@ -20,7 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
-from hopindex.api.http.errors import error_response, internal_error, plain_traceback
+from hopindex.api.error_view import plain_traceback
+from hopindex.api.http.errors import error_response, internal_error
 from hopindex.api.http.routing import REQUEST_ID_HEADER, REQUEST_ID_KEY
 from hopindex.core.logging import get_logger
 

@@ -7,7 +7,6 @@ client sees, so no handler can leak a traceback or a backend's internals.
 from __future__ import annotations
 
 import json
-import traceback
 from typing import Any
 
 from aiohttp import web
@@ -71,12 +70,6 @@ def from_hopindex_error(exc: HopindexError) -> ApiError | None:
         headers["Retry-After"] = str(max(1, round(view.retry_after_s)))
     return ApiError(view.http_status, view.code, view.message, field=view.field,
                     headers=headers)
-
-
-def plain_traceback(exc: BaseException) -> str:
-    """The traceback as text for the log, without the local variables a rich renderer
-    would print (a frame's locals can hold a request's credentials)."""
-    return "".join(traceback.format_exception(exc))
 
 
 def internal_error() -> ApiError:

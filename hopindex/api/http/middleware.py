@@ -14,13 +14,13 @@ from aiohttp import web
 
 from hopindex.api.access import LOCAL_PRINCIPAL, Principal
 from hopindex.api.blocking import BlockingRunner
+from hopindex.api.error_view import plain_traceback
 from hopindex.api.http.errors import (
     ApiError,
     bad_request,
     error_response,
     from_hopindex_error,
     internal_error,
-    plain_traceback,
 )
 from hopindex.api.http.event_tokens import TOKEN_PARAM, Refusal
 from hopindex.api.http.keys import Pending

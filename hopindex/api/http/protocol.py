@@ -16,7 +16,8 @@ from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-from hopindex.api.http.errors import ApiError, error_response, internal_error, plain_traceback
+from hopindex.api.error_view import plain_traceback
+from hopindex.api.http.errors import ApiError, error_response, internal_error
 from hopindex.api.http.routing import REQUEST_ID_HEADER
 from hopindex.core.logging import get_logger
 

@@ -16,7 +16,6 @@ a failing store) is logged with its traceback and answered as ``internal``.
 from __future__ import annotations
 
 import json
-import traceback
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from hopindex.api.access import Access, Principal, require_index_scope
-from hopindex.api.error_view import view_error
+from hopindex.api.error_view import plain_traceback, view_error
 from hopindex.api.mcp.tools import (
     Door,
     Offload,
@@ -76,10 +75,8 @@ def error_of(exc: BaseException) -> dict[str, Any]:
     """``{"code", "message", "field"?, "retryable"}`` for an error a tool raised."""
     view = view_error(exc) if isinstance(exc, HopindexError) else None
     if view is None:
-        # As plain text: a rich renderer would print the frames' locals, which can hold
-        # an API key.
         log.error("mcp_call_failed", error_type=type(exc).__name__, error=str(exc),
-                  traceback="".join(traceback.format_exception(exc)))
+                  traceback=plain_traceback(exc))
         return dict(_INTERNAL)
     return {**view.as_dict(), "retryable": view.retryable}
 
@@ -94,7 +91,7 @@ def tool_error(exc: BaseException) -> types.CallToolResult:
 def _annotations(tool: Tool) -> types.ToolAnnotations:
     reads = tool.access is Access.READ
     return types.ToolAnnotations(title=tool.title, read_only_hint=reads,
-                                 destructive_hint=tool.name == "delete_documents",
+                                 destructive_hint=tool.destructive,
                                  idempotent_hint=reads, open_world_hint=False)
 
 

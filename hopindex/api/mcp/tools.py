@@ -94,6 +94,8 @@ class Tool:
     body: Body
     access: Access = Access.READ
     doors: frozenset[Door] = frozenset(Door)
+    # It removes what it names (the protocol's destructive hint, for a host to confirm).
+    destructive: bool = False
 
     def offered(self, door: Door, principal: Principal) -> bool:
         return door in self.doors and principal.access.allows(self.access)
@@ -194,7 +196,11 @@ def _progress_message(job: Job) -> str:
 
 async def wait_for_job(call: ToolCall, a: args.WaitArguments) -> dict[str, Any]:
     """Reads the job every second until it ends, pauses on its budget or the wait runs
-    out, reporting its percent as progress each time it moves."""
+    out, reporting its percent as progress each time it moves.
+
+    Not ``job_waiting.wait_for_job``: that loop sleeps on the calling thread, and a wait
+    of up to ten minutes would hold one of the server's few blocking threads (the
+    queries'); here only each read takes one."""
     job = await _job(call, a.job_id)
     deadline = time.monotonic() + a.timeout_s
     reported = -1.0
@@ -266,7 +272,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("delete_documents", "Delete documents",
          "Delete documents from an index by id, with everything built from them. Returns "
          "at once with the job; call wait_for_job to wait for it.", args.DeleteArguments,
-         delete_documents, Access.WRITE),
+         delete_documents, Access.WRITE, destructive=True),
 )
 
 
