@@ -76,12 +76,14 @@ bench: setup
 	$(PY) benchmarks/query_latency.py
 	$(PY) benchmarks/bridgerag_overhead.py
 	$(PY) benchmarks/metrics_overhead.py
+	$(PY) benchmarks/rerank_overhead.py
 	$(PY) benchmarks/api_overhead.py
 	$(PY) benchmarks/api_key_flood.py
 	$(PY) benchmarks/llm_limiter.py
 	$(PY) benchmarks/state_store_bulk.py
 	$(PY) benchmarks/hung_llm_query.py
 	$(PY) benchmarks/indexrag_pipeline.py
+	$(PY) benchmarks/stream_ttft.py
 	$(PY) benchmarks/distributed_ingest.py
 	$(PY) benchmarks/one_machine.py
 	$(PY) benchmarks/sirerag_clustering.py

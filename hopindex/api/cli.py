@@ -189,11 +189,15 @@ def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], reading: R
 @click.option("--full", is_flag=True,
               help="Print each passage's whole text, wrapped to the width, instead of its "
                    "first 100 characters.")
+@click.option("--stream", is_flag=True,
+              help="Print the passages as soon as they are found, then the answer as it is "
+                   "written; with --json, one JSON object per event and line.")
 @click.argument("question")
 @handle_errors
 def query(index: str, method: str | None, k: int, retrieval: str | None, fusion: str,
           dense_weight: float, keyword_weight: float, as_json: bool,
-          params: tuple[str, ...], trace: bool, full: bool, question: str) -> None:
+          params: tuple[str, ...], trace: bool, full: bool, stream: bool,
+          question: str) -> None:
     """Answer QUESTION from INDEX: ranked passages with provenance."""
     from hopindex.core.errors import InvalidInputError
     from hopindex.evaluation.specs import parse_param_pairs
@@ -207,6 +211,13 @@ def query(index: str, method: str | None, k: int, retrieval: str | None, fusion:
                            fusion=FusionMode(fusion), dense_weight=dense_weight,
                            keyword_weight=keyword_weight, params=pairs)
     with open_client(engines=True) as client:
+        if stream:
+            from hopindex.api.render_stream import print_stream
+
+            print_stream(console, client.query(index, question, method=method, k=k,
+                                               options=options, stream=True),
+                         as_json=as_json, trace=trace, full=full)
+            return
         result = client.query(index, question, method=method, k=k, options=options)
         hint = slow_start_hint(client.embedder_to_prepare(), result)
     print_result(result, as_json=as_json, trace=trace, full=full)

@@ -241,7 +241,7 @@ def print_result(result: QueryResult, *, as_json: bool, trace: bool,
     degraded (its answer lost to a failed LLM step, say) and a line there for each of
     its warnings (an index partial or building): still a result, so the exit code is
     0."""
-    from hopindex.api.render import degraded_note, render_result, render_trace, warning_lines
+    from hopindex.api.render import render_result, render_trace
 
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
@@ -249,6 +249,13 @@ def print_result(result: QueryResult, *, as_json: bool, trace: bool,
     render_result(console, result, full=full)
     if trace:
         render_trace(console, result)
+    print_notes(result)
+
+
+def print_notes(result: QueryResult) -> None:
+    """On stderr, a line for each of the result's warnings and one when it degraded."""
+    from hopindex.api.render import degraded_note, warning_lines
+
     for line in warning_lines(result):
         click.echo(line, err=True)
     if (note := degraded_note(result)) is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -16,7 +16,7 @@ from hopindex.api.render_estimate import render_estimate
 from hopindex.api.render_pause import pause_lines
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job
-from hopindex.methods.base import QueryResult
+from hopindex.methods.base import QueryResult, QueryUsage, RankedPassage
 from hopindex.methods.llm_steps import ANSWER_STEP
 from hopindex.methods.registry import get_query_method
 
@@ -102,10 +102,20 @@ def render_result(console: Console, result: QueryResult, *, width: int = 100,
     if result.answer is not None:
         usage = result.usage
         console.print(f"  answer: {result.answer}", markup=False)
-        console.print(f"  LLM: {usage.llm_calls} calls, {usage.cache_hits} cached, "
-                      f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
-                      f"tokens{cost_text(usage.cost)}", markup=False)
-    for passage in result.passages:
+        console.print(llm_line(usage), markup=False)
+    render_passages(console, result.passages, width=width, full=full)
+
+
+def llm_line(usage: QueryUsage) -> str:
+    return (f"  LLM: {usage.llm_calls} calls, {usage.cache_hits} cached, "
+            f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+            f"tokens{cost_text(usage.cost)}")
+
+
+def render_passages(console: Console, passages: Sequence[RankedPassage], *,
+                    width: int = 100, full: bool = False) -> None:
+    """Each passage under its rank and title, with its citation and provenance."""
+    for passage in passages:
         body = passage.text.split("\n", 1)[-1]
         console.print(f"  {passage.rank:>2}. [bold]{escape(passage.title)}[/bold] "
                       f"(doc {escape(passage.doc_id)}, score {passage.score:.4f})")

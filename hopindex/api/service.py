@@ -4,25 +4,38 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
 from hopindex.api.index_health import IndexHealth
 from hopindex.api.job_waiting import wait_for_job
 from hopindex.api.method_options import check_option_names
+from hopindex.api.query_platform import (
+    PLATFORM_OPTIONS,
+    HeardQuery,
+    method_options,
+    rerank_stage_for,
+)
 from hopindex.backends.embedder.loading import timed_loads
 from hopindex.backends.embedder.metering import metered_embeddings, report_embedding_usage
 from hopindex.backends.protocols import IndexInfo
 from hopindex.backends.registry import Backends, open_state_store_to_read
 from hopindex.core.budget import BudgetLimits
-from hopindex.core.errors import IndexBusyError, InvalidInputError, NotFoundError
+from hopindex.core.errors import (
+    IndexBusyError,
+    InvalidInputError,
+    NotFoundError,
+    QueryCancelledError,
+)
 from hopindex.core.ids import validate_index_name
 from hopindex.core.logging import configure_logging
 from hopindex.core.memory import limit_malloc_arenas
 from hopindex.core.models import Document, Job, UnitKind
 from hopindex.core.settings import Settings
 from hopindex.core.text import unstorable_field
-from hopindex.methods.base import QueryOptions, QueryResult, SearchContext
+from hopindex.methods.base import AnswerListener, QueryOptions, QueryResult, SearchContext
 from hopindex.methods.registry import (
     check_fit,
     default_query,
@@ -165,11 +178,13 @@ class Hopindex:
 
     # -- queries ----------------------------------------------------------------------
     def query(self, index: str, question: str, method: str | None = None,
-              options: QueryOptions | None = None) -> QueryResult:
+              options: QueryOptions | None = None, *,
+              listener: AnswerListener | None = None) -> QueryResult:
         """``method`` defaults to the first default query method of the index's method; one
         that cannot read the index is refused, naming those that can. Every query,
         answered or failed, goes into the query metrics with the numbers its response
-        carries."""
+        carries. ``listener`` hears the query stream: its passages, then its answer's
+        text as it is written (``api/query_platform.py``)."""
         try:
             if (bad := unstorable_field([("question", question)])) is not None:
                 # The CLI passes undecodable argument bytes as lone surrogates; the HTTP
@@ -177,21 +192,34 @@ class Hopindex:
                 raise InvalidInputError(bad.reason, where=bad.field)
             info = self.require_index(index)
             options = options or QueryOptions()
-            if options.params and method is None:
+            own = sorted(n for n in options.params if n not in PLATFORM_OPTIONS)
+            if own and method is None:
                 # Options are one method's: read by whatever the index's default is, the
-                # same query would mean another thing once that default changes.
+                # same query would mean another thing once that default changes. The
+                # platform's (rerank) mean the same to every method.
                 raise InvalidInputError(
-                    f"options ({', '.join(sorted(options.params))}) belong to one query "
-                    "method: name it", where="method")
+                    f"options ({', '.join(own)}) belong to one query method: name it",
+                    where="method")
             method = method or default_query(info.method)
             spec = check_fit(method, index, info.method)
             check_option_names(method, options.params)
+            stage = rerank_stage_for(self.settings, options.params,
+                                     lambda: self.backends.reranker)
+            options = method_options(options)
             warnings = self._health.warnings(index)
             search = self._search_context()  # opening the engines is not the query's time
+            heard = None if listener is None else HeardQuery(
+                listener, partial(self._query_metrics.record_first_token, method))
+            if heard is not None or stage is not None:
+                search = replace(search, listener=heard, rerank=stage)
             with timed_loads() as loads, metered_embeddings() as meter:
                 started = time.perf_counter()
+                if heard is not None:
+                    heard.start()
                 result = spec.factory(search).run_query(index, question, options)
                 elapsed = time.perf_counter() - started
+            if stage is not None:
+                stage.report(result)
             # The embedder's first use loads its model inside the query: reported apart,
             # so latency_s (and the latency histogram) measure the query alone.
             result.embedder_load_s = loads.read()
@@ -202,6 +230,10 @@ class Hopindex:
             if not embedding.is_empty:  # else the embedder may be unopened: leave it so
                 report_embedding_usage(self.settings, self.backends.embedder.model_name,
                                        embedding)
+            if heard is not None:
+                heard.finish(result)
+        except QueryCancelledError:
+            raise  # its reader left: no answer went out, and no error either
         except Exception:
             self._query_metrics.record_failure(method)
             raise

@@ -2,8 +2,8 @@
 
 Every adapter of a protocol passes the same contract suite, under
 ``hopindex/testing/contracts/`` (shipped, so third-party adapters inherit them too):
-the stores', engines', event log's, embedder's, response cache's and rate limiter's;
-a server adapter inherits its suite unchanged.
+the stores', engines', event log's, embedder's, reranker's, response cache's and rate
+limiter's; a server adapter inherits its suite unchanged.
 """
 
 from __future__ import annotations
@@ -264,6 +264,22 @@ class Embedder(Protocol):
     def model_name(self) -> str: ...
     def embed_texts(self, texts: Sequence[str]) -> Vector: ...
     def embed_query(self, text: str) -> Vector: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Relevance scores of candidate texts for a query, between retrieval and the answer:
+    a ``/rerank`` service or a local cross-encoder (``backends/rerank/``)."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text, in the order given (higher: more relevant); no
+        texts, no scores and no request. ``RerankError`` when no scores can be had."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

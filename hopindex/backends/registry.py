@@ -3,8 +3,8 @@ knows concrete classes.
 
 The vector store, keyword index and state store (and its event log) are whatever
 backend registered their URL's scheme (``plugins.py``: built-in or installed through
-the ``hopindex.backends`` entry points); the embedder, the NLP analyser and the LLM
-pieces are opened here.
+the ``hopindex.backends`` entry points); the embedder, the NLP analyser, the LLM
+pieces and the reranker are opened here.
 """
 
 from __future__ import annotations
@@ -23,11 +23,19 @@ from hopindex.backends.protocols import (
     EventLog,
     KeywordIndex,
     NlpAnalyzer,
+    Reranker,
     StateStore,
     VectorStore,
 )
 from hopindex.core.errors import ConfigError
-from hopindex.core.settings import REDIS_SCHEMES, CacheMode, MetricsMode, Settings, url_path
+from hopindex.core.settings import (
+    REDIS_SCHEMES,
+    CacheMode,
+    MetricsMode,
+    Settings,
+    check_rerank_source,
+    url_path,
+)
 
 if TYPE_CHECKING:
     from hopindex.backends.llm.cache import ResponseCache
@@ -35,14 +43,15 @@ if TYPE_CHECKING:
     from hopindex.backends.llm.observer import LlmObserver
     from hopindex.backends.llm.output_modes import OutputModeMemory
     from hopindex.backends.llm.runner import LlmRunner
+    from hopindex.backends.rerank.observer import RerankObserver
 
 # STATE_PREFIX, the key prefix of the Redis state, is defined with the built-in
 # backends; the monitoring collector reads it from here.
 __all__ = ["MEMORY_DATABASE", "STATE_PREFIX", "Backends", "build_llm_client",
            "embedded_engine_folders", "open_backends", "open_embedder", "open_event_log",
            "open_keyword_index", "open_llm", "open_llm_observer", "open_nlp",
-           "open_response_cache", "open_state_store", "open_state_store_to_read",
-           "open_vector_store", "output_modes_for"]
+           "open_rerank_observer", "open_reranker", "open_response_cache", "open_state_store",
+           "open_state_store_to_read", "open_vector_store", "output_modes_for"]
 
 # SQLite's name for a database that lives in memory and is gone when it is closed.
 MEMORY_DATABASE = ":memory:"
@@ -103,6 +112,11 @@ class Backends:
         """None when no LLM is configured."""
         return cast("LlmRunner | None", self._get("llm", lambda: open_llm(self.settings)))
 
+    @property
+    def reranker(self) -> Reranker | None:
+        """None when no reranker is configured (HOPINDEX_RERANK_URL, _MODEL_PATH)."""
+        return cast("Reranker | None", self._get("reranker", lambda: open_reranker(self.settings)))
+
     def is_open(self, role: str) -> bool:
         return role in self._opened
 
@@ -110,7 +124,7 @@ class Backends:
         """Close what was opened, the LLM first (its loop may still write usage)."""
         with self._lock:
             opened, self._opened = self._opened, {}
-        for role in ("llm", "vectors", "keywords", "events", "state"):
+        for role in ("llm", "reranker", "vectors", "keywords", "events", "state"):
             closer = getattr(opened.get(role), "close", None)
             if closer is not None:
                 closer()
@@ -285,6 +299,46 @@ def open_llm(settings: Settings) -> LlmRunner | None:
     check_llm_key(settings)
 
     return LlmRunner(lambda: build_llm_client(settings), concurrency=settings.llm_concurrency)
+
+
+def open_rerank_observer(settings: Settings) -> RerankObserver | None:
+    """The installed reranker observer (Prometheus, ``hopindex.monitoring.tasks``) when
+    HOPINDEX_METRICS is on."""
+    if settings.metrics is MetricsMode.OFF:
+        return None
+    from hopindex.backends.rerank.observer import installed_rerank_observer
+
+    return installed_rerank_observer()
+
+
+def open_reranker(settings: Settings) -> Reranker | None:
+    """The reranker the settings name: a ``/rerank`` service (HOPINDEX_RERANK_URL) or a
+    local cross-encoder (HOPINDEX_RERANK_MODEL_PATH); None when neither is set. Its
+    scores share the LLM's response cache (HOPINDEX_LLM_CACHE), and its rate limiter the
+    LLM's Redis (HOPINDEX_LLM_LIMITER_URL, else a Redis broker) under a budget of its own."""
+    check_rerank_source(settings)
+    cache = None if settings.llm_cache is CacheMode.OFF else (
+        lambda: open_response_cache(settings))
+    if settings.rerank_url:
+        from hopindex.backends.llm.ratelimit import RateLimiter, RateLimits, rate_limiter_for
+        from hopindex.backends.rerank.http_reranker import HttpReranker, RerankHttpConfig
+
+        rpm = settings.rerank_requests_per_minute or None
+        limits = RateLimits(requests_per_minute=rpm, burst_requests=min(3, rpm) if rpm else 3)
+        shared_url = settings.shared_redis_url(settings.llm_limiter_url)
+
+        def limiter() -> RateLimiter:
+            return rate_limiter_for(shared_url, limits)
+
+        return HttpReranker(RerankHttpConfig.from_settings(settings), limiter=limiter,
+                            cache=cache or (lambda: None),
+                            observer=open_rerank_observer(settings))
+    if settings.rerank_model_path:
+        from hopindex.backends.rerank.cross_encoder import CrossEncoderReranker
+
+        return CrossEncoderReranker(settings.rerank_model_path, cache=cache,
+                                    observer=open_rerank_observer(settings))
+    return None
 
 
 def open_backends(settings: Settings, **opened: object) -> Backends:

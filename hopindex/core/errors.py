@@ -175,6 +175,22 @@ class JobCancelledError(HopindexError):
     code, http_status, exit_code = "job_cancelled", 409, ExitCode.TEMPORARY
 
 
+class QueryCancelledError(HopindexError):
+    """The caller of a streamed query went away (closed the connection, stopped reading):
+    the query and its LLM call stop, and nobody is left to answer. 499 is the status
+    proxies log for a client that closed its request."""
+
+    code, http_status, exit_code = "cancelled", 499, ExitCode.INTERRUPTED
+
+
+class RerankError(BackendError):
+    """The reranker (a ``/rerank`` service or a local cross-encoder) gave no scores: the
+    service failed past its retries, refused the request, or answered in a shape that
+    cannot be read. A query degrades to its fused order instead of failing."""
+
+    code, http_status = "rerank_failed", 502
+
+
 class JobFailedError(HopindexError):
     """Planning or launching a job raised an error of another kind (a bug, a driver's
     error); the job, when it was created, is failed with the same reason."""

@@ -37,6 +37,16 @@ class LlmOutputMode(enum.StrEnum):
     PROMPT = "prompt"
 
 
+class RerankApi(enum.StrEnum):
+    """``HOPINDEX_RERANK_API``: the wire shape of the ``/rerank`` service. ``cohere`` is
+    the shape Cohere, Jina and vLLM speak (``documents`` in, ``results`` with
+    ``relevance_score`` out); ``tei`` is Hugging Face text-embeddings-inference's
+    (``texts`` in, a bare list of ``score`` out)."""
+
+    COHERE = "cohere"
+    TEI = "tei"
+
+
 class MetricsMode(enum.StrEnum):
     """Prometheus metrics: ``off`` records nothing, for measuring their cost."""
 
@@ -157,6 +167,23 @@ class Settings:
     # tokens only. Local embedders report no tokens: their cost is the machine's.
     embedding_price_per_mtok: float | None = None
 
+    # The reranker between retrieval and the answer (backends/rerank/): a /rerank
+    # service at rerank_url (the full endpoint URL) or a local cross-encoder folder at
+    # rerank_model_path, never both; neither: no reranking. It runs inside a query, so
+    # its attempts are short and few; its cache is the LLM's (llm_cache, llm_cache_url)
+    # and its limiter shares the LLM's Redis (llm_limiter_url), under its own budget.
+    rerank_url: str = ""
+    rerank_api: RerankApi = RerankApi.COHERE
+    rerank_model: str = ""
+    rerank_api_key: str = field(default="", repr=False)
+    rerank_model_path: str = ""
+    # How many of a query's fused candidates the reranker reorders.
+    rerank_top_n: int = 20
+    rerank_timeout_s: float = 5.0
+    rerank_max_attempts: int = 3
+    # What the service allows; 0 leaves it unlimited.
+    rerank_requests_per_minute: int = 0
+
     # Workers (docs/architecture.md). A message not acknowledged within the visibility timeout
     # is redelivered (the recovery delay after a worker dies), so every task must
     # finish well inside it: the hard time limit sits below it.
@@ -257,6 +284,10 @@ class Settings:
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
 
+    @property
+    def rerank_enabled(self) -> bool:
+        return bool(self.rerank_url or self.rerank_model_path)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *,
                  method_names: Collection[str] = ()) -> Settings:
@@ -340,6 +371,7 @@ class Settings:
         if self.embedder_threads < 0:
             raise ConfigError(f"{_PREFIX}EMBEDDER_THREADS must be 0 (torch's default) or more")
         self._validate_llm()
+        self._validate_rerank()
         self._validate_workers()
         self._validate_servers()
         self._validate_api()
@@ -448,6 +480,19 @@ class Settings:
                               f"got {self.llm_limiter_url!r}")
         self._validate_prices()
 
+    def _validate_rerank(self) -> None:
+        for name in ("rerank_top_n", "rerank_max_attempts"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 1 or more, "
+                                  f"got {getattr(self, name)}")
+        if self.rerank_timeout_s <= 0:
+            raise ConfigError(f"{_PREFIX}RERANK_TIMEOUT_S must be a positive number of seconds, "
+                              f"got {self.rerank_timeout_s}")
+        if self.rerank_requests_per_minute < 0:
+            raise ConfigError(f"{_PREFIX}RERANK_REQUESTS_PER_MINUTE must be 0 (unlimited) or "
+                              f"positive, got {self.rerank_requests_per_minute}")
+        check_rerank_source(self)
+
     def _validate_prices(self) -> None:
         names = ("llm_price_input_per_mtok", "llm_price_output_per_mtok",
                  "embedding_price_per_mtok")
@@ -479,6 +524,24 @@ _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 # Elasticsearch index names may not start with "_", "-" or "+" and must be lowercase.
 _NAME_PREFIX = re.compile(r"(?:[a-z0-9][a-z0-9_-]{0,99})?")
+
+
+def check_rerank_source(settings: Settings) -> None:
+    """The reranker's source is one service or one local model, and a service of the
+    Cohere wire names its model (the field that API requires)."""
+    url, path = settings.rerank_url, settings.rerank_model_path
+    if url and path:
+        raise ConfigError(f"set either {_PREFIX}RERANK_URL (a /rerank service) or "
+                          f"{_PREFIX}RERANK_MODEL_PATH (a local cross-encoder), not both")
+    if not url:
+        return
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        raise ConfigError(f"{_PREFIX}RERANK_URL must be the service's full http(s) endpoint, "
+                          f"such as https://api.cohere.com/v2/rerank, got {url!r}")
+    if settings.rerank_api is RerankApi.COHERE and not settings.rerank_model:
+        raise ConfigError(f"{_PREFIX}RERANK_MODEL is required with {_PREFIX}RERANK_URL when "
+                          f"{_PREFIX}RERANK_API is cohere (the service's model, such as "
+                          f"rerank-v3.5)")
 
 
 def parse_setting(key: str, raw: str, default: object) -> object:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,7 +22,7 @@ from hopindex.backends.protocols import (
 from hopindex.core.citations import Citation
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.errors import ConfigError, InvalidInputError, NotFoundError
-from hopindex.core.models import COST_DECIMALS, LlmUsage, UnitKind, combined_cost
+from hopindex.core.models import COST_DECIMALS, Hit, LlmUsage, UnitKind, combined_cost
 from hopindex.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -254,13 +255,7 @@ class QueryResult:
             "question": self.question, "method": self.method, "index": self.index,
             "answer": self.answer, "answer_truncated": self.answer_truncated,
             "degraded": [d.as_dict() for d in self.degraded],
-            "passages": [
-                {"rank": p.rank, "doc_id": p.doc_id, "title": p.title, "text": p.text,
-                 "score": p.score, "via": {"unit_id": p.via_unit_id, "kind": p.via_kind,
-                                           "text": p.via_text},
-                 "citation": None if p.citation is None else p.citation.as_dict()}
-                for p in self.passages
-            ],
+            "passages": [passage_dict(p) for p in self.passages],
             "trace": self.full_trace(), "usage": self.usage.as_dict(),
             "latency_s": round(self.latency_s, 6),
             "embedder_load_s": round(self.embedder_load_s, 6),
@@ -268,7 +263,40 @@ class QueryResult:
         }
 
 
+def passage_dict(p: RankedPassage) -> dict[str, Any]:
+    """A passage as results show it in JSON (HTTP, ``--json``, a stream's events)."""
+    return {"rank": p.rank, "doc_id": p.doc_id, "title": p.title, "text": p.text,
+            "score": p.score, "via": {"unit_id": p.via_unit_id, "kind": p.via_kind,
+                                      "text": p.via_text},
+            "citation": None if p.citation is None else p.citation.as_dict()}
+
+
 LlmProvider = Callable[[], "LlmRunner | None"]
+
+
+class QueryReranking(Protocol):
+    """One query's reranker stage (``methods/retrieval/rerank.py``): how many of a
+    retrieval's first candidates it reads, and their reordering against a query."""
+
+    @property
+    def top_n(self) -> int: ...
+
+    def reorder(self, query: str, hits: Sequence[Hit], texts: Mapping[str, str], *,
+                step: str) -> list[Hit]: ...
+
+
+class AnswerListener(Protocol):
+    """Told a streamed query's results as they come: its passages as soon as retrieval
+    has them, then the answer's text piece by piece (``methods/llm_steps.py``). The
+    pieces come from the LLM client's thread: a listener only hands them on.
+    ``cancelled`` is set when nobody reads any more; the answer call then stops."""
+
+    @property
+    def cancelled(self) -> threading.Event: ...
+
+    def put_passages(self, passages: Sequence[RankedPassage]) -> None: ...
+
+    def put_delta(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +328,10 @@ class SearchContext:
     records: RecordStore | None = None
     # The entity catalogue (who mentions what), for methods that walk it (hops).
     catalogue: EntityCatalogue | None = None
+    # One query's own: who hears it stream (None: the answer comes whole), and the
+    # reranker stage with its notes (None: the query is not reranked).
+    listener: AnswerListener | None = None
+    rerank: QueryReranking | None = None
 
     def method_settings(self, method: str) -> Any:
         if self.read_settings is None:

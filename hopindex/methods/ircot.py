@@ -30,7 +30,7 @@ from hopindex.methods.base import (
     Retrieval,
     SearchContext,
 )
-from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
+from hopindex.methods.llm_steps import answer_step, llm_step, reasoning_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 from hopindex.methods.retrieval.answer import (
@@ -42,7 +42,7 @@ from hopindex.methods.retrieval.answer import (
 )
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, PASSAGES, preferred_filter
-from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.search import RETRIEVAL_STEP, retrieve_candidates
 from hopindex.methods.retrieval.selection import K_BRIDGE, K, balanced_selection
 
 MAX_STEPS = 3
@@ -104,10 +104,13 @@ class IrcotMethod:
         steps: list[str] = []
         queries = [question]
 
-        def gather(query: str, k: int) -> None:
+        def gather(query: str, k: int, step: str) -> None:
+            # Each retrieval is reranked against its own query (the question, then each
+            # step's sentence): that is what it retrieves for.
             searched = replace(options, k=k, candidates=max(k, options.candidates or k))
             found = retrieve_candidates(self._context, index, query, searched,
-                                        retrieval=retrieval, unit_filter=unit_filter)
+                                        retrieval=retrieval, unit_filter=unit_filter,
+                                        rerank_step=step)
             timer.add_all(found.phases_s)
             for hit in found.hits[:k]:
                 units[hit.unit_id] = found.units[hit.unit_id]
@@ -119,7 +122,7 @@ class IrcotMethod:
             # so the best score a unit ever got orders the gathered pool.
             return sorted(best.values(), key=lambda h: (-h.score, h.unit_id))
 
-        gather(question, max(STEP_K, options.k))
+        gather(question, max(STEP_K, options.k), RETRIEVAL_STEP)
         for number in range(1, MAX_STEPS + 1):
             request = reasoning_request(
                 question, [units[h.unit_id].text for h in ranked()[:MAX_GATHERED]], steps)
@@ -135,15 +138,15 @@ class IrcotMethod:
             if is_final(reply) or not sentence:
                 break
             queries.append(sentence)
-            gather(sentence, STEP_K)
+            gather(sentence, STEP_K, reasoning_step(number))
         pool = [units[h.unit_id] for h in ranked()]
         chosen = balanced_selection(pool, K, K_BRIDGE)
-        with timer.phase(QueryPhase.ANSWER):
-            answer = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                request_for(style, question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, ranked(), units, self._context.units,
                                           options.k, documents=self._context.documents)
+        with timer.phase(QueryPhase.ANSWER):
+            answer = answer_step(self._context, degraded, llm, request_for(
+                style, question, [u.text for u in chosen]), usage, passages=passages)
         trace = {"retrieval": retrieval.value,
                  "over": "facts" if unit_filter.kinds == FACTS else "passages",
                  "steps": steps, "queries": queries, "gathered": len(best),

@@ -10,11 +10,16 @@ these: the operator must hear of it, so it stays an error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from hopindex.core.errors import LLM_CALL_FAILURES
-from hopindex.methods.base import Degradation
+from hopindex.methods.base import Degradation, RankedPassage, SearchContext
+
+if TYPE_CHECKING:
+    from hopindex.backends.llm.chat import ChatRequest, ChatResult
+    from hopindex.backends.llm.runner import LlmRunner
+    from hopindex.backends.llm.usage import UsageMeter
 
 T = TypeVar("T")
 
@@ -30,6 +35,27 @@ def llm_step(degraded: list[Degradation], step: str, call: Callable[[], T]) -> T
     except LLM_CALL_FAILURES as exc:
         degraded.append(Degradation(step=step, reason=str(exc)))
         return None
+
+
+def answer_step(context: SearchContext, degraded: list[Degradation], llm: LlmRunner,
+                request: ChatRequest, usage: UsageMeter, *,
+                passages: Sequence[RankedPassage]) -> ChatResult | None:
+    """The answer call, degraded as ``llm_step``. A streamed query (``context.listener``)
+    hears ``passages`` first, then the answer's text as the model writes it; the whole
+    reply is returned either way, for the method to finish its result as usual."""
+    listener = context.listener
+    if listener is None:
+        return llm_step(degraded, ANSWER_STEP, lambda: llm.complete(request, usage))
+    announce_passages(context, passages)
+    return llm_step(degraded, ANSWER_STEP, lambda: llm.stream(
+        request, usage, listener.put_delta, cancelled=listener.cancelled))
+
+
+def announce_passages(context: SearchContext, passages: Sequence[RankedPassage]) -> None:
+    """Tell a streamed query its passages before an answer call that is not streamed
+    (a reply whose answer is read out of JSON: its text is no answer until parsed)."""
+    if context.listener is not None:
+        context.listener.put_passages(passages)
 
 
 def reasoning_step(number: int) -> str:

@@ -15,7 +15,7 @@ from hopindex.methods.base import (
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.plugin import LlmUse, MethodRegistry, QueryMethodSpec
 from hopindex.methods.retrieval.expansion import expand_to_passages
-from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.search import RETRIEVAL_STEP, retrieve_candidates
 
 _PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
 
@@ -31,7 +31,8 @@ class NaiveMethod:
         retrieval = options.retrieval or Retrieval.DENSE
         timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, options,
-                                    retrieval=retrieval, unit_filter=_PASSAGES)
+                                    retrieval=retrieval, unit_filter=_PASSAGES,
+                                    rerank_step=RETRIEVAL_STEP)
         timer.add_all(found.phases_s)
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, found.hits, found.units, self._context.units,

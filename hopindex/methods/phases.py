@@ -21,6 +21,7 @@ class QueryPhase(enum.StrEnum):
     DENSE_SEARCH = "dense_search"
     KEYWORD_SEARCH = "keyword_search"
     FUSION = "fusion"  # RRF / percentile-rank of the engines' lists
+    RERANK = "rerank"  # the reranker reordering the fused candidates (retrieval/rerank.py)
     LOAD_UNITS = "load_units"  # hits resolved to units from the state store
     REWRITE = "rewrite"  # LLM calls that rewrite or decompose the question (sub-queries)
     REASON = "reason"  # LLM reasoning steps (IRCoT)

@@ -2,7 +2,8 @@
 
 - ``metrics``: every in-process metric (names and labels of docs/architecture.md), with the
   label values of ``labels``;
-- ``llm``: the LLM client's observer; ``queries``: per-query histograms;
+- ``llm``: the LLM client's observer; ``rerank``: the rerankers'; ``queries``: per-query
+  histograms;
 - ``tasks``: Celery signal hooks (duration, outcome, structlog job context);
 - ``collector``: queue depth, jobs and units from Redis, exported by one process;
 - ``multiprocess``: a prefork worker's metrics across its processes;

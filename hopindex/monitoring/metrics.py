@@ -26,6 +26,9 @@ WAIT_BUCKETS_S = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 QUERY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 PHASE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                    5.0, 10.0)
+# Seconds: one rerank request, from a local model's few milliseconds to a service's
+# timeout (HOPINDEX_RERANK_TIMEOUT_S, 5 s by default).
+RERANK_DURATION_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # Calls per query: 0 (extractive) up to ircot's 4 and the multi-call methods beyond.
 CALL_BUCKETS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
 TOKEN_BUCKETS = (0.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0,
@@ -66,6 +69,26 @@ RATELIMIT_WAIT = Histogram(
     "Time one LLM request waited for the shared rate limiter (requests/min, tokens/min, "
     "Retry-After).", ["stage", "model"], buckets=WAIT_BUCKETS_S)
 
+# -- reranker (observer: monitoring/rerank.py) -------------------------------------------
+RERANK_REQUESTS = Counter(
+    "hopindex_rerank_requests",
+    "Requests sent to the rerank service (or runs of the local cross-encoder), by how each "
+    "ended.", ["model", "outcome"])
+RERANK_REQUEST_DURATION = Histogram(
+    "hopindex_rerank_request_duration_seconds",
+    "Duration of one rerank request (or one run of the local cross-encoder).",
+    ["model"], buckets=RERANK_DURATION_BUCKETS_S)
+RERANK_CACHE_REQUESTS = Counter(
+    "hopindex_rerank_cache", "Rerank score-cache lookups, hit or miss.", ["result"])
+RERANK_CACHE_ERRORS = Counter(
+    "hopindex_rerank_cache_errors",
+    "Rerank score-cache reads and writes that failed; the call went on without the cache.",
+    ["operation"])
+RERANK_RATELIMIT_WAIT = Histogram(
+    "hopindex_rerank_ratelimit_wait_seconds",
+    "Time one rerank request waited for the shared rate limiter (requests/min, Retry-After).",
+    ["model"], buckets=WAIT_BUCKETS_S)
+
 # -- queries (monitoring/queries.py) ----------------------------------------------------
 QUERIES = Counter(
     "hopindex_queries", "Queries answered (ok) or failed (error), by method.",
@@ -86,6 +109,11 @@ QUERY_TOKENS = Histogram(
 QUERY_CACHE_HITS = Histogram(
     "hopindex_query_cache_hits", "LLM calls one query answered from the response cache.",
     ["method"], buckets=CALL_BUCKETS)
+# Streamed queries only: what a person waits before the answer starts to show.
+QUERY_FIRST_TOKEN = Histogram(
+    "hopindex_query_first_token_seconds",
+    "Time from a streamed query's start to the first text of its answer, by method.",
+    ["method"], buckets=QUERY_BUCKETS_S)
 
 # -- Celery tasks (monitoring/tasks.py) ---------------------------------------------------
 STAGE_TASK_DURATION = Histogram(

@@ -29,6 +29,7 @@ OTHER_PHASE = "other"
 class QueryRecorder(Protocol):
     def record_query(self, result: QueryResult) -> None: ...
     def record_failure(self, method: str | None) -> None: ...
+    def record_first_token(self, method: str, seconds: float) -> None: ...
 
 
 class NullQueryRecorder:
@@ -38,6 +39,9 @@ class NullQueryRecorder:
         return None
 
     def record_failure(self, method: str | None) -> None:
+        return None
+
+    def record_first_token(self, method: str, seconds: float) -> None:
         return None
 
 
@@ -97,6 +101,11 @@ class PrometheusQueryRecorder:
 
         m.QUERIES.labels(method=self._label_of(method),
                          outcome=QueryOutcome.ERROR.value).inc()
+
+    def record_first_token(self, method: str, seconds: float) -> None:
+        from hopindex.monitoring import metrics as m
+
+        m.QUERY_FIRST_TOKEN.labels(method=self._label_of(method)).observe(seconds)
 
     def _series_of(self, method: str) -> _MethodSeries:
         series = self._series.get(method)

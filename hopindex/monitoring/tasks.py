@@ -28,6 +28,7 @@ from celery import signals
 
 from hopindex.backends.embedder.metering import EmbeddingObserver, use_embedding_observer
 from hopindex.backends.llm.observer import LlmObserver, use_observer
+from hopindex.backends.rerank.observer import RerankObserver, use_rerank_observer
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind, JobState, Stage, StageCounts
 from hopindex.core.settings import MetricsMode, Settings
@@ -93,15 +94,23 @@ def _prometheus_embedding_observer() -> EmbeddingObserver:
     return PrometheusEmbeddingObserver()
 
 
+def _prometheus_rerank_observer() -> RerankObserver:
+    from hopindex.monitoring.rerank import PrometheusRerankObserver
+
+    return PrometheusRerankObserver()
+
+
 def install_task_hooks(settings: Settings, runtime_source: Callable[[], Runtime]) -> None:
     """Connect the hooks once per process; ``settings`` decides whether they record
     metrics (the structlog context is bound either way). ``runtime_source`` gives the
     process's runtime, read when a finished job's documents are counted."""
     _hooks.runtime_source = runtime_source
     _hooks.metrics = settings.metrics is MetricsMode.ON
-    # Every LLM client this process opens reports to Prometheus (when metrics are on).
+    # Every LLM client and reranker this process opens reports to Prometheus (when
+    # metrics are on).
     use_observer(_prometheus_observer)
     use_embedding_observer(_prometheus_embedding_observer)
+    use_rerank_observer(_prometheus_rerank_observer)
     with _hooks.lock:
         if _hooks.connected:
             return

@@ -4,7 +4,8 @@ Each handler applies, in a provider's order: authentication (401), request valid
 (400, and a ``response_format`` a refusing reply style does not support), the
 per-minute limits (429 + ``Retry-After``), the seeded fault draw, the base latency,
 then the deterministic reply of ``llm_responses`` in the form its reply style draws
-(``reply_styles``). Every outcome is counted.
+(``reply_styles``): one JSON response, or with ``"stream": true`` the same reply as
+server-sent chunks (``llm_stream``). Every outcome is counted.
 """
 
 from __future__ import annotations
@@ -37,7 +38,21 @@ from hopindex.testing.llm_responses import (
     encode_base64,
     estimate_tokens,
 )
-from hopindex.testing.reply_styles import format_refusal, pick_style, styled_reply
+from hopindex.testing.llm_stream import (
+    ChatReply,
+    StreamAsk,
+    StreamRequestError,
+    StreamWriter,
+    stream_ask,
+)
+from hopindex.testing.reply_styles import (
+    ReplyStyle,
+    format_refusal,
+    pick_style,
+    stream_options_refusal,
+    styled_reply,
+)
+from hopindex.testing.rerank_api import RerankTestApi
 
 log = get_logger(__name__)
 
@@ -85,6 +100,23 @@ def _embedding_texts(value: object) -> list[str]:
                         "input")
 
 
+def _completion(reply: ChatReply) -> dict[str, Any]:
+    """``reply`` as one ``chat.completion`` object."""
+    message: dict[str, Any] = {"role": "assistant", "refusal": None}
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
+    message["content"] = reply.content
+    return {"id": reply.completion_id, "object": "chat.completion", "created": reply.created,
+            "model": reply.model, "system_fingerprint": "hopindex-test",
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": reply.finish_reason}],
+            "usage": dict(reply.usage)}
+
+
+def _marked(marker: str, contents: list[str]) -> bool:
+    return bool(marker) and any(marker in content for content in contents)
+
+
 class OpenAiTestApi:
     """Routes, counters, rate window and fault sequence of one test server."""
 
@@ -94,6 +126,7 @@ class OpenAiTestApi:
         self._limiter = SlidingWindowLimiter(config.requests_per_minute,
                                              config.tokens_per_minute)
         self._faults = FaultPicker(config)
+        self._streams = StreamWriter(config, self._counters)
         self.outage = OutageWindow(config)
         self._ids = itertools.count(1)
         self._hanging: set[asyncio.Task[Any]] = set()
@@ -114,6 +147,10 @@ class OpenAiTestApi:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        # The rerank API (rerank_api.py): vLLM and Jina serve it under /v1, TEI at the root.
+        rerank = RerankTestApi(self._counters, self._unauthorised, self._admit).rerank
+        app.router.add_post("/v1/rerank", rerank)
+        app.router.add_post("/rerank", rerank)
         app.router.add_get("/_stats", self._stats)
         app.router.add_post("/_reset", self._reset)
         return app
@@ -186,14 +223,16 @@ class OpenAiTestApi:
             if task is not None:
                 self._hanging.discard(task)
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         endpoint = Endpoint.CHAT
         if (denied := self._unauthorised(request, endpoint)) is not None:
             return denied
         try:
             body = await self._body(request)
-            if body.get("stream"):
-                raise _RequestError("the test server does not stream", "stream")
+            try:
+                streaming = stream_ask(body)
+            except StreamRequestError as exc:
+                raise _RequestError(str(exc), "stream_options") from exc
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages or not all(
                     isinstance(m, dict) for m in messages):
@@ -207,9 +246,8 @@ class OpenAiTestApi:
                          and response_format.get("type") in _JSON_RESPONSE_FORMATS)
         except _RequestError as exc:
             return self._bad_request(endpoint, exc)
-        if (refused := format_refusal(self.config.reply_styles, response_format)) is not None:
-            self._counters.record_style(refused[0].value)
-            return self._bad_request(endpoint, _RequestError(refused[1], "response_format"))
+        if (refused := self._refused(response_format, streaming)) is not None:
+            return self._bad_request(endpoint, refused)
 
         reply = compute_reply(contents, max_tokens=max_tokens, json_mode=json_mode)
         self._counters.record_kind(reply.kind.value)
@@ -229,37 +267,51 @@ class OpenAiTestApi:
         if rejected is not None:
             return rejected
 
-        message: dict[str, Any] = {"role": "assistant", "refusal": None}
+        reasoning_content: str | None = None
         replaced = self._faulted(fault, reply, contents)
         if replaced is None:
             content, outcome, truncated = styled.content, Outcome.OK, styled.truncated
             self._counters.record_style(styled.style.value)
-            if styled.reasoning_content is not None:
-                message["reasoning_content"] = styled.reasoning_content
+            reasoning_content = styled.reasoning_content
         else:
             # A fault replaces the reply, and with it the form it was given.
             (content, outcome), truncated, reasoning_tokens = replaced, reply.truncated, 0
-        message["content"] = content
         completion_tokens = estimate_tokens(content) + reasoning_tokens
         self._counters.add_usage(prompt_tokens=prompt_tokens,
                                  completion_tokens=completion_tokens)
         self._counters.record(endpoint, outcome)
-        return web.json_response({
-            "id": f"chatcmpl-hopindex-{next(self._ids):010d}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": str(body.get("model") or self.config.model),
-            "system_fingerprint": "hopindex-test",
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": "length" if truncated else "stop",
-            }],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}},
-        })
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens,
+                 "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+        sent = ChatReply(f"chatcmpl-hopindex-{next(self._ids):010d}", int(time.time()),
+                         str(body.get("model") or self.config.model), content,
+                         reasoning_content, "length" if truncated else "stop", usage)
+        return await self._send(request, sent, streaming,
+                                cut=fault is Fault.STREAM_BREAK or _marked(
+                                    self.config.stream_break_marker, contents))
+
+    async def _send(self, request: web.Request, reply: ChatReply, streaming: StreamAsk | None,
+                    *, cut: bool) -> web.StreamResponse:
+        """One JSON response, or the stream asked for (``cut`` after its first batch)."""
+        if streaming is None:
+            await self._streams.decode(reply)
+            return web.json_response(_completion(reply))
+        if cut:
+            log.debug("llm_fault_injected", endpoint=Endpoint.CHAT.value,
+                      fault=Fault.STREAM_BREAK.value)
+        return await self._streams.write(request, reply, streaming, cut=cut)
+
+    def _refused(self, response_format: object,
+                 streaming: StreamAsk | None) -> _RequestError | None:
+        """The 400 a refusing reply style gives the request, counted under that style."""
+        if (refused := format_refusal(self.config.reply_styles, response_format)) is not None:
+            self._counters.record_style(refused[0].value)
+            return _RequestError(refused[1], "response_format")
+        if streaming is not None and (message := stream_options_refusal(
+                self.config.reply_styles, streaming.options)) is not None:
+            self._counters.record_style(ReplyStyle.STREAM_OPTIONS_REFUSED.value)
+            return _RequestError(message, "stream_options")
+        return None
 
     def _faulted(self, fault: Fault, reply: Reply,
                  contents: list[str]) -> tuple[str, Outcome] | None:

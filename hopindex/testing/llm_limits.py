@@ -66,6 +66,15 @@ class LlmServerConfig:
     reply_styles: tuple[ReplyStyle, ...] = ()
     # TRUNCATED cuts a reply whose request sets no max_tokens at this many tokens.
     truncated_default_max_tokens: int = DEFAULT_TRUNCATION_TOKENS
+    # A streamed reply (``"stream": true``, ``llm_stream``) is sent in batches of this
+    # many words, each written this long after the one before: a slow model's pace. An
+    # unstreamed reply waits for all its batches, as a provider's whole reply does.
+    stream_batch_tokens: int = 4
+    stream_batch_latency_s: float = 0.0
+    # A stream whose prompt holds this text, and this share of streams (drawn with the
+    # other faults), is cut after its first content batch: a provider dying mid-reply.
+    stream_break_marker: str = ""
+    fail_stream_break: float = 0.0
 
     def __post_init__(self) -> None:
         # Strings (from a CLI or a settings file) are taken for the styles they name.
@@ -74,7 +83,8 @@ class LlmServerConfig:
             raise ConfigError("LlmServerConfig.truncated_default_max_tokens must be at least 1, "
                               f"got {self.truncated_default_max_tokens}")
         shares = {"fail_429": self.fail_429, "fail_500": self.fail_500,
-                  "fail_timeout": self.fail_timeout, "fail_invalid_json": self.fail_invalid_json}
+                  "fail_timeout": self.fail_timeout, "fail_invalid_json": self.fail_invalid_json,
+                  "fail_stream_break": self.fail_stream_break}
         for name, share in shares.items():
             if not 0.0 <= share <= 1.0:
                 raise ConfigError(f"LlmServerConfig.{name} must be in [0, 1], got {share}")
@@ -85,8 +95,11 @@ class LlmServerConfig:
             if limit is not None and limit < 1:
                 raise ConfigError(f"LlmServerConfig.{name} must be at least 1 or None, got {limit}")
         if (self.latency_s < 0 or self.fault_retry_after_s < 0 or self.timeout_hang_s < 0
-                or self.outage_s < 0):
+                or self.outage_s < 0 or self.stream_batch_latency_s < 0):
             raise ConfigError("LlmServerConfig delays must not be negative")
+        if self.stream_batch_tokens < 1:
+            raise ConfigError("LlmServerConfig.stream_batch_tokens must be at least 1, "
+                              f"got {self.stream_batch_tokens}")
         if self.embedding_dimension < 1:
             raise ConfigError("LlmServerConfig.embedding_dimension must be at least 1, "
                               f"got {self.embedding_dimension}")
@@ -104,10 +117,20 @@ class Outcome(enum.StrEnum):
     BAD_REQUEST = "400"
 
 
+class StreamEvent(enum.StrEnum):
+    """What became of a streamed reply (``LlmServerStats.streams``)."""
+
+    STARTED = "started"
+    COMPLETED = "completed"  # its [DONE] was written
+    BROKEN = "broken"  # cut on purpose: the marker or the stream-break fault
+    DISCONNECTED = "disconnected"  # the client closed the connection before the end
+
+
 class Endpoint(enum.StrEnum):
     CHAT = "chat.completions"
     EMBEDDINGS = "embeddings"
     MODELS = "models"
+    RERANK = "rerank"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +153,16 @@ class LlmServerStats:
     # The most tokens (prompt + completion) one chat reply used: what a budget may be
     # passed by per call in flight.
     largest_call_tokens: int = 0
+    # Streamed replies by ``StreamEvent``: a test waits on these for a stream's end.
+    streams: dict[str, int] = field(default_factory=dict)
 
     def count(self, endpoint: Endpoint | str, outcome: Outcome | str | None = None) -> int:
         """Requests to ``endpoint`` with ``outcome``, or with any outcome when it is None."""
         outcomes = self.requests.get(str(endpoint), {})
         return sum(outcomes.values()) if outcome is None else outcomes.get(str(outcome), 0)
+
+    def stream_count(self, event: StreamEvent | str) -> int:
+        return self.streams.get(str(event), 0)
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_kind": self.by_kind, "by_style": self.by_style,
@@ -142,7 +170,7 @@ class LlmServerStats:
                 "completion_tokens": self.completion_tokens,
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
                 "embedding_tokens": self.embedding_tokens,
-                "largest_call_tokens": self.largest_call_tokens}
+                "largest_call_tokens": self.largest_call_tokens, "streams": self.streams}
 
 
 class ServerCounters:
@@ -157,11 +185,16 @@ class ServerCounters:
         self._completion_tokens = 0
         self._embedding_tokens = 0
         self._largest_call_tokens = 0
+        self._streams: dict[str, int] = {}
 
     def record(self, endpoint: Endpoint, outcome: Outcome) -> None:
         with self._lock:
             outcomes = self._requests.setdefault(endpoint.value, {})
             outcomes[outcome.value] = outcomes.get(outcome.value, 0) + 1
+
+    def record_stream(self, event: StreamEvent) -> None:
+        with self._lock:
+            self._streams[event.value] = self._streams.get(event.value, 0) + 1
 
     def record_kind(self, kind: str) -> None:
         with self._lock:
@@ -191,13 +224,14 @@ class ServerCounters:
                 prompt_tokens=self._prompt_tokens,
                 completion_tokens=self._completion_tokens,
                 embedding_tokens=self._embedding_tokens,
-                largest_call_tokens=self._largest_call_tokens)
+                largest_call_tokens=self._largest_call_tokens, streams=dict(self._streams))
 
     def reset(self) -> None:
         with self._lock:
             self._requests.clear()
             self._by_kind.clear()
             self._by_style.clear()
+            self._streams.clear()
             self._prompt_tokens = self._completion_tokens = self._embedding_tokens = 0
             self._largest_call_tokens = 0
 
@@ -261,6 +295,7 @@ class Fault(enum.StrEnum):
     SERVER_ERROR = "500"
     TIMEOUT = "timeout"
     INVALID_JSON = "invalid_json"
+    STREAM_BREAK = "stream_break"  # a streamed reply only; others are sent whole
 
 
 class FaultPicker:
@@ -277,7 +312,8 @@ class FaultPicker:
         for fault, share in ((Fault.RATE_LIMITED, self._config.fail_429),
                              (Fault.SERVER_ERROR, self._config.fail_500),
                              (Fault.TIMEOUT, self._config.fail_timeout),
-                             (Fault.INVALID_JSON, self._config.fail_invalid_json)):
+                             (Fault.INVALID_JSON, self._config.fail_invalid_json),
+                             (Fault.STREAM_BREAK, self._config.fail_stream_break)):
             if point < share:
                 return fault
             point -= share

@@ -1,11 +1,15 @@
 """A local OpenAI-compatible server: the only stand-in for the paid LLM API.
 
 Serves ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models`` in
-OpenAI's shapes (the official ``openai`` client parses them), plus ``GET /_stats`` and
-``POST /_reset`` for tests and benchmarks (``llm_api``). Replies are computed
-deterministically from the prompt (``llm_responses``); latency, per-minute limits and
-faults come from ``LlmServerConfig`` (``llm_limits``). This module runs it: in an event
-loop, in a daemon thread, or standalone.
+OpenAI's shapes (the official ``openai`` client parses them), ``POST /rerank`` and
+``POST /v1/rerank`` in the Cohere and TEI rerank shapes, scored by word overlap
+(``rerank_api``), plus ``GET /_stats`` and ``POST /_reset`` for tests and benchmarks
+(``llm_api``). Replies are computed
+deterministically from the prompt (``llm_responses``), sent whole or, with
+``"stream": true``, as server-sent chunks at a configurable pace (``llm_stream``);
+latency, per-minute limits and faults (mid-stream breaks included) come from
+``LlmServerConfig`` (``llm_limits``). This module runs it: in an event loop, in a
+daemon thread, or standalone.
 
 Usage::
 
@@ -17,6 +21,7 @@ Usage::
 
     python -m hopindex.testing.llm_server --port 8089 --latency-ms 200 --rpm 600
     python -m hopindex.testing.llm_server --reply-styles fenced,prose,think  # or: all
+    python -m hopindex.testing.llm_server --stream-batch-latency-ms 50 --stream-batch-tokens 2
 
 Reply styles (``reply_styles``) make it answer in the forms real providers use: fenced
 or prose-wrapped JSON, reasoning blocks, numbers as strings, cut replies, refused
@@ -111,6 +116,8 @@ class LlmTestServer:
                  tpm=self.config.tokens_per_minute, fail_429=self.config.fail_429,
                  fail_500=self.config.fail_500, fail_timeout=self.config.fail_timeout,
                  fail_invalid_json=self.config.fail_invalid_json, seed=self.config.seed,
+                 stream_batch_tokens=self.config.stream_batch_tokens,
+                 stream_batch_latency_s=self.config.stream_batch_latency_s,
                  reply_styles=[style.value for style in self.config.reply_styles] or ["bare"])
 
     async def close(self) -> None:
@@ -219,6 +226,10 @@ def _parser() -> argparse.ArgumentParser:
                         + ",".join(style.value for style in ReplyStyle)
                         + "), or all; default bare JSON only")
     parser.add_argument("--embedding-dimension", type=int, default=defaults.embedding_dimension)
+    parser.add_argument("--stream-batch-latency-ms", type=float, default=0.0,
+                        help="delay before each batch of a streamed reply")
+    parser.add_argument("--stream-batch-tokens", type=int, default=defaults.stream_batch_tokens,
+                        help="words per batch of a streamed reply")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -231,7 +242,9 @@ def config_from_args(args: argparse.Namespace) -> LlmServerConfig:
         fail_500=args.fail_500, fail_timeout=args.fail_timeout,
         fail_invalid_json=args.fail_invalid_json, seed=args.seed,
         embedding_dimension=args.embedding_dimension,
-        reply_styles=ReplyStyle.parse_list(args.reply_styles))
+        reply_styles=ReplyStyle.parse_list(args.reply_styles),
+        stream_batch_latency_s=args.stream_batch_latency_ms / 1000.0,
+        stream_batch_tokens=args.stream_batch_tokens)
 
 
 async def _serve(config: LlmServerConfig) -> None:

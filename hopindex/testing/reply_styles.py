@@ -13,9 +13,10 @@ Selection (``LlmServerConfig.reply_styles``): each reply picks one style from th
 tuple, deterministically from a hash of the seed and the request's messages, so a run
 repeats and an identical request (a larger-budget retry, a step down in output mode)
 gets the same style. A style listed twice is picked twice as often. The empty tuple is
-:attr:`ReplyStyle.BARE` alone. :attr:`ReplyStyle.FORMAT_REFUSED` and
-:attr:`ReplyStyle.SCHEMA_REFUSED` are not drawn per reply: they are properties of the
-server and, when listed, apply to every request (see :func:`format_refusal`).
+:attr:`ReplyStyle.BARE` alone. :attr:`ReplyStyle.FORMAT_REFUSED`,
+:attr:`ReplyStyle.SCHEMA_REFUSED` and :attr:`ReplyStyle.STREAM_OPTIONS_REFUSED` are not
+drawn per reply: they are properties of the server and, when listed, apply to every
+request (see :func:`format_refusal`, :func:`stream_options_refusal`).
 
 A style with nothing to change in a reply (numbers as strings in a reply without
 numbers, unit scores in a reply without 0-10 scores, a fence around plain text) leaves
@@ -53,6 +54,8 @@ class ReplyStyle(enum.StrEnum):
     REASONING_CONTENT = "reasoning_content"
     FORMAT_REFUSED = "format_refused"
     SCHEMA_REFUSED = "schema_refused"
+    # A server without ``stream_options`` (some OpenAI-compatible ones): a 400 naming it.
+    STREAM_OPTIONS_REFUSED = "stream_options_refused"
     NUMBERS_AS_STRINGS = "numbers_as_strings"
     UNIT_SCORES = "unit_scores"
     NULL_ELEMENTS = "null_elements"
@@ -60,8 +63,8 @@ class ReplyStyle(enum.StrEnum):
 
     @classmethod
     def mixed(cls, *, refusals: bool = True) -> tuple[ReplyStyle, ...]:
-        """Every style, mixed by seed; without the two refusals when ``refusals`` is
-        False (a server that accepts every output mode)."""
+        """Every style, mixed by seed; without the server's refusals when ``refusals``
+        is False (a server that accepts every output mode and ``stream_options``)."""
         return tuple(style for style in cls if refusals or style not in SERVER_STYLES)
 
     @classmethod
@@ -79,7 +82,8 @@ class ReplyStyle(enum.StrEnum):
 
 
 # Properties of the server, applied to every request; never drawn for one reply.
-SERVER_STYLES = frozenset({ReplyStyle.FORMAT_REFUSED, ReplyStyle.SCHEMA_REFUSED})
+SERVER_STYLES = frozenset({ReplyStyle.FORMAT_REFUSED, ReplyStyle.SCHEMA_REFUSED,
+                           ReplyStyle.STREAM_OPTIONS_REFUSED})
 ALL_STYLES = ReplyStyle.mixed()
 
 
@@ -124,6 +128,14 @@ def format_refusal(styles: Sequence[ReplyStyle],
         return (ReplyStyle.SCHEMA_REFUSED, "Invalid parameter: 'response_format' of type "
                 "'json_schema' is not supported with this model.")
     return None
+
+
+def stream_options_refusal(styles: Sequence[ReplyStyle], stream_options: object) -> str | None:
+    """The 400's message when the server refuses a request's ``stream_options``
+    (STREAM_OPTIONS_REFUSED listed and the request carries them); else None."""
+    if stream_options is None or ReplyStyle.STREAM_OPTIONS_REFUSED not in styles:
+        return None
+    return "Unrecognized request argument supplied: stream_options"
 
 
 @dataclass(frozen=True, slots=True)

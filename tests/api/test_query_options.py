@@ -20,11 +20,11 @@ INDEX = "curie"
 
 def test_an_option_the_method_does_not_take_is_refused_locally(
         make_client: ClientFactory) -> None:
-    """naive takes no option: one given is an error naming it (it was ignored); hops
-    names the options it knows; a known one still answers."""
+    """naive takes no option of its own: one given is an error naming it (it was
+    ignored); hops names the options it knows; a known one still answers."""
     client = make_client()
     ingest_documents(client, INDEX, CURIE_CORPUS)
-    with pytest.raises(InvalidInputError, match="it takes none") as refused:
+    with pytest.raises(InvalidInputError, match="it takes none of its own") as refused:
         client.query(INDEX, "Where did Marie Curie work?", method="naive", k=5,
                      options=QueryOptions(params={"condition": "A"}))
     assert refused.value.where == "params.condition"

@@ -165,8 +165,18 @@ def _error_from(exc: urllib.error.HTTPError, names: Mapping[str, str]) -> Hopind
         error = json.loads(exc.read() or b"{}").get("error") or {}
     except (ValueError, AttributeError):
         error = {}
+    if not isinstance(error, dict):
+        error = {}
+    return error_from_answer(exc.code, {"message": str(exc.reason), **error}, names)
+
+
+def error_from_answer(status: int, error: Mapping[str, Any],
+                      names: Mapping[str, str] | None = None) -> HopindexError:
+    """The error an API error body (``{"code", "message", "field"}``) with ``status``
+    stands for: hopindex's own type when the code names one, else ``RemoteApiError``."""
+    names = names or {}
     code = str(error.get("code") or "http_error")
-    message = str(error.get("message") or exc.reason)
+    message = str(error.get("message") or "the API refused the request")
     field = error.get("field")
     # The API names an index ``name`` (the path segment, the create body's field); the
     # client's calls name it ``index``, as a refusal raised in this process does.
@@ -174,15 +184,15 @@ def _error_from(exc: urllib.error.HTTPError, names: Mapping[str, str]) -> Hopind
         message = _without_field_name(message, field)
         field = {**_CLIENT_NAMES, **names}.get(field, field)
     kind = error_type_for(code)
-    if kind is not None and kind.http_status == exc.code:
+    if kind is not None and kind.http_status == status:
         return kind.from_answer(message, where=field)
-    remote = RemoteUnavailableError if exc.code in _RETRYABLE_STATUSES else RemoteApiError
-    return remote(exc.code, code, message, field=field)
+    remote = RemoteUnavailableError if status in _RETRYABLE_STATUSES else RemoteApiError
+    return remote(status, code, message, field=field)
 
 
-def parse_sse(lines: Iterable[bytes]) -> Iterator[Event]:
-    """Events from a server-sent-events body (``data:`` lines holding Event JSON);
-    comments and ``retry:`` lines are skipped; an ``error`` event raises."""
+def sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
+    """``(event name, decoded JSON data)`` of each event of a server-sent-events body;
+    comments, ``id:`` and ``retry:`` lines are skipped."""
     name, data = "", []
     for raw in lines:
         line = raw.decode("utf-8").rstrip("\r\n")
@@ -191,10 +201,16 @@ def parse_sse(lines: Iterable[bytes]) -> Iterator[Event]:
         elif line.startswith("event:"):
             name = line[6:].strip()
         elif not line and data:
-            payload = json.loads("\n".join(data))
-            if name == "error":
-                error = payload.get("error") or {}
-                raise RemoteUnavailableError(0, str(error.get("code", "stream_failed")),
-                                             str(error.get("message", "the stream failed")))
-            yield EventView.model_validate(payload).to_runtime()
+            yield name, json.loads("\n".join(data))
             name, data = "", []
+
+
+def parse_sse(lines: Iterable[bytes]) -> Iterator[Event]:
+    """Events from the event log's stream (``data:`` lines holding Event JSON); an
+    ``error`` event raises."""
+    for name, payload in sse_frames(lines):
+        if name == "error":
+            error = payload.get("error") or {}
+            raise RemoteUnavailableError(0, str(error.get("code", "stream_failed")),
+                                         str(error.get("message", "the stream failed")))
+        yield EventView.model_validate(payload).to_runtime()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from hopindex.api.client.models import (
     DocumentView,
@@ -32,6 +32,7 @@ from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
+    from hopindex.api.client.query_stream import QueryStream
     from hopindex.api.service import Hopindex
     from hopindex.backends.embedder.fast_start import PreparesQueries
     from hopindex.core.events import Event
@@ -366,12 +367,27 @@ class LocalClient(Client):
                                                   method=method)
         return IngestPlanView.model_validate(plan.as_dict())
 
+    @overload
     def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
-              options: QueryOptions | None = None) -> QueryResult:
+              options: QueryOptions | None = None, stream: Literal[False] = False
+              ) -> QueryResult: ...
+
+    @overload
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: Literal[True]) -> QueryStream: ...
+
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: bool = False
+              ) -> QueryResult | QueryStream:
         from dataclasses import replace
 
         options = replace(options or QueryOptions(), k=k)
-        return self.service.query(index, question, method=method, options=options)
+        if not stream:
+            return self.service.query(index, question, method=method, options=options)
+        from hopindex.api.client.query_stream import QueryEvents
+
+        return QueryEvents(lambda listener: self.service.query(
+            index, question, method=method, options=options, listener=listener))
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *, wait: bool = True,
                          job_id: str | None = None, announce: Announce | None = None) -> Job:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, overload
 
 from hopindex.core.budget import BudgetLimits
 from hopindex.readers.options import Reading
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         TransferCounts,
         WebhookInfo,
     )
+    from hopindex.api.client.query_stream import QueryStream
     from hopindex.core.events import Event
     from hopindex.core.models import Job
     from hopindex.core.settings import Settings
@@ -199,12 +200,28 @@ class Client(Protocol):
         """What ``ingest`` would do and cost, with no LLM call and no write."""
         ...
 
+    @overload
     def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
-              options: QueryOptions | None = None) -> QueryResult:
+              options: QueryOptions | None = None, stream: Literal[False] = False
+              ) -> QueryResult: ...
+
+    @overload
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: Literal[True]) -> QueryStream: ...
+
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: bool = False
+              ) -> QueryResult | QueryStream:
         """Ranked passages with provenance (``.passages``), the answer when the method
         gives one (``.answer``), the decision trace, usage and latency. ``options``
-        carries the rest (retrieval, fusion, candidates, method params); its ``k`` is
-        replaced by ``k``."""
+        carries the rest (retrieval, fusion, candidates, method params, ``rerank``);
+        its ``k`` is replaced by ``k``.
+
+        ``stream=True``: the query's events as they come (``query_stream.py``):
+        ``passages``, the answer's text in ``answer.delta`` events, ``usage``, then
+        ``done`` or ``degraded`` with the whole result. A failure raises, before the
+        first event or from the iterator; close the stream (or leave its ``with``
+        block) to stop the answer call."""
         ...
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *,

@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from hopindex.api.client.http_wire import (
     RECONNECT_S,
@@ -30,7 +30,9 @@ from hopindex.api.client.models import (
     WebhookInfo,
 )
 from hopindex.api.client.protocol import DOC_ID, Client, IngestSource
+from hopindex.api.client.query_stream import QueryStream
 from hopindex.api.client.records import records_file, split_source
+from hopindex.api.client.remote_stream import EVENT_STREAM_TYPE, RemoteQueryEvents
 from hopindex.api.client.wire import JobView, QueryResultView
 from hopindex.api.job_waiting import WaitUntil, wait_for_job
 from hopindex.core.budget import BudgetLimits
@@ -51,8 +53,8 @@ POLL_S = 0.5
 _BODY_OPTIONS, _PARAMS = "options.", "params."
 
 
-def _as_param_error(exc: InvalidInputError) -> InvalidInputError:
-    if not exc.where.startswith(_BODY_OPTIONS):
+def _as_param_error(exc: Exception) -> Exception:
+    if not isinstance(exc, InvalidInputError) or not exc.where.startswith(_BODY_OPTIONS):
         return exc
     where = _PARAMS + exc.where.removeprefix(_BODY_OPTIONS)
     what = str(exc).removeprefix(f"{exc.where}: ")
@@ -305,8 +307,18 @@ class RemoteClient(Client):
                              body=body, content_type=content_type) as resp:
             return json.loads(resp.read())
 
+    @overload
     def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
-              options: QueryOptions | None = None) -> QueryResult:
+              options: QueryOptions | None = None, stream: Literal[False] = False
+              ) -> QueryResult: ...
+
+    @overload
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: Literal[True]) -> QueryStream: ...
+
+    def query(self, index: str, question: str, *, method: str | None = None, k: int = 10,
+              options: QueryOptions | None = None, stream: bool = False
+              ) -> QueryResult | QueryStream:
         options = options or QueryOptions()
         payload: dict[str, Any] = {"question": question, "k": k,
                                    "fusion": options.fusion.value}
@@ -321,9 +333,14 @@ class RemoteClient(Client):
                 payload[name] = getattr(options, name)
         if options.params:
             payload["options"] = dict(options.params)
+        path = f"/v1/indexes/{quote(index)}/query"
         try:
-            answer = self._wire.json_call("POST", f"/v1/indexes/{quote(index)}/query",
-                                          payload=payload)
+            if stream:
+                return RemoteQueryEvents(self._wire.open(
+                    "POST", path, body=json.dumps({**payload, "stream": True}).encode(),
+                    content_type="application/json",
+                    headers={"Accept": EVENT_STREAM_TYPE}), _as_param_error)
+            answer = self._wire.json_call("POST", path, payload=payload)
         except InvalidInputError as exc:
             raise _as_param_error(exc) from None
         return QueryResultView.model_validate(answer).to_runtime()

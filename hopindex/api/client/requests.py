@@ -28,6 +28,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationInfo,
     field_validator,
 )
@@ -176,7 +177,14 @@ class QueryRequest(_Request):
     dense_weight: Annotated[NonNegative, Field(description=_WEIGHT)] | None = 1.0
     keyword_weight: Annotated[NonNegative, Field(description=_WEIGHT)] | None = 1.0
     options: dict[str, str | int | float | bool] | None = Field(
-        None, description="the query method's own options (QueryOptions.params)")
+        None, description="the query method's own options (QueryOptions.params), and "
+                          "rerank (on|off), which every method takes")
+    # Strict: a JSON 0 or "yes" is no answer to "stream or not?".
+    stream: StrictBool | None = Field(
+        None, description="true: answer with server-sent events (passages, answer.delta, "
+                          "usage, then done or degraded; error on a failure after the "
+                          "first) instead of one JSON body; default: true when the "
+                          "request accepts text/event-stream")
 
     @field_validator("options", mode="before")
     @classmethod

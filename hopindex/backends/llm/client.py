@@ -11,7 +11,8 @@ replies are asked for in the strongest output mode the provider honours
 (``output_modes.py``) and read leniently (``structured.py``: the JSON wherever the
 model put it, then the caller's parser with item-level tolerance), with one second
 request for a reply that cannot be used: a larger budget when it was cut, else a
-repair. A query's calls run under its deadline (``query_policy.py``). Each step is
+repair. A query's calls run under its deadline (``query_policy.py``). An answer can
+stream, its text handed on as the provider writes it (``streaming.py``). Each step is
 reported to an :class:`LlmObserver` (metrics), when one is given.
 
 What fails here is either the item's fault or the infrastructure's. An invalid
@@ -37,6 +38,7 @@ import openai
 from hopindex.backends.llm.budget import LlmBudget
 from hopindex.backends.llm.budget_gate import BudgetGate
 from hopindex.backends.llm.cache import ResponseCache, cache_key
+from hopindex.backends.llm.cache_use import ObservedCache
 
 # The call's shapes live in chat.py; importers have always found them here.
 from hopindex.backends.llm.chat import (
@@ -50,7 +52,6 @@ from hopindex.backends.llm.chat import (
 )
 from hopindex.backends.llm.credentials import sdk_api_key
 from hopindex.backends.llm.observer import (
-    CacheOperation,
     LlmObserver,
     LlmOutcome,
     NullLlmObserver,
@@ -69,6 +70,13 @@ from hopindex.backends.llm.reachability import Reachability
 from hopindex.backends.llm.reply_json import answer_text
 from hopindex.backends.llm.reply_shapes import ReplyNotes
 from hopindex.backends.llm.retry import full_jitter_s, retry_after_s
+from hopindex.backends.llm.stream_text import OnDelta
+from hopindex.backends.llm.streaming import (
+    CallAttempt,
+    StreamHabits,
+    StreamReader,
+    within_first_delta,
+)
 from hopindex.backends.llm.structured import (
     larger_budget,
     parse_cached,
@@ -106,12 +114,13 @@ class LlmClient:
         self._limiter = limiter
         self._modes = ModeNegotiator(modes or ProcessOutputModes(), settings.output_mode,
                                      base_url=settings.base_url, model=settings.model)
-        self._cache = cache
+        self._replies = ObservedCache(cache, observer or NullLlmObserver())
         self._budget = budget
         self._gate = BudgetGate(budget, settings.prices) if budget is not None else None
         self._observer: LlmObserver = observer or NullLlmObserver()
         self._reach = Reachability(settings.base_url, settings.connect_give_up_s,
                                    backoff_base_s=settings.backoff_base_s)
+        self._stream_habits = StreamHabits()
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=sdk_api_key(settings.api_key), max_retries=0,
@@ -119,8 +128,7 @@ class LlmClient:
 
     async def close(self) -> None:
         await self._client.close()
-        if self._cache is not None:
-            await self._cache.close()
+        await self._replies.close()
         if self._budget is not None:
             await self._budget.close()
         await self._modes.close()
@@ -149,6 +157,13 @@ class LlmClient:
         return await within_deadline(usage.deadline, request.stage,
                                      self._complete_text(request, usage, whole=whole))
 
+    async def stream(self, request: ChatRequest, usage: UsageMeter,
+                     on_delta: OnDelta) -> ChatResult:
+        """``complete``'s reply, its answer handed to ``on_delta`` piece by piece as
+        the provider writes it (a cache hit in one piece); see ``streaming.py``."""
+        return await within_first_delta(usage.deadline, request.stage, on_delta,
+                                        lambda emit: self._stream_text(request, usage, emit))
+
     async def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
                             usage: UsageMeter) -> T:
         """The parsed reply (``structured.py``: the first JSON value in it that
@@ -163,30 +178,53 @@ class LlmClient:
     async def _complete_text(self, request: ChatRequest, usage: UsageMeter, *,
                              whole: bool) -> ChatResult:
         key = self._key(request)
-        cached = await self._cached(request.stage, key)
-        if cached is not None:
-            usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
-            return ChatResult(content=answer_text(cached), prompt_tokens=0,
-                              completion_tokens=0, cached=True)
+        if (cached := await self._cached_text(request, usage, key)) is not None:
+            return cached
         result = await self._call(request, usage)
         if whole and result.truncated and usage.deadline is None:
             self._observer.observe_reply_fix(request.stage, self.settings.model,
                                              ReplyFix.BUDGET_RETRY)
             result = await self._call(replace(request, max_tokens=larger_budget(
                 request.max_tokens, result.completion_tokens)), usage, repair=True)
+        return await self._kept_text(request.stage, key, result)
+
+    async def _stream_text(self, request: ChatRequest, usage: UsageMeter,
+                           on_delta: OnDelta) -> ChatResult:
+        key = self._key(request)
+        if (cached := await self._cached_text(request, usage, key)) is not None:
+            if cached.content:
+                on_delta(cached.content)
+            return cached
+        reader = StreamReader(self._client, request, usage, on_delta, model=self.settings.model,
+                              prices=self.settings.prices, observer=self._observer,
+                              reach=self._reach, habits=self._stream_habits, settle=self._settle)
+        return await self._kept_text(request.stage, key,
+                                     await self._call(request, usage, reader=reader))
+
+    async def _cached_text(self, request: ChatRequest, usage: UsageMeter,
+                           key: str) -> ChatResult | None:
+        cached = await self._replies.read(request.stage, key)
+        if cached is None:
+            return None
+        usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
+        return ChatResult(content=answer_text(cached), prompt_tokens=0, completion_tokens=0,
+                          cached=True)
+
+    async def _kept_text(self, stage: str, key: str, result: ChatResult) -> ChatResult:
+        """A text reply as its answer, cached when it is one."""
         answer = answer_text(result.content)
         # An empty reply is the model failing, not an answer: caching it would make
         # every later run of the same prompt fail the same way for free. Nor is a cut
         # one cached: a later run with a larger budget should get the whole answer.
         if answer and not result.truncated:
-            await self._store(request.stage, key, result.content)
+            await self._replies.write(stage, key, result.content)
         return replace(result, content=answer)
 
     async def _complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
                              usage: UsageMeter) -> T:
         request = replace(request, response_format=ResponseFormat.JSON)
         key = self._key(request)
-        found = parse_cached(request.stage, await self._cached(request.stage, key), parse)
+        found = parse_cached(request.stage, await self._replies.read(request.stage, key), parse)
         if found is not None:
             usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
             self._record_reading(request.stage, usage, found.notes)
@@ -208,7 +246,7 @@ class LlmClient:
             except ReplyShapeError as second:
                 raise ReplyShapeError(f"{second} (after one {second_kind})") from second
         self._record_reading(request.stage, usage, parsed.notes)
-        await self._store(request.stage, key, result.content)
+        await self._replies.write(request.stage, key, result.content)
         return parsed.value
 
     def _record_reading(self, stage: str, usage: UsageMeter, notes: ReplyNotes) -> None:
@@ -220,38 +258,6 @@ class LlmClient:
         if notes.dropped:
             log.info("llm_reply_items_dropped", stage=stage, dropped=notes.dropped,
                      reasons=dict(notes.reasons))
-
-    async def _cached(self, stage: str, key: str) -> str | None:
-        """The cached reply, or None on a miss.
-
-        A cache that cannot answer counts as a miss: the call it would have saved can
-        still be made and gives the same reply, whereas retrying the task would throw
-        away the paid replies of the other calls of its batch (whose writes fail in the
-        same outage) and stall every task on a cache that may be broken for good (a
-        corrupt file). The cost, a repeat of a call already paid for, shows in the
-        log and in ``hopindex_llm_cache_errors_total``.
-        """
-        if self._cache is None:
-            return None
-        try:
-            cached = await self._cache.get_response(key)
-        except BackendError as exc:
-            self._observer.observe_cache_error(stage, CacheOperation.GET)
-            log.warning("llm_cache_read_failed", stage=stage, error=str(exc))
-            return None
-        self._observer.observe_cache(stage, hit=cached is not None)
-        return cached
-
-    async def _store(self, stage: str, key: str, content: str) -> None:
-        """Cache a reply; one that cannot be stored (a full disk, Redis away) is kept by
-        the caller all the same: it was paid for, and it is the right answer."""
-        if self._cache is None:
-            return
-        try:
-            await self._cache.put_response(key, content)
-        except BackendError as exc:
-            self._observer.observe_cache_error(stage, CacheOperation.PUT)
-            log.warning("llm_cache_write_failed", stage=stage, error=str(exc))
 
     async def _settle(self, stage: str, reservation: Reservation, actual_tokens: int) -> None:
         """Reconcile a reservation with what the call used. This is bookkeeping: when
@@ -277,22 +283,23 @@ class LlmClient:
                          response_format=request.response_format.value, seed=request.seed)
 
     async def _call(self, request: ChatRequest, usage: UsageMeter, *,
-                    repair: bool = False) -> ChatResult:
+                    repair: bool = False, reader: StreamReader | None = None) -> ChatResult:
         """One paid request: held against the job's budget first, when it has one.
-        ``repair``: the second request for one reply (counted as such)."""
+        ``repair``: the second request for one reply (counted as such); ``reader``:
+        sent streaming, and read by it."""
         scope = usage.budget
         if scope is None or self._gate is None or not scope.limits.is_limited:
-            return await self._attempts(request, usage, repair=repair)
+            return await self._attempts(request, usage, repair=repair, reader=reader)
         held = await self._gate.hold(request, usage, scope)
         result: ChatResult | None = None
         try:
-            result = await self._attempts(request, usage, repair=repair)
+            result = await self._attempts(request, usage, repair=repair, reader=reader)
             return result
         finally:
             await self._gate.settle(request.stage, scope, held, result)
 
     async def _attempts(self, request: ChatRequest, usage: UsageMeter, *,
-                        repair: bool = False) -> ChatResult:
+                        repair: bool = False, reader: StreamReader | None = None) -> ChatResult:
         model = self.settings.model
         estimate = request.estimated_tokens()
         mode = await self._first_mode(request)
@@ -305,8 +312,8 @@ class LlmClient:
             waited_s += reservation.waited_s
             started = time.perf_counter()
             try:
-                response = await self._client.chat.completions.create(
-                    **self._arguments(request, mode), timeout=self._timeout_s(usage))
+                result = await self._send(request, usage, mode, reader, CallAttempt(
+                    attempt, reservation, waited_s, started, repair))
             except openai.AuthenticationError as exc:
                 self._observe_failure(request, LlmOutcome.UNAUTHORIZED, started)
                 await self._settle(request.stage, reservation, 0)
@@ -351,8 +358,6 @@ class LlmClient:
                 mode, attempt = weaker, attempt - 1
                 continue
             else:
-                result = self._answered(request, usage, response, started=started,
-                                        waited_s=waited_s, attempt=attempt, repair=repair)
                 await self._settle(request.stage, reservation,
                                    result.prompt_tokens + result.completion_tokens)
                 return result
@@ -365,6 +370,17 @@ class LlmClient:
                                   f"{redact_url(self.settings.base_url)} failed "
                                   f"{self.settings.max_attempts} times; last: {last_error}",
                                   retry_after_s=self.settings.backoff_max_s)
+
+    async def _send(self, request: ChatRequest, usage: UsageMeter, mode: OutputMode,
+                    reader: StreamReader | None, attempt: CallAttempt) -> ChatResult:
+        """One attempt's request and its reply: whole, or streamed through ``reader``."""
+        arguments, timeout_s = self._arguments(request, mode), self._timeout_s(usage)
+        if reader is not None:
+            return await reader.read(arguments, timeout_s, attempt)
+        response = await self._client.chat.completions.create(**arguments, timeout=timeout_s)
+        return self._answered(request, usage, response, started=attempt.started,
+                              waited_s=attempt.waited_s, attempt=attempt.number,
+                              repair=attempt.repair)
 
     async def _admitted(self, stage: str, estimate: int) -> Reservation:
         """The rate limiter's admission of one attempt; none, and no reservation, while

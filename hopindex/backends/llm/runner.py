@@ -4,12 +4,14 @@ Tasks and query methods are synchronous, but the client's connection pool and th
 limiter's state belong to one event loop. The runner owns that loop on a daemon
 thread: every caller in the process, from any thread, shares its connections, its
 in-flight cap and (embedded) its rate budget, and one task can keep many calls in
-flight while the limiter paces them.
+flight while the limiter paces them. A streamed answer (``stream``) hands its text to
+the caller's callback on that thread, and stops when the caller's event says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -17,11 +19,22 @@ from typing import Any, TypeVar
 from hopindex.backends.llm.client import ChatRequest, ChatResult, LlmClient
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.budget import BudgetLimits, BudgetStatus
-from hopindex.core.errors import LLM_CALL_FAILURES, ConfigError, HopindexError
+from hopindex.core.errors import (
+    LLM_CALL_FAILURES,
+    ConfigError,
+    HopindexError,
+    QueryCancelledError,
+)
 
 T = TypeVar("T")
 
 _START_TIMEOUT_S = 30.0
+# How often a streamed call's waiter looks at its cancel event: the bound on how late
+# a cancellation is acted on.
+_CANCEL_POLL_S = 0.02
+# How long a cancelled call is given to close its stream and settle its reservations
+# before the caller is told it was cancelled (it goes on closing meanwhile if slower).
+_CANCEL_GRACE_S = 2.0
 
 
 class LlmRunner:
@@ -63,6 +76,23 @@ class LlmRunner:
     def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
                       usage: UsageMeter) -> T:
         return self._run(self._bounded(self._client.complete_json(request, parse, usage)))
+
+    def stream(self, request: ChatRequest, usage: UsageMeter, on_delta: Callable[[str], None],
+               *, cancelled: threading.Event | None = None) -> ChatResult:
+        """``complete``, the answer's text handed to ``on_delta`` as it arrives
+        (``LlmClient.stream``), under the same in-flight cap.
+
+        ``on_delta`` runs on the runner's loop thread, between the reads of the
+        provider's stream and those of every other call in the process: it must be
+        quick and thread-safe (put the piece on a queue, set an event). When
+        ``cancelled`` is set, the call is cancelled within a poll (the provider's stream
+        closed, its reservations settled) and ``QueryCancelledError`` is raised."""
+        if cancelled is not None and cancelled.is_set():
+            raise _cancelled(request.stage)
+        call = self._bounded(self._client.stream(request, usage, on_delta))
+        if cancelled is None:
+            return self._run(call)
+        return self._run_cancellable(call, cancelled, request.stage)
 
     def complete_json_many(self, requests: Sequence[ChatRequest],
                            parse: Callable[[Any], T] | Sequence[Callable[[Any], T]],
@@ -121,15 +151,43 @@ class LlmRunner:
             return await call
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._submit(coroutine).result()
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if self._closed:
             coroutine.close()
             raise ConfigError("the LLM runner is closed")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def _run_cancellable(self, coroutine: Coroutine[Any, Any, T], cancelled: threading.Event,
+                         stage: str) -> T:
+        """``coroutine``'s result, or ``QueryCancelledError`` once ``cancelled`` is set
+        (the coroutine cancelled on the loop, and given a moment to clean up)."""
+        ended = threading.Event()
+
+        async def watched() -> T:
+            try:
+                return await coroutine
+            finally:
+                ended.set()
+
+        future = self._submit(watched())
+        while not cancelled.is_set():
+            if concurrent.futures.wait([future], timeout=_CANCEL_POLL_S).done:
+                return future.result()
+        if not future.cancel():  # it ended meanwhile
+            return future.result()
+        ended.wait(_CANCEL_GRACE_S)
+        raise _cancelled(stage)
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_START_TIMEOUT_S)
         self._loop.close()
+
+
+def _cancelled(stage: str) -> QueryCancelledError:
+    return QueryCancelledError(f"{stage}: the query was cancelled while its answer streamed")
 
 
 def item_failure(error: BaseException) -> HopindexError | None:

@@ -88,6 +88,10 @@ if TYPE_CHECKING:
 METHOD = "bridgerag"
 LABEL_CHARS = 80
 _NO_ENTITIES = ("", "")
+# Hop 1, which picks the bridge, is reranked against the question; the hop-2 pool is
+# not: the bridge-conditioned judge ranks it, and a reader of the question alone would
+# undo the conditioning that is the method's point.
+HOP1_STEP = "hop1"
 T = TypeVar("T")
 
 
@@ -176,7 +180,8 @@ class BridgeRagMethod:
         found = retrieve_candidates(self._context, run.index, run.question,
                                     replace(run.options, k=params.hop1_k,
                                             candidates=candidates, params={}),
-                                    retrieval=retrieval, unit_filter=run.unit_filter)
+                                    retrieval=retrieval, unit_filter=run.unit_filter,
+                                    rerank_step=HOP1_STEP)
         run.timer.add_all(found.phases_s)
         run.record.vector_searches = 1 if "dense" in found.engines else 0
         run.units.update(found.units)

@@ -44,9 +44,10 @@ from hopindex.methods.compactrag.prompts import (
     synthesize_request,
 )
 from hopindex.methods.compactrag.text_replies import parse_synthesis
-from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
+from hopindex.methods.llm_steps import ANSWER_STEP, announce_passages, llm_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
+from hopindex.methods.retrieval.rerank import rerank_scored
 
 DECOMPOSE_STEP = "decompose"
 
@@ -98,7 +99,8 @@ class CompactRagMethod:
                     sub.text, referenced[1] if referenced else None,
                     referenced[0] if referenced else None)
             found = self._retrieve(index, rewritten, settings.top_k, settings.fetch_factor,
-                                   timer, vector=embedded.get(rewritten))
+                                   timer, vector=embedded.get(rewritten),
+                                   step=f"sub-question {sub.index}")
             with timer.phase(QueryPhase.EXTRACT):
                 # Departure (docs/methods.md): the authors' code gives the extractor the
                 # sub-question as decomposed; the rewritten one names what units name.
@@ -114,16 +116,19 @@ class CompactRagMethod:
             trace_steps.append({"index": sub.index, "q": sub.text, "ref": sub.ref,
                                 "rewritten": rewritten, "answer": extracted.text,
                                 "units": [u.unit_id for u, _ in found]})
+        with timer.phase(QueryPhase.EXPAND):
+            hits, units = _interleave(ranked)
+            passages = expand_to_passages(index, hits, units, context.units, options.k,
+                                          documents=context.documents)
+        # The synthesis reply is a JSON object whose answer is read once it is whole: a
+        # streamed query hears the passages now and the answer in one piece at the end.
+        announce_passages(context, passages)
         with timer.phase(QueryPhase.ANSWER):
             final = llm_step(degraded, ANSWER_STEP,
                              lambda: llm.complete(synthesize_request(question, steps), usage))
         synthesis = parse_synthesis(final.content) if final is not None else None
         if synthesis is not None:
             degraded.extend(Degradation(ANSWER_STEP, note) for note in synthesis.degraded)
-        with timer.phase(QueryPhase.EXPAND):
-            hits, units = _interleave(ranked)
-            passages = expand_to_passages(index, hits, units, context.units, options.k,
-                                          documents=context.documents)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=synthesis.answer if synthesis is not None else None,
@@ -137,11 +142,15 @@ class CompactRagMethod:
         return result
 
     def _retrieve(self, index: str, question: str, top_k: int, fetch_factor: int,
-                  timer: PhaseTimer, *, vector: Vector | None = None
+                  timer: PhaseTimer, *, vector: Vector | None = None, step: str
                   ) -> list[tuple[Unit, float]]:
         """The top ``top_k`` QA units for ``question`` (its ``vector`` when already
         embedded), each fact once: of units stating the same question and answer
-        (one per document that states it), the best-scored is kept."""
+        (one per document that states it), the best-scored is kept. A reranked query
+        reads more of them (its top_n) against the rewritten sub-question, which the
+        extractor answers from, and keeps its top ``top_k``."""
+        stage = self._context.rerank
+        wanted = top_k if stage is None else max(top_k, stage.top_n)
         if vector is None:
             with timer.phase(QueryPhase.EMBED):
                 vector = self._context.embedder.embed_query(question)
@@ -164,9 +173,11 @@ class CompactRagMethod:
             if key not in seen:
                 seen.add(key)
                 kept.append((unit, hit.score))
-            if len(kept) == top_k:
+            if len(kept) == wanted:
                 break
-        return kept
+        if stage is None:
+            return kept
+        return rerank_scored(self._context, question, kept, step=step)[:top_k]
 
 
 def _fact_key(unit: Unit) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from hopindex.methods.base import (
 )
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
-from hopindex.methods.retrieval.search import retrieve_candidates
+from hopindex.methods.retrieval.search import RETRIEVAL_STEP, retrieve_candidates
 
 
 class ExtractiveMethod:
@@ -27,7 +27,7 @@ class ExtractiveMethod:
         retrieval = options.retrieval or Retrieval.HYBRID
         timer = PhaseTimer()
         found = retrieve_candidates(self._context, index, question, options,
-                                    retrieval=retrieval)
+                                    retrieval=retrieval, rerank_step=RETRIEVAL_STEP)
         timer.add_all(found.phases_s)
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, found.hits, found.units, self._context.units,

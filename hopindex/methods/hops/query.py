@@ -40,6 +40,7 @@ from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
 _PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
 NAMED_WITHIN = 30
 WALK_STEP = "walk"
+SEED_STEP = "seed"
 
 
 class HopsMethod:
@@ -54,8 +55,11 @@ class HopsMethod:
         context = self._context
         retrieval = options.retrieval or Retrieval.HYBRID
         timer = PhaseTimer()
+        # The seed retrieval is reranked against the question; the walk is not: its
+        # documents are relevant to the bridge, which a reader of the question alone
+        # would push down, undoing what the walk is for.
         found = retrieve_candidates(context, index, question, replace(options, params={}),
-                                    retrieval=retrieval)
+                                    retrieval=retrieval, rerank_step=SEED_STEP)
         timer.add_all(found.phases_s)
         degraded: list[Degradation] = []
         with timer.phase(QueryPhase.EXPAND):

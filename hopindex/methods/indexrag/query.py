@@ -23,7 +23,7 @@ from hopindex.methods.base import (
     SearchContext,
 )
 from hopindex.methods.indexrag.units import METHOD, RETRIEVE_K
-from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
+from hopindex.methods.llm_steps import answer_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import (
     AnswerStyle,
@@ -33,7 +33,7 @@ from hopindex.methods.retrieval.answer import (
 )
 from hopindex.methods.retrieval.expansion import expand_to_passages
 from hopindex.methods.retrieval.kinds import FACTS, preferred_filter
-from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
+from hopindex.methods.retrieval.search import RETRIEVAL_STEP, Candidates, retrieve_candidates
 from hopindex.methods.retrieval.selection import K_BRIDGE, K, balanced_selection
 
 
@@ -88,20 +88,21 @@ class IndexRagMethod:
             page = retrieve_candidates(self._context, index, question,
                                        replace(options, candidates=count),
                                        retrieval=retrieval, unit_filter=unit_filter,
-                                       vector=previous.vector if previous else None)
+                                       vector=previous.vector if previous else None,
+                                       rerank_step=RETRIEVAL_STEP)
             timer.add_all(page.phases_s)
             return page
 
         found, chosen, fetched = selected_from_pages(search, first, limit)
         usage = self._context.query_usage()
         degraded: list[Degradation] = []
-        with timer.phase(QueryPhase.ANSWER):
-            reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                request_for(style, question, [u.text for u in chosen]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = expand_to_passages(index, found.hits[:pool_size], found.units,
                                           self._context.units, options.k,
                                           documents=self._context.documents)
+        with timer.phase(QueryPhase.ANSWER):
+            reply = answer_step(self._context, degraded, llm, request_for(
+                style, question, [u.text for u in chosen]), usage, passages=passages)
         trace = {"retrieval": retrieval.value, "engines": found.engines,
                  "pool": len(found.hits), "candidates": fetched,
                  "selected": [{"unit_id": u.unit_id, "kind": u.kind.value} for u in chosen],

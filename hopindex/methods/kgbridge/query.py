@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,7 @@ from hopindex.methods.kgbridge.query_prompts import (
 from hopindex.methods.kgbridge.reading import Role, WorkingMemory, step_name
 from hopindex.methods.kgbridge.routing import Route, Router, RouteSource
 from hopindex.methods.kgbridge.settings import KgBridgeSettings
-from hopindex.methods.llm_steps import ANSWER_STEP, llm_step, reasoning_step
+from hopindex.methods.llm_steps import ANSWER_STEP, answer_step, reasoning_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import expand_to_passages
 
@@ -106,9 +107,9 @@ class KgBridgeMethod:
         run = _Run(self._context, index, question, settings, llm)
         first = run.plan_round(0, question)
         run.reason()
-        answer = run.answer()
         with run.timer.phase(QueryPhase.EXPAND):
             passages = run.passages(options.k)
+        answer = run.answer(passages)
         result = QueryResult(question=question, method=self.name, index=index,
                              passages=passages, answer=answer,
                              trace=run.trace(first, answer), degraded=run.degraded,
@@ -247,11 +248,10 @@ class _Run:
 
     # --- answer, passages and trace ----------------------------------------------
 
-    def answer(self) -> str | None:
+    def answer(self, passages: Sequence[RankedPassage]) -> str | None:
         with self.timer.phase(QueryPhase.ANSWER):
-            reply = llm_step(self.degraded, ANSWER_STEP, lambda: self.llm.complete(
-                answer_request(self.question, self.memory.lines(), self.findings),
-                self.usage))
+            reply = answer_step(self.context, self.degraded, self.llm, answer_request(
+                self.question, self.memory.lines(), self.findings), self.usage, passages=passages)
         if reply is None:
             return None
         self.answer_truncated = reply.truncated

@@ -10,6 +10,10 @@ from hopindex.core.models import Hit, Unit
 from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.fusion import fuse
+from hopindex.methods.retrieval.rerank import rerank_hits
+
+# The step name of a method's one retrieval of the question, when it is reranked.
+RETRIEVAL_STEP = "retrieval"
 
 
 @dataclass(slots=True)
@@ -28,9 +32,12 @@ class Candidates:
 def retrieve_candidates(context: SearchContext, index: str, question: str,
                         options: QueryOptions, *, retrieval: Retrieval,
                         unit_filter: UnitFilter | None = None,
-                        vector: Vector | None = None) -> Candidates:
+                        vector: Vector | None = None,
+                        rerank_step: str | None = None) -> Candidates:
     """``vector``: the question's embedding when the caller has it already (a further,
-    deeper search for the same question), so it is not embedded again."""
+    deeper search for the same question), so it is not embedded again. ``rerank_step``:
+    the name under which the query's reranker (when it has one) reorders the fused
+    candidates (``retrieval/rerank.py``); None: this retrieval is never reranked."""
     timer = PhaseTimer()
     lists: list[Sequence[Hit]] = []
     weights: list[float] = []
@@ -62,5 +69,8 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
                                                                [h.unit_id for h in hits])}
     # A hit whose unit vanished (deleted between search and load) is dropped, not failed.
     hits = [h for h in hits if h.unit_id in units]
+    if rerank_step is not None:
+        # Timed by the stage itself: its passes are reported once, with the query.
+        hits = rerank_hits(context, question, hits, units, step=rerank_step)
     return Candidates(hits=hits, units=units, phases_s=timer.phases_s, engines=engines,
                       vector=vector)

@@ -30,9 +30,11 @@ from hopindex.methods.base import (
     RankedPassage,
     SearchContext,
 )
-from hopindex.methods.llm_steps import ANSWER_STEP, llm_step
+from hopindex.methods.llm_steps import answer_step
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.answer import answer_request
+from hopindex.methods.retrieval.rerank import rerank_scored
+from hopindex.methods.retrieval.search import RETRIEVAL_STEP
 from hopindex.methods.sirerag.prompts import paper_answer_request
 from hopindex.methods.sirerag.propositions import METHOD
 from hopindex.methods.sirerag.trees import PLANS, Tree, passages_beneath, plan_key
@@ -117,13 +119,16 @@ class SiReRagMethod:
             vector = np.asarray(context.embedder.embed_query(question), dtype=np.float32)
         with timer.phase(QueryPhase.DENSE_SEARCH):
             nodes = self._search(index, vector, top_k, pool)
+        # The nodes are the answer's contexts: the reranker reads them against the
+        # question, and their order is the context's and the provenance's.
+        nodes = rerank_scored(context, question, nodes, step=RETRIEVAL_STEP)
         usage = context.query_usage()
         degraded: list[Degradation] = []
-        with timer.phase(QueryPhase.ANSWER):
-            reply = llm_step(degraded, ANSWER_STEP, lambda: llm.complete(
-                ask(question, [u.text for u, _ in nodes]), usage))
         with timer.phase(QueryPhase.EXPAND):
             passages = self._provenance(index, vector, nodes, options.k)
+        with timer.phase(QueryPhase.ANSWER):
+            reply = answer_step(context, degraded, llm, ask(
+                question, [u.text for u, _ in nodes]), usage, passages=passages)
         result = QueryResult(
             question=question, method=self.name, index=index, passages=passages,
             answer=reply.content.strip() if reply is not None else None,

@@ -21,6 +21,8 @@ method's) own test class provides; subclassing it, with a name pytest collects
 - ``event_log.EventLogContract``: an ``EventLog`` (``log``, ``reopen_log`` and the id
   hooks its docstring names).
 - ``embedder.EmbedderContract``: an ``Embedder`` backend.
+- ``reranker.RerankerContract``: a ``Reranker`` (``reranker`` fixture, reporting to the
+  suite's ``observer``).
 - ``response_cache.ResponseCacheContract``: an LLM ``ResponseCache``.
 - ``rate_limiter.RateLimiterContract``: an LLM ``RateLimiter``.
 - ``query_method.QueryMethodContract``: every registered query method, over indexes
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from hopindex.testing.contracts.keyword_index import KeywordIndexContract
     from hopindex.testing.contracts.query_method import QueryMethodContract
     from hopindex.testing.contracts.rate_limiter import RateLimiterContract
+    from hopindex.testing.contracts.reranker import RerankerContract
     from hopindex.testing.contracts.response_cache import ResponseCacheContract
     from hopindex.testing.contracts.state_store import StateStoreContract
     from hopindex.testing.contracts.vector_store import VectorStoreContract
@@ -65,6 +68,7 @@ _MODULES = {
     "KeywordIndexContract": "keyword_index",
     "QueryMethodContract": "query_method",
     "RateLimiterContract": "rate_limiter",
+    "RerankerContract": "reranker",
     "ResponseCacheContract": "response_cache",
     "StateStoreContract": "state_store",
     "VectorStoreContract": "vector_store",
@@ -72,7 +76,8 @@ _MODULES = {
 
 __all__ = ["EmbedderContract", "EventLogContract", "GroupsContract", "IndexMethodContract",
            "KeywordIndexContract", "QueryMethodContract", "RateLimiterContract",
-           "ResponseCacheContract", "StateStoreContract", "VectorStoreContract"]
+           "RerankerContract", "ResponseCacheContract", "StateStoreContract",
+           "VectorStoreContract"]
 
 # pytest rewrites the asserts of test modules only: registered before the contract
 # modules are imported, theirs report the values compared too.

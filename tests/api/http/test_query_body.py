@@ -41,7 +41,8 @@ def error(response: Any, status: int) -> dict[str, Any]:
     ({"options": {"walk": "off"}}, "method", "belong to one query method: name it"),
     ({"method": "hops", "options": {"alpha": 0.2}}, "options.alpha",
      "for method 'hops'; known: named, walk"),
-    ({"method": "naive", "options": {"condition": "A"}}, "options.condition", "it takes none"),
+    ({"method": "naive", "options": {"condition": "A"}}, "options.condition",
+     "it takes none of its own (rerank is every method's)"),
     ({"method": "bridgerag", "options": {"alfa": 0.2}}, "options.alfa",
      "known: condition, extraction, bridges, alpha"),
 ])

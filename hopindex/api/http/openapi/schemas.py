@@ -30,6 +30,7 @@ from hopindex.api.client.models import (
     TransferCounts,
     WebhookInfo,
 )
+from hopindex.api.client.query_stream import AnswerDeltaView, PassagesEventView, QueryEventType
 from hopindex.api.client.requests import (
     NOT_BLANK,
     BudgetRequest,
@@ -39,11 +40,12 @@ from hopindex.api.client.requests import (
     QueryRequest,
     RejectLink,
 )
-from hopindex.api.client.wire import EventView, JobView, QueryResultView
+from hopindex.api.client.wire import EventView, JobView, QueryResultView, QueryUsageView
 from hopindex.api.http.event_tokens import EVENT_TOKEN_TTL_S, TOKEN_PARAM, TOKEN_PATTERN
 from hopindex.api.http.sse import StreamMode
 from hopindex.api.http.uploads import OnError
 from hopindex.api.method_options import option_schemas
+from hopindex.api.query_platform import PLATFORM_OPTIONS
 from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.models import Stage, UnitKind
 from hopindex.core.settings import Settings
@@ -248,6 +250,19 @@ SERVER_SENT_EVENT = obj({
              "contentSchema": {"anyOf": [ref("Event"), ref("Error")]}},
 })
 
+# One frame of a streamed query (``"stream": true``): the event's type and its data as
+# JSON; no id (a query is not resumed).
+QUERY_SERVER_SENT_EVENT = obj({
+    "event": {"type": "string", "enum": [*(t.value for t in QueryEventType), "error"],
+              "description": "passages first; answer.delta pieces of the answer; usage; then "
+                             "done, or degraded when a step degraded (both: the whole "
+                             "result, whose answer stands); error ends a query that failed "
+                             "after its first event"},
+    "data": {"type": "string", "contentMediaType": "application/json",
+             "contentSchema": {"anyOf": [ref("QueryPassages"), ref("AnswerDelta"),
+                                         ref("QueryUsage"), ref("QueryResult"), ref("Error")]}},
+}, ("event", "data"))
+
 EVENT_TOKEN = obj({
     "token": {"type": "string", "pattern": TOKEN_PATTERN,
               "description": "pass as ?token= on GET /v1/events with index set to this index"},
@@ -280,7 +295,7 @@ def query_request(settings: Settings) -> dict[str, Schema]:
     found = model_schemas({"QueryRequest": QueryRequest}, "validation")
     schema = found["QueryRequest"]
     schema["properties"]["question"]["maxLength"] = settings.api_max_query_chars
-    schemas = option_schemas()
+    schemas = option_schemas(settings)
     schema["properties"]["options"] = or_null(_options(schemas))
     # One engine may be silenced, not both.
     schema["not"] = {"required": ["dense_weight", "keyword_weight"],
@@ -288,8 +303,9 @@ def query_request(settings: Settings) -> dict[str, Schema]:
     if schemas:
         # Options belong to a query method that takes them, named explicitly: an index's
         # default query method may take none.
-        schema["if"] = {"required": ["options"],
-                        "properties": {"options": {"type": "object", "minProperties": 1}}}
+        # (Options of its own: the platform's, rerank, are any method's.)
+        schema["if"] = {"required": ["options"], "properties": {"options": {
+            "type": "object", "not": {"propertyNames": {"enum": list(PLATFORM_OPTIONS)}}}}}
         schema["then"] = {"required": ["method"],
                           "properties": {"method": {"enum": sorted(schemas)}}}
         # Each method's options are its own schema's, not any method's.
@@ -329,7 +345,8 @@ def model_components(settings: Settings) -> dict[str, Schema]:
                          # "Document" is the record an ingest body holds.
                          "StoredDocument": DocumentView}),
         **model_schemas({"Job": JobView, "Event": EventView,
-                         "QueryResult": QueryResultView}),
+                         "QueryResult": QueryResultView, "QueryPassages": PassagesEventView,
+                         "AnswerDelta": AnswerDeltaView, "QueryUsage": QueryUsageView}),
     }
     # Which methods need an LLM is the server's to say: it offers those only with one.
     graft(found["CreateIndex"], method=or_null(index_methods(settings)))
@@ -367,6 +384,7 @@ def components(settings: Settings) -> dict[str, Any]:
             "Error": ERROR, "Document": DOCUMENT,
             # A frame of the stream, not a record: its data is an Event as JSON text.
             "ServerSentEvent": SERVER_SENT_EVENT, "EventToken": EVENT_TOKEN,
+            "QueryServerSentEvent": QUERY_SERVER_SENT_EVENT,
             "Readiness": READINESS,
             "OnError": enum_of(OnError), "StreamMode": enum_of(StreamMode),
         },

@@ -258,10 +258,17 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
         "/v1/indexes/{name}/query": {
             "parameters": [INDEX_PARAM],
             "post": _op("Query an index", {
-                **_ok(200, "answer, ranked passages with provenance, trace, usage; a "
-                           "query whose LLM failed or missed its deadline "
-                           "(HOPINDEX_QUERY_LLM_DEADLINE_S) is still a 200, with answer "
-                           "null and the step in degraded", ref("QueryResult")),
+                "200": {"description": "answer, ranked passages with provenance, trace, "
+                                       "usage; a query whose LLM failed or missed its "
+                                       "deadline (HOPINDEX_QUERY_LLM_DEADLINE_S) is still a "
+                                       "200, with answer null and the step in degraded. "
+                                       "With \"stream\": true (or Accept: text/event-stream): "
+                                       "server-sent events, passages first, then the "
+                                       "answer's text as it is written (comment lines keep "
+                                       "the connection alive); an error before the first "
+                                       "event is answered as JSON with its status",
+                        "content": {**_json(ref("QueryResult")),
+                                    EVENT_STREAM_TYPE: {"schema": ref("QueryServerSentEvent")}}},
                 **_errors(404, 413, 415, 422)}, body=_json(ref("QueryRequest"))),
         },
         "/v1/indexes/{name}/export": {
