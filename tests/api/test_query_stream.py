@@ -251,11 +251,16 @@ def test_a_reader_that_leaves_stops_the_models_stream(
 
 def test_http_refuses_before_the_stream_as_json(
         api: tuple[str, LlmTestServer, LocalClient]) -> None:
-    """A query refused before its first event is an ordinary JSON error with its status:
-    an unknown index a 404, a bad option a 400 naming options.NAME (Accept alone asks
-    for the stream too); the remote SDK raises the same types."""
+    """Accept alone asks for the stream; a query refused before its first event is an
+    ordinary JSON error with its status: an unknown index a 404, a bad option a 400
+    naming options.NAME; the remote SDK raises the same types."""
     url, _, _ = api
     headers = {"Authorization": f"Bearer {KEYS['read']}", "Accept": "text/event-stream"}
+    with requests.post(f"{url}/v1/indexes/plain/query", headers=headers, stream=True,
+                       json={"question": QUESTION, "method": "extractive"},
+                       timeout=30) as streamed:
+        assert streamed.headers["Content-Type"].startswith("text/event-stream")
+        assert [n for n, _ in sse_events(streamed)] == ["passages", "usage", "done"]
     missing = requests.post(f"{url}/v1/indexes/nowhere/query", headers=headers,
                             json={"question": QUESTION}, timeout=30)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"

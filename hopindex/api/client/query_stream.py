@@ -119,8 +119,8 @@ class StreamListener:
 
 
 class QueryStream(Protocol):
-    """A streamed query's events, in order; ``close`` stops it (thread-safe: a reader
-    blocked on the next event is let go once the query has stopped)."""
+    """A streamed query's events, in order; ``close`` stops it: the answer call ends,
+    and so does the iteration."""
 
     def __iter__(self) -> Iterator[QueryEvent]: ...
 

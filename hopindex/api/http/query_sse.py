@@ -111,7 +111,7 @@ class QueryEventWriter:
             await response.prepare(self._request)
             await self._write_all(response, first)
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             log.info("query_stream_client_gone")
         finally:
             ctx.streams.open -= 1
