@@ -82,7 +82,8 @@ _hooks = _Hooks()
 
 
 def _prometheus_observer() -> LlmObserver:
-    # Imported when the first LLM client opens: prometheus_client is not free.
+    # Imported when the first LLM client opens (prometheus_client is not free), unless
+    # install_task_hooks imported it already, as a worker does before it forks.
     from hopindex.monitoring.llm import PrometheusLlmObserver
 
     return PrometheusLlmObserver()
