@@ -32,14 +32,10 @@ from hopindex.methods.retrieval.rerank import (
 PLATFORM_OPTIONS: Mapping[str, dict[str, Any]] = {RERANK: RERANK_OPTION}
 
 
-def reranker_configured(settings: Settings) -> bool:
-    return bool(settings.rerank_url or settings.rerank_model_path)
-
-
 def platform_options(settings: Settings | None = None) -> dict[str, dict[str, Any]]:
     """The platform's options as a server with ``settings`` takes them: without a
     reranker configured, ``rerank`` can only be ``off``."""
-    if settings is None or reranker_configured(settings):
+    if settings is None or settings.rerank_enabled:
         return dict(PLATFORM_OPTIONS)
     return {RERANK: {**RERANK_OPTION, "enum": [RerankMode.OFF.value],
                      "description": "off only: no reranker is configured on this server "
@@ -50,7 +46,7 @@ def rerank_stage_for(settings: Settings, params: Mapping[str, ParamValue],
                      open_reranker: Callable[[], Reranker | None]) -> RerankStage | None:
     """The query's reranker stage, or None when it is not reranked (``rerank=off``, or
     no reranker configured). ``rerank=on`` without one is refused, naming the option."""
-    if rerank_mode_of(params, configured=reranker_configured(settings)) is RerankMode.OFF:
+    if rerank_mode_of(params, configured=settings.rerank_enabled) is RerankMode.OFF:
         return None
     reranker = open_reranker()
     if reranker is None:  # configured, so opened: a settings reader would have refused

@@ -120,7 +120,6 @@ class QueryEventWriter:
 
     async def _write_all(self, response: web.StreamResponse, item: Item) -> None:
         keepalive_s = self._ctx.settings.api_sse_keepalive_s
-        written_at = time.monotonic()
         while item is not _END:
             if isinstance(item, QueryEvent):
                 await response.write(frame(item))
