@@ -112,12 +112,6 @@ def install_task_hooks(settings: Settings, runtime_source: Callable[[], Runtime]
     use_observer(_prometheus_observer)
     use_embedding_observer(_prometheus_embedding_observer)
     use_rerank_observer(_prometheus_rerank_observer)
-    if _hooks.metrics:
-        # Imported here, in the worker before its pool forks: a child must never import
-        # them on its LLM client's loop thread, where a module its parent was importing
-        # when it forked stays locked for good (the client would never open).
-        import hopindex.monitoring.llm
-        import hopindex.monitoring.rerank  # noqa: F401  # imported for the reason above
     with _hooks.lock:
         if _hooks.connected:
             return

@@ -30,6 +30,7 @@ from hopindex.methods.registry import load_settings
 from hopindex.monitoring.tasks import install_task_hooks
 from hopindex.scheduler.task_names import PHASE_TASKS, QUERY_TASK, REAP
 from hopindex.workers.base import HopindexTask, process_runtime
+from hopindex.workers.preload import preload_task_modules
 from hopindex.workers.queues import ENGINE_QUEUE, ENGINE_TASK, Queue
 
 TASK_MODULES = (
@@ -214,8 +215,12 @@ def _log_level(loglevel: int | str | None) -> LogLevel | None:
 
 def _worker_init(options: dict[str, Any] | None = None, **_: Any) -> None:
     """A worker's first moment, before Celery checks its privileges (a warning) or sets
-    up logging: hopindex's logging from here on, so no line escapes the format."""
+    up logging: hopindex's logging from here on, so no line escapes the format. Then,
+    before the pool starts, the modules its tasks would import on first use
+    (workers/preload.py)."""
     _setup_logging(loglevel=(options or {}).get("loglevel"))
+    queues = (options or {}).get("queues")
+    preload_task_modules(queues.split(",") if isinstance(queues, str) else queues)
 
 
 signals.setup_logging.connect(_setup_logging, weak=False,
