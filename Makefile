@@ -84,6 +84,8 @@ bench: setup
 	$(PY) benchmarks/hung_llm_query.py
 	$(PY) benchmarks/indexrag_pipeline.py
 	$(PY) benchmarks/stream_ttft.py
+	$(PY) benchmarks/batch_mode.py
+	$(PY) benchmarks/ingest_multiplier.py --limit 1500
 	$(PY) benchmarks/distributed_ingest.py
 	$(PY) benchmarks/one_machine.py
 	$(PY) benchmarks/sirerag_clustering.py

@@ -15,6 +15,7 @@ from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_index_jobs import rebuild, repair
 from hopindex.api.cli_indexes import indexes
 from hopindex.api.cli_jobs import jobs
+from hopindex.api.cli_llm_mode import llm_mode_option
 from hopindex.api.cli_mcp import mcp
 from hopindex.api.cli_methods import (
     MethodName,
@@ -57,9 +58,9 @@ def main(api_url: str | None, width: int | None) -> None:
 
     Exit codes: 0 ok, 1 internal error, 2 usage, 3 partial success (some
     documents failed, the rest landed), 65 bad input, 66 not found, 69 service
-    unavailable, 75 try again later (index busy, job cancelled or paused on its LLM
-    budget), 77 API key refused, 78 configuration, 130 interrupted. Errors go to
-    stderr as one line, or as one JSON object with --json.
+    unavailable, 75 try again later (index busy, job cancelled, paused on its LLM
+    budget or waiting on the provider's batches), 77 API key refused, 78 configuration,
+    130 interrupted. Errors go to stderr as one line, or as one JSON object with --json.
     """
     console.configure(width)
 
@@ -109,6 +110,7 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
               help="Pause the job before an LLM call would take its cost past X, at the "
                    "prices set (HOPINDEX_LLM_PRICE_*). Replaces the index's default cost "
                    "limit.")
+@llm_mode_option
 @click.option("--split-by", type=click.Choice([s.value for s in SplitBy]),
               default=SplitBy.SECTION.value, show_default=True,
               help="How PDF, HTML, DOCX and Markdown files become documents: one per "
@@ -122,8 +124,9 @@ def quickstart(index: str, n_questions: int, as_json: bool) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @handle_errors
 def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: bool,
-           dry_run: bool, max_llm_tokens: str | None, max_cost: str | None, split_by: str,
-           include: tuple[str, ...], exclude: tuple[str, ...], paths: tuple[Path, ...]) -> None:
+           dry_run: bool, max_llm_tokens: str | None, max_cost: str | None,
+           llm_mode: str | None, split_by: str, include: tuple[str, ...],
+           exclude: tuple[str, ...], paths: tuple[Path, ...]) -> None:
     """Ingest files and folders into INDEX: PDF (text layer), HTML, DOCX, Markdown and
     text files, each recognised by its content and split into documents by its
     structure, and JSON/JSONL records (also gzipped: .jsonl.gz, .ndjson.gz, .json.gz).
@@ -140,24 +143,25 @@ def ingest(index: str, quiet: bool, as_json: bool, method: str | None, no_wait: 
     limits = limits_from_flags(max_llm_tokens, max_cost)
     reading = Reading(split_by=SplitBy(split_by), include=include, exclude=exclude)
     if dry_run:
-        _dry_run(index, method, paths, reading, as_json=as_json)
+        _dry_run(index, method, paths, reading, llm_mode, as_json=as_json)
         return
     with open_client(engines=True) as client:
         run_and_report(client, index,
                        lambda announce: client.ingest(index, list(paths), method=method,
                                                       wait=not no_wait, limits=limits,
-                                                      reading=reading, announce=announce),
+                                                      reading=reading, llm_mode=llm_mode,
+                                                      announce=announce),
                        quiet=quiet, as_json=as_json, no_wait=no_wait)
 
 
-def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], reading: Reading, *,
-             as_json: bool) -> None:
+def _dry_run(index: str, method: str | None, paths: tuple[Path, ...], reading: Reading,
+             llm_mode: str | None, *, as_json: bool) -> None:
     from hopindex.api.render_plan import print_plan
 
     # Here, writes nothing on disk: not even the state file of a data dir not made yet.
     with open_client(engines=True, planning=True) as client:
-        plan = client.plan_ingest(index, list(paths), method=method,
-                                  reading=reading).as_dict()
+        plan = client.plan_ingest(index, list(paths), method=method, reading=reading,
+                                  llm_mode=llm_mode).as_dict()
     print_plan(plan, as_json=as_json)
     documents = plan["documents"]
     usable = documents["new"] + documents["changed"] + documents["unchanged"]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from hopindex.backends.embedder.fast_start import PreparesQueries
     from hopindex.core.budget import BudgetLimits
     from hopindex.core.models import Job
-    from hopindex.core.settings import Settings
+    from hopindex.core.settings import LlmMode, Settings
     from hopindex.readers.options import Reading
     from hopindex.scheduler.writers import Announce
 
@@ -37,10 +37,12 @@ class CliIndexes(Indexes, Protocol):
     """``client.indexes`` as the commands drive it: a job run here is told ``announce``
     (both clients take it; a server's jobs are announced by no one here)."""
 
-    def repair_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def repair_index(self, name: str, *, wait: bool = True,
+                     llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                      announce: Announce | None = None) -> Job: ...
 
-    def rebuild_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def rebuild_index(self, name: str, *, wait: bool = True,
+                      llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                       announce: Announce | None = None) -> Job: ...
 
 
@@ -62,8 +64,8 @@ class CliClient(Client, Protocol):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               reading: Reading | None = None, job_id: str | None = None,
-               announce: Announce | None = None) -> Job: ...
+               reading: Reading | None = None, llm_mode: LlmMode | str | None = None,
+               job_id: str | None = None, announce: Announce | None = None) -> Job: ...
 
     def delete_documents(self, index: str, doc_ids: Sequence[str], *, wait: bool = True,
                          job_id: str | None = None, announce: Announce | None = None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from hopindex.api.cli_context import open_client
+from hopindex.api.cli_llm_mode import LLM_MODE_FLAG, llm_mode_option
 from hopindex.api.cli_support import handle_errors, print_outstanding, run_and_report
 from hopindex.core.models import JobKind
 
@@ -26,14 +27,16 @@ def index_job(check_help: str) -> Callable[[Command], click.Command]:
                 click.option("--no-wait", is_flag=True,
                              help="With workers: print the job id and return without "
                                   "waiting. Without: exit 75 at once, instead of waiting, "
-                                  "when another job of the index has not ended."))):
+                                  "when another job of the index has not ended."),
+                llm_mode_option)):
             function = option(function)
         return click.command()(handle_errors(function))
     return decorate
 
 
 @index_job("Only show the index's status and what it is missing; redo nothing.")
-def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
+def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool,
+           llm_mode: str | None) -> None:
     """Redo INDEX's outstanding work, with no new input: documents not fully indexed
     (a failed or cancelled job's) and items that failed for good (a phase's groups).
 
@@ -42,11 +45,12 @@ def repair(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -
     outstanding; the job says why), 66 when there is no such index.
     """
     _run_job(index, JobKind.REPAIR, check=check, quiet=quiet, as_json=as_json,
-             no_wait=no_wait)
+             no_wait=no_wait, llm_mode=llm_mode)
 
 
 @index_job("Only show the index's status and how stale its trees are; build nothing.")
-def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) -> None:
+def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool,
+            llm_mode: str | None) -> None:
     """Build INDEX's trees again (the levels phases its method builds only on request)
     over its documents as they are now, with no new input.
 
@@ -56,12 +60,15 @@ def rebuild(index: str, check: bool, quiet: bool, as_json: bool, no_wait: bool) 
     behind another unfinished job of the index, or exits 75 with --no-wait.
     """
     _run_job(index, JobKind.REBUILD, check=check, quiet=quiet, as_json=as_json,
-             no_wait=no_wait)
+             no_wait=no_wait, llm_mode=llm_mode)
 
 
 def _run_job(index: str, kind: JobKind, *, check: bool, quiet: bool, as_json: bool,
-             no_wait: bool) -> None:
-    """Show the index's status (``check``), or submit the job and report it."""
+             no_wait: bool, llm_mode: str | None) -> None:
+    """Show the index's status (``check``), or submit the job (in ``llm_mode``: None,
+    the index's default) and report it."""
+    if check and llm_mode is not None:
+        raise click.UsageError(f"{LLM_MODE_FLAG} goes with the job, not with --check")
     with open_client(engines=True) as client:
         if check:
             print_outstanding(index, client.indexes.describe_index(index, verify=True)
@@ -70,5 +77,6 @@ def _run_job(index: str, kind: JobKind, *, check: bool, quiet: bool, as_json: bo
         submit = (client.indexes.repair_index if kind is JobKind.REPAIR
                   else client.indexes.rebuild_index)
         run_and_report(client, index,
-                       lambda announce: submit(index, wait=not no_wait, announce=announce),
+                       lambda announce: submit(index, wait=not no_wait, llm_mode=llm_mode,
+                                               announce=announce),
                        quiet=quiet, as_json=as_json, no_wait=no_wait)

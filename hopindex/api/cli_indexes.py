@@ -1,6 +1,7 @@
-"""``hopindex indexes list|describe|budget|delete``: the indexes that exist, what one
-holds and whether it is complete, the default LLM budget of its jobs, and dropping one;
-locally or through a server (``--api``), printed alike either way."""
+"""``hopindex indexes list|describe|budget|llm-mode|delete``: the indexes that exist,
+what one holds and whether it is complete, the default LLM budget and LLM mode of its
+jobs, and dropping one; locally or through a server (``--api``), printed alike either
+way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import click
 from hopindex.api.budgets import COST_FLAG, TOKENS_FLAG, limits_from_flags
 from hopindex.api.cli_context import open_client
 from hopindex.api.cli_errors import USAGE, print_error
+from hopindex.api.cli_llm_mode import print_llm_mode
 from hopindex.api.cli_support import handle_errors
 from hopindex.api.render_indexes import (
     print_budget,
@@ -19,12 +21,14 @@ from hopindex.api.render_indexes import (
     print_described,
     print_indexes,
 )
+from hopindex.core.llm_modes import CHOICES
 
 
 @click.group()
 def indexes() -> None:
     """The indexes: list them, describe one (documents, units per kind, whether it is
-    complete and what it is missing), set the LLM budget of its jobs, delete one."""
+    complete and what it is missing), set the LLM budget and LLM mode of its jobs,
+    delete one."""
 
 
 @indexes.command(name="list")
@@ -107,6 +111,31 @@ def indexes_budget(max_llm_tokens: str | None, max_cost: str | None, clear: bool
         view = (client.indexes.set_budget(name, limits) if change
                 else client.indexes.get_budget(name))
     print_budget(view.as_dict(), as_json=as_json)
+
+
+@indexes.command(name="llm-mode")
+@click.option("--clear", is_flag=True, help="Remove the index's default LLM mode.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object, {"index", "llm_mode", "effective"}: the fields of GET '
+                   "/v1/indexes/NAME/llm-mode.")
+@click.argument("name")
+@click.argument("mode", required=False, type=click.Choice(CHOICES))
+@handle_errors
+def indexes_llm_mode(clear: bool, as_json: bool, name: str, mode: str | None) -> None:
+    """Show index NAME's default LLM mode, or set it to MODE: how each later job of the
+    index (ingest, repair, rebuild) that names none with --llm-mode makes its LLM calls.
+    sync: one request at a time; batch: through the provider's Batch API, about half
+    the price, results within its completion window.
+
+    Without a default of its own, an index's jobs run in HOPINDEX_LLM_MODE (sync unless
+    set). Jobs already created keep their mode. Exits 66 when there is no such index.
+    """
+    if clear and mode is not None:
+        raise click.UsageError("--clear removes the default LLM mode; it takes no MODE")
+    with open_client() as client:
+        view = (client.indexes.set_llm_mode(name, mode) if clear or mode is not None
+                else client.indexes.get_llm_mode(name))
+    print_llm_mode(view.as_dict(), as_json=as_json)
 
 
 def confirm_delete(described: dict[str, Any], *, as_json: bool) -> None:

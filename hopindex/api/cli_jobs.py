@@ -66,6 +66,6 @@ def jobs(index: str | None, limit: int, as_json: bool, follow: bool,
             print_jobs(client.jobs.list_jobs(index, limit), as_json=as_json)
             return
         if as_json:
-            click.echo(json.dumps(job.as_dict(), indent=2))
+            click.echo(json.dumps(job.view(), indent=2))
         else:
             render_job(console, job, max_errors=1000)

@@ -24,6 +24,7 @@ from hopindex.api.cli_errors import (
     print_error,
 )
 from hopindex.api.exit_codes import ExitCode, Outcome, job_outcome
+from hopindex.api.render_batches import waiting_line
 from hopindex.api.render_pause import pause_lines, pause_notice, resume_command
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, JobState, Stage
@@ -73,7 +74,7 @@ def report_job(job: Job, *, as_json: bool, max_errors: int = 20) -> None:
     from hopindex.api.render import render_job
 
     if as_json:
-        click.echo(json.dumps(job.as_dict(), indent=2))
+        click.echo(json.dumps(job.view(), indent=2))
     else:
         render_job(console, job, max_errors=max_errors)
     outcome = job_outcome(job)
@@ -93,6 +94,9 @@ def job_failure(job: Job, outcome: Outcome) -> str:
     if outcome.code == "job_paused":
         return (f"job {job.job_id} paused: {job.reason or 'no reason recorded'}; resume "
                 f"with: {resume_command(job)}")
+    if outcome.code == "job_waiting_on_provider":
+        return (f"job {job.job_id} is {waiting_line(job)}; it goes on by itself once the "
+                f"results are in: follow it with `hopindex jobs {job.job_id} --follow`")
     verb = "was cancelled" if outcome.code == "job_cancelled" else "failed"
     return f"job {job.job_id} {verb}: {job.reason or outcome.reason or 'no reason recorded'}"
 
@@ -121,7 +125,7 @@ def run_and_report(client: CliClient, index: str, submit: Callable[[Announce], J
     with follow_newest_job(client.jobs, index, err_console, enabled=show, watch=watch):
         job = submit(announcer(as_json=as_json))
     if detached:
-        click.echo(json.dumps(job.as_dict(), indent=2) if as_json else job.job_id)
+        click.echo(json.dumps(job.view(), indent=2) if as_json else job.job_id)
         return
     report_job(job, as_json=as_json)
 
@@ -170,16 +174,17 @@ def announce_resume(job: Job, *, as_json: bool) -> None:
 
 def print_jobs(found: list[Job], *, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps([j.as_dict() for j in found], indent=2))
+        click.echo(json.dumps([j.view() for j in found], indent=2))
         return
     for job in found:
         budget = (f" budget: {budget_text(job.budget.as_dict())}"
                   if job.budget.is_limited else "")
         paused = f" paused: {job.reason}" if job.state is JobState.PAUSED else ""
+        waiting = f" {line}" if (line := waiting_line(job)) is not None else ""
         console.print(f"{job.job_id}  {job.kind.value:<7} {job.index:<16} "
                       f"{job.state.value:<10} {job.progress()['percent']:5.1f}% "
-                      f"{step_progress(job)} errors={len(job.errors)}{budget}{paused}",
-                      markup=False, soft_wrap=True)
+                      f"{step_progress(job)} errors={len(job.errors)}{budget}{paused}"
+                      f"{waiting}", markup=False, soft_wrap=True)
 
 
 def step_progress(job: Job) -> str:

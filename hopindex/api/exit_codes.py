@@ -85,18 +85,25 @@ def nothing_deleted(job: Job) -> bool:
     return job.kind is JobKind.DELETE and validate.total > 0 and validate.done == 0
 
 
+# How a job in one of these states ends the command that waited for it.
+_BY_STATE = {
+    JobState.FAILED: Outcome(ExitCode.UNAVAILABLE, "job_failed"),
+    JobState.CANCELLED: Outcome(ExitCode.TEMPORARY, "job_cancelled"),
+    # Not finished: the job waits on its LLM budget, and a resume (the same job, later)
+    # carries it on.
+    JobState.PAUSED: Outcome(ExitCode.TEMPORARY, "job_paused"),
+    # Not finished either: its LLM requests are with the provider's Batch API, and the
+    # job goes on by itself once their results are in (within the completion window).
+    JobState.WAITING_ON_PROVIDER: Outcome(ExitCode.TEMPORARY, "job_waiting_on_provider"),
+}
+
+
 def job_outcome(job: Job) -> Outcome:
     """How a command that waited for ``job`` ends: the job's own outcome."""
     if input_refused(job):
         return Outcome(ExitCode.DATA_ERROR, "input_refused")
-    if job.state is JobState.FAILED:
-        return Outcome(ExitCode.UNAVAILABLE, "job_failed")
-    if job.state is JobState.CANCELLED:
-        return Outcome(ExitCode.TEMPORARY, "job_cancelled")
-    # Not finished: the job waits on its LLM budget, and a resume (the same job, later)
-    # carries it on.
-    if job.state is JobState.PAUSED:
-        return Outcome(ExitCode.TEMPORARY, "job_paused")
+    if job.state in _BY_STATE:
+        return _BY_STATE[job.state]
     if nothing_deleted(job):
         return Outcome(ExitCode.NOT_FOUND, "not_found")
     return _with_errors(job) if job.errors else Outcome(ExitCode.OK, "ok")

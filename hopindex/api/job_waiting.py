@@ -30,7 +30,8 @@ class WaitUntil(enum.StrEnum):
     # Succeeded, failed or cancelled.
     FINAL = "final"
     # Final, or paused on its LLM budget: nothing more happens until a resume, so a
-    # follower that does not run the job itself stops there.
+    # follower that does not run the job itself stops there. A job waiting on the
+    # provider's batches is not settled: it goes on by itself once they are in.
     SETTLED = "settled"
 
     def reached(self, job: Job) -> bool:

@@ -1,5 +1,6 @@
-"""A terminal progress bar that follows a job record while its tasks run, and what a
-follower does when the job pauses on its LLM budget."""
+"""A terminal progress bar that follows a job record while its tasks run (and, in batch
+mode, while its requests wait at the provider), and what a follower does when the job
+pauses on its LLM budget."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ from rich.progress import (
 )
 
 from hopindex.api.job_waiting import POLL_S, JobReader, WaitUntil, wait_for_job
+from hopindex.api.render_batches import lines_done
 from hopindex.core.models import Job, JobState, Stage
 
 # Validation is done before the job starts; finalize is one step. The rest (each
 # phase of the index's method, and embedding) get a bar as the job meets them.
 _HIDDEN = (Stage.VALIDATE.value, Stage.FINALIZE.value)
+# The bar of a job's lines at the provider's Batch API, once it sent a batch: a job
+# waiting on the provider moves no phase bar for hours, and this one says why.
+PROVIDER_BAR = "provider batches"
 
 
 def _bars(console: Console) -> Progress:
@@ -43,6 +48,11 @@ def _stage_updater(progress: Progress) -> Callable[[Job], None]:
                 bars[stage] = progress.add_task(stage, total=None)
             progress.update(bars[stage], total=counts.total or None,
                             completed=counts.done + counts.failed + counts.skipped)
+        if job.provider_batches:
+            if PROVIDER_BAR not in bars:
+                bars[PROVIDER_BAR] = progress.add_task(PROVIDER_BAR, total=None)
+            done, total, _ = lines_done(job.provider_batches)
+            progress.update(bars[PROVIDER_BAR], total=total or None, completed=done)
 
     return update
 

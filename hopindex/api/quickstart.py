@@ -41,7 +41,7 @@ class QuickstartRun:
     report: EvalReport
 
     def as_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "sample": SAMPLE, "ingest": self.job.as_dict(),
+        return {"index": self.index, "sample": SAMPLE, "ingest": self.job.view(),
                 "units": {kind.value: n for kind, n in sorted(self.units.items())},
                 "questions": [{**a.result.as_dict(), "gold_answer": a.gold_answer,
                                "gold_passages": a.gold_passages, "gold_found": a.gold_found}

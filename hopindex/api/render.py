@@ -12,7 +12,9 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from hopindex.api.budgets import budget_text
+from hopindex.api.render_batches import render_batches
 from hopindex.api.render_estimate import render_estimate
+from hopindex.api.render_multiplier import render_multiplier
 from hopindex.api.render_pause import pause_lines
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job
@@ -56,6 +58,8 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
     if job.embedding.tokens:
         console.print(f"embedding: {job.embedding.requests} requests, {job.embedding.tokens} "
                       f"tokens{cost_text(job.embedding.cost)}", markup=False)
+    render_batches(console, job)
+    render_multiplier(console, job)
     render_estimate(console, job)
     # Reasons and failures unwrapped (soft_wrap): a file path or a reason broken at the
     # console's width (80 columns when piped) cannot be searched for or copied.

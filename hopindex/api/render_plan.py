@@ -1,6 +1,7 @@
 """How an ingest dry run prints: the documents line, one table row per phase, how each
-phase was planned, which estimate the tokens are, the validation errors; or the plan
-as JSON."""
+phase was planned, which estimate the tokens are, the cost in all at the synchronous
+and the batch prices and the mode the ingest would run in, the validation errors; or
+the plan as JSON."""
 
 from __future__ import annotations
 
@@ -34,6 +35,32 @@ def _cost(cost: float | None, planning: str) -> str:
     if cost is None:
         return "-"
     return f"<= {cost_figure(cost)}" if planning == "bound" else cost_figure(cost)
+
+
+# Where the mode the ingest would run in comes from (core/llm_modes.py ModeSource).
+_MODE_FROM = {"request": "--llm-mode", "index": "the index's default (`indexes llm-mode`)",
+              "settings": "HOPINDEX_LLM_MODE"}
+
+
+def mode_lines(plan: dict[str, Any]) -> list[str]:
+    """The LLM cost in all at both prices (when priced), and the mode the ingest would
+    run in (when a phase calls an LLM): ``IngestPlanView``'s ``llm_cost`` and
+    ``llm_mode``. A server older than these sends neither: no lines."""
+    lines = []
+    cost = plan.get("llm_cost")
+    if cost:
+        bound = "<= " if cost["bound"] else ""
+        left_out = (f"; not counted: {', '.join(cost['left_out'])} (not planned)"
+                    if cost["left_out"] else "")
+        lines.append(f"LLM cost: {bound}{cost_figure(cost['sync'])} synchronous, "
+                     f"{bound}{cost_figure(cost['batch'])} in batch mode "
+                     f"({cost['batch_discount']:.0%} off){left_out}")
+    calls_llm = any(phase["planning"] != "no_llm" for phase in plan["phases"])
+    if "llm_mode" in plan and calls_llm:
+        source = _MODE_FROM.get(str(plan.get("llm_mode_from")), "")
+        lines.append(f"LLM mode: the ingest would run in {plan['llm_mode']} mode"
+                     + (f" ({source})" if source else ""))
+    return lines
 
 
 def render_plan(out: Console, plan: dict[str, Any]) -> None:
@@ -70,6 +97,8 @@ def render_plan(out: Console, plan: dict[str, Any]) -> None:
         out.print(f"{phase['phase']}: {phase['basis']}", markup=False)
     for basis in sorted(notes):
         out.print(f"tokens ({basis}): {TOKEN_NOTES[basis]}", markup=False)
+    for line in mode_lines(plan):
+        out.print(line, markup=False)
     embedding = plan.get("embedding")
     if embedding:
         priced_at = ("" if embedding["cost"] is None

@@ -30,10 +30,11 @@ from hopindex.core.errors import (
     QueryCancelledError,
 )
 from hopindex.core.ids import validate_index_name
+from hopindex.core.llm_modes import with_index_mode
 from hopindex.core.logging import configure_logging
 from hopindex.core.memory import limit_malloc_arenas
 from hopindex.core.models import Document, Job, UnitKind
-from hopindex.core.settings import Settings
+from hopindex.core.settings import LlmMode, Settings
 from hopindex.core.text import unstorable_field
 from hopindex.methods.base import AnswerListener, QueryOptions, QueryResult, SearchContext
 from hopindex.methods.registry import (
@@ -107,42 +108,50 @@ class Hopindex:
     # -- ingest and delete ------------------------------------------------------------
     def ingest_paths(self, index: str, paths: Sequence[Path], method: str | None = None,
                      budget: BudgetLimits | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
-                     announce: Announce | None = None, reading: Reading | None = None) -> Job:
+                     announce: Announce | None = None, reading: Reading | None = None,
+                     llm_mode: LlmMode | None = None) -> Job:
         """``reading``: how document files split, and which files of a folder are read."""
         validate_index_name(index)
         read = read_paths(paths, options=read_options(self.settings, reading))
         return self.ingest_documents(index, read.documents, read.errors, method=method,
-                                     budget=budget, wait=wait, announce=announce)
+                                     budget=budget, wait=wait, announce=announce,
+                                     llm_mode=llm_mode)
 
     def ingest_documents(self, index: str, documents: Sequence[RawDocument],
                          read_errors: Sequence[ReadError] = (), method: str | None = None,
                          *, job_id: str | None = None, budget: BudgetLimits | None = None,
-                         wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
-                         ) -> Job:
+                         wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                         llm_mode: LlmMode | None = None) -> Job:
         """Ingest into ``index``; a new index is built with the index method ``method``
         (default: the registry's ``default_index_method``, which depends on whether an
         LLM is configured). ``job_id`` lets a caller that runs this in the background
         know the job before the call returns. ``budget`` caps the job's LLM spend (None:
         the index's default budget); past it the job pauses until resumed. ``wait``: what
         a job behind another of its index does (scheduler/writers.py); ``announce`` is
-        told each job it waits behind."""
+        told each job it waits behind. ``llm_mode``: how its LLM calls are made (None:
+        the index's default mode, else HOPINDEX_LLM_MODE)."""
         return submit_ingest(self.runtime, index, documents, read_errors, method=method,
-                             job_id=job_id, budget=budget, wait=wait, announce=announce)
+                             job_id=job_id, budget=budget, wait=wait, announce=announce,
+                             llm_mode=llm_mode)
 
     def plan_ingest_paths(self, index: str, paths: Sequence[Path],
-                          method: str | None = None, *, reading: Reading | None = None
-                          ) -> IngestPlan:
+                          method: str | None = None, *, reading: Reading | None = None,
+                          llm_mode: LlmMode | None = None) -> IngestPlan:
         """What ``ingest_paths`` would do and cost, computed without an LLM call or a write."""
         validate_index_name(index)
         read = read_paths(paths, options=read_options(self.settings, reading))
-        return self.plan_ingest_documents(index, read.documents, read.errors, method=method)
+        return self.plan_ingest_documents(index, read.documents, read.errors, method=method,
+                                          llm_mode=llm_mode)
 
     def plan_ingest_documents(self, index: str, documents: Sequence[RawDocument],
                               read_errors: Sequence[ReadError] = (),
-                              method: str | None = None) -> IngestPlan:
+                              method: str | None = None, *,
+                              llm_mode: LlmMode | None = None) -> IngestPlan:
         """The dry run of ``ingest_documents`` (scheduler/dry_run.py): documents new,
-        changed, unchanged and invalid, and each phase's LLM calls and tokens."""
-        return plan_ingest(self.runtime, index, documents, read_errors, method=method)
+        changed, unchanged and invalid, each phase's LLM calls and tokens, the cost at
+        the synchronous and the batch prices, and the mode the job would run in."""
+        return plan_ingest(self.runtime, index, documents, read_errors, method=method,
+                           llm_mode=llm_mode)
 
     def delete_documents(self, index: str, doc_ids: Sequence[str],
                          job_id: str | None = None, *, wait: WaitPolicy = WaitPolicy.WAIT,
@@ -152,21 +161,22 @@ class Hopindex:
                              announce=announce)
 
     def repair_index(self, index: str, job_id: str | None = None, *,
-                     wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
-                     ) -> Job:
+                     wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                     llm_mode: LlmMode | None = None) -> Job:
         """Redo the index's outstanding work: documents not fully indexed and items that
         failed for good (see scheduler/outstanding.py), with no new input."""
         self.require_index(index)
-        return submit_repair(self.runtime, index, job_id=job_id, wait=wait, announce=announce)
+        return submit_repair(self.runtime, index, job_id=job_id, wait=wait, announce=announce,
+                             llm_mode=llm_mode)
 
     def rebuild_index(self, index: str, job_id: str | None = None, *,
-                      wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
-                      ) -> Job:
+                      wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                      llm_mode: LlmMode | None = None) -> Job:
         """Build again the index's levels phases built only on request (a global tree),
         over its documents as they are now, with no new input (scheduler/rebuild.py)."""
         self.require_index(index)
         return submit_rebuild(self.runtime, index, job_id=job_id, wait=wait,
-                              announce=announce)
+                              announce=announce, llm_mode=llm_mode)
 
     def outstanding(self, index: str, *, verify: bool = False) -> Outstanding:
         """The index's status (ready, building, partial), what it is missing, and how
@@ -295,6 +305,13 @@ class Hopindex:
         the default is removed)."""
         self.require_index(index)
         return set_index_budget(self.backends.state, index, budget)
+
+    def set_index_llm_mode(self, index: str, mode: LlmMode | None) -> IndexInfo:
+        """The mode every later job of ``index`` runs in when it names none (None: the
+        index's default is removed, and HOPINDEX_LLM_MODE applies)."""
+        info = self.require_index(index)
+        return self.backends.state.set_index_options(index, with_index_mode(info.options,
+                                                                            mode))
 
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]:
         return self.backends.state.list_jobs(index, limit)

@@ -255,6 +255,7 @@ def build_llm_client(settings: Settings) -> LlmClient:
         max_attempts=settings.llm_max_attempts, backoff_base_s=settings.llm_backoff_base_s,
         backoff_max_s=settings.llm_backoff_max_s, output_mode=settings.llm_output_mode,
         connect_give_up_s=settings.llm_connect_give_up_s,
+        batch_discount=settings.llm_batch_discount,
         prices=LlmPrices(input_per_mtok=settings.llm_price_input_per_mtok,
                          output_per_mtok=settings.llm_price_output_per_mtok))
     shared_url = settings.shared_redis_url(settings.llm_limiter_url)

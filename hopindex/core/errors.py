@@ -231,6 +231,16 @@ class LlmAuthenticationError(ConfigError):
     code, http_status = "llm_refused", 502
 
 
+class LlmBatchUnavailableError(ConfigError):
+    """The LLM provider does not offer the Batch API (its ``/v1/files`` or
+    ``/v1/batches`` is not there): batch mode cannot be used at that base URL."""
+
+
+class LlmBatchFailedError(PermanentStageError):
+    """The provider failed a batch at validation (its ``errors`` name the input lines):
+    sending the same lines again cannot help."""
+
+
 class LlmOutputError(PermanentStageError):
     """The model's reply did not have the expected shape, even after one repair attempt."""
 

@@ -11,7 +11,10 @@ from typing import Any
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.job_progress import overall_percent, step_percents
+from hopindex.core.provider_batches import ProviderBatch
 from hopindex.core.redact import redact_text
+from hopindex.core.settings import LlmMode
+from hopindex.core.token_multiplier import multiplier_record
 
 
 class UnitKind(enum.StrEnum):
@@ -79,6 +82,10 @@ class JobState(enum.StrEnum):
     # stay outstanding on the job, and a resume drives them on. Neither final nor
     # stopping, and never stalled: nothing is expected of a paused job until then.
     PAUSED = "paused"
+    # Its LLM work is with the provider's Batch API (core/provider_batches.py): no
+    # worker holds it, a poller looks at its batches and sends its tasks again when
+    # their results are in. Not stalled, and it holds its index like a running job.
+    WAITING_ON_PROVIDER = "waiting_on_provider"
     SUCCEEDED = "succeeded"
     # Finished, but some work items failed for good: they are recorded on the index
     # as outstanding, and the next ingest or a repair of the index re-plans them.
@@ -290,6 +297,12 @@ def total_usage(usages: Iterable[LlmUsage]) -> LlmUsage:
     return total
 
 
+def _optional_count(value: Any) -> int | None:
+    # A stored record's count, or None where it has none (null, or a record from before
+    # the count was kept).
+    return None if value is None else int(value)
+
+
 @dataclass(slots=True)
 class Job:
     job_id: str
@@ -305,6 +318,11 @@ class Job:
     # What the embed steps asked of a remote embedding provider (empty for a local
     # model); apart from ``llm``, whose figures are the chat calls alone.
     embedding: EmbeddingUsage = field(default_factory=EmbeddingUsage)
+    # Tokens of the documents the job's LLM phases work on, as it read them (the dry
+    # run's estimate of their text, scheduler/dry_run_tokens.py): what ``llm`` is
+    # divided by for its multiplier (core/token_multiplier.py). None: a job that runs no
+    # LLM method, a delete, or a record from before it was counted.
+    corpus_tokens: int | None = None
     # Groups (bridges, tree nodes, ...) a groups or levels phase rebuilt or removed.
     groups_rebuilt: int = 0
     groups_removed: int = 0
@@ -353,6 +371,9 @@ class Job:
     # the ids it deletes), which any process can then start it from; -1: none kept,
     # the process that submitted it starts it (no broker) or it started at once.
     staged: int = -1
+    # How its index-time LLM calls are made, and the provider batches it sent.
+    llm_mode: LlmMode = LlmMode.SYNC
+    provider_batches: list[ProviderBatch] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         progress = self.progress()
@@ -369,6 +390,8 @@ class Job:
             "llm": {**self.llm_total.as_dict(),
                     "stages": {stage: u.as_dict() for stage, u in sorted(self.llm.items())}},
             "embedding": self.embedding.as_dict(),
+            "corpus_tokens": self.corpus_tokens,
+            "token_multiplier": multiplier_record(self.llm_total, self.llm, self.corpus_tokens),
             "groups_rebuilt": self.groups_rebuilt,
             "groups_removed": self.groups_removed,
             "phases": dict(self.phases),
@@ -391,7 +414,16 @@ class Job:
             "waits_for": self.waits_for,
             "queue_position": self.queue_position,
             "staged": self.staged,
+            "llm_mode": self.llm_mode.value,
+            "provider_batches": [b.as_dict() for b in self.provider_batches],
         }
+
+    def view(self) -> dict[str, Any]:
+        """The job as its readers get it (the HTTP API, ``--json``, the MCP tools): the
+        record, each provider batch as a person follows it (``ProviderBatch.view``),
+        without its requests' keys and waiting tasks, which run to thousands."""
+        return {**self.as_dict(),
+                "provider_batches": [b.view() for b in self.provider_batches]}
 
     def progress(self) -> dict[str, Any]:
         """How far each step is (items finished, whatever their outcome, of its total)
@@ -439,6 +471,7 @@ class Job:
             llm={stage: LlmUsage.from_dict(u)
                  for stage, u in data["llm"].get("stages", {}).items()},
             embedding=EmbeddingUsage.from_dict(data.get("embedding", {})),
+            corpus_tokens=_optional_count(data.get("corpus_tokens")),
             groups_rebuilt=int(data.get("groups_rebuilt", 0)),
             groups_removed=int(data.get("groups_removed", 0)),
             phases={str(k): str(v) for k, v in data.get("phases", {}).items()},
@@ -461,6 +494,9 @@ class Job:
             waits_for=str(data.get("waits_for", "")),
             queue_position=int(data.get("queue_position", 0)),
             staged=int(data.get("staged", -1)),
+            llm_mode=LlmMode(data.get("llm_mode", LlmMode.SYNC.value)),
+            provider_batches=[ProviderBatch.from_dict(b)
+                              for b in data.get("provider_batches", [])],
         )
 
 

@@ -62,6 +62,15 @@ class RefreshPolicy(enum.StrEnum):
     FORCE = "true"  # refresh at once (tests); costly under sustained writes
 
 
+class LlmMode(enum.StrEnum):
+    """How a job's index-time LLM calls are made."""
+
+    SYNC = "sync"  # one request at a time, as the rate limits allow
+    # Through the provider's Batch API: about half the price, done within the
+    # completion window; the job waits on the provider without holding a worker.
+    BATCH = "batch"
+
+
 class LogLevel(enum.StrEnum):
     DEBUG = "debug"
     INFO = "info"
@@ -166,6 +175,18 @@ class Settings:
     # What the provider charges per million embedding (input) tokens; unset records
     # tokens only. Local embedders report no tokens: their cost is the machine's.
     embedding_price_per_mtok: float | None = None
+    # Index-time LLM calls (backends/llm/batch_calls.py): the default of jobs whose
+    # request and index name none. A provider's Batch API answers within its completion
+    # window (24 h) at a discount off the prices above (OpenAI: 50%); a phase with fewer items
+    # than llm_batch_min_items is not worth a batch and runs synchronously.
+    llm_mode: LlmMode = LlmMode.SYNC
+    llm_batch_discount: float = 0.5
+    llm_batch_min_items: int = 20
+    # How often a waiting job's batches are looked at (the poller's period).
+    llm_batch_poll_interval_s: float = 30.0
+    # A line that failed or expired is sent again in the next batch, up to this many
+    # batches in all; then its item fails, for a repair to redo.
+    llm_batch_max_rounds: int = 3
 
     # The reranker between retrieval and the answer (backends/rerank/): a /rerank
     # service at rerank_url (the full endpoint URL) or a local cross-encoder folder at
@@ -388,6 +409,12 @@ class Settings:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 or more")
         if self.progress_event_interval_s < 0:
             raise ConfigError(f"{_PREFIX}PROGRESS_EVENT_INTERVAL_S must be 0 or more")
+        if not self.llm_batch_poll_interval_s > 0:
+            raise ConfigError(f"{_PREFIX}LLM_BATCH_POLL_INTERVAL_S must be a positive number "
+                              "of seconds")
+        for name in ("llm_batch_min_items", "llm_batch_max_rounds"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_PREFIX}{name.upper()} must be 1 or more")
         if self.task_time_limit_s >= self.visibility_timeout_s:
             # A task still running when its message becomes visible again gets a
             # second copy while the first runs (celery/celery #5935).
@@ -505,6 +532,11 @@ class Settings:
                     or not math.isfinite(price) or price < 0):
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be a price of 0 or more per "
                                   f"million tokens, got {price!r}")
+        discount = self.llm_batch_discount
+        if (isinstance(discount, bool) or not isinstance(discount, int | float)
+                or not 0 <= discount < 1):
+            raise ConfigError(f"{_PREFIX}LLM_BATCH_DISCOUNT must be a share from 0 up to "
+                              f"(not including) 1, got {discount!r}")
         if (self.llm_price_input_per_mtok is None) != (self.llm_price_output_per_mtok is None):
             # One price alone would report a part of the bill as the whole of it.
             raise ConfigError(f"set both {_PREFIX}LLM_PRICE_INPUT_PER_MTOK and "

@@ -6,6 +6,9 @@ by every job on its record, not only the last: a first ingest, later ingests of 
 documents, deletes, repairs, rebuilds. Its cost is their sum, and says how many jobs of
 each kind it summed.
 
+Beside the tokens, the ingestion multiplier: each phase's prompt, completion and total
+LLM tokens per token of the corpus the summed jobs read (core/token_multiplier.py).
+
 Pure: built from job records and the phase names, so a report can be checked on
 hand-built jobs. The job record is imported for type checking only; the CLI imports
 this module on every start.
@@ -17,6 +20,12 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from hopindex.core.token_multiplier import (
+    TokenMultiplier,
+    multiplier_text,
+    token_multiplier,
+)
 
 if TYPE_CHECKING:
     from hopindex.core.models import Job
@@ -79,6 +88,10 @@ class BuildCost:
     # How many jobs of each kind (ingest, delete, repair, rebuild) the figures sum;
     # empty in reports written before builds were summed.
     jobs: dict[str, int] = field(default_factory=dict)
+    # Tokens of the documents the summed jobs read (``Job.corpus_tokens``); None when
+    # any of them did not count its own (a method without an LLM, a job or a report from
+    # before they were counted): a sum missing some would inflate the multiplier.
+    corpus_tokens: int | None = None
 
     def total(self) -> PhaseCost:
         total = PhaseCost(phase="total")
@@ -88,6 +101,10 @@ class BuildCost:
 
     def phase(self, name: str) -> PhaseCost | None:
         return next((p for p in self.phases if p.phase == name), None)
+
+    def multiplier(self, phase: PhaseCost) -> TokenMultiplier | None:
+        """``phase``'s (or the total's) LLM tokens per corpus token; None unknown."""
+        return token_multiplier(phase, self.corpus_tokens)
 
     @property
     def jobs_summed(self) -> int:
@@ -113,7 +130,20 @@ class BuildCost:
                    wall_s=data["wall_s"], job_id=data.get("job_id"),
                    job_state=data.get("job_state"),
                    phases=[PhaseCost.from_dict(p) for p in data.get("phases", [])],
-                   jobs={str(k): int(v) for k, v in data.get("jobs", {}).items()})
+                   jobs={str(k): int(v) for k, v in data.get("jobs", {}).items()},
+                   corpus_tokens=data.get("corpus_tokens"))
+
+
+# The kinds of job that read documents and count them (scheduler/corpus.py); a delete
+# reads none, though the groups it rebuilds may call the LLM.
+_READING_KINDS = frozenset({"ingest", "repair", "rebuild"})
+
+
+def _corpus_of(jobs: Sequence[Job]) -> int | None:
+    counted = [job.corpus_tokens for job in jobs if job.kind.value in _READING_KINDS]
+    if not counted or any(tokens is None for tokens in counted):
+        return None
+    return sum(tokens for tokens in counted if tokens is not None)
 
 
 def _phase_of(job: Job, name: str, kind: str) -> PhaseCost:
@@ -149,30 +179,37 @@ def build_cost(index_method: str, index: str, *, source: BuildSource, documents:
     if jobs:
         cost.job_id, cost.job_state = jobs[-1].job_id, jobs[-1].state.value
     cost.phases = list(summed.values())
+    cost.corpus_tokens = _corpus_of(jobs)
     return cost
 
 
-BUILD_HEADER = ("index method", "index", "build", "docs", "wall s", "phase", "done",
-                "skipped", "failed", "LLM calls", "prompt tok", "compl tok", "cache hits")
+# The last three: the multiplier, LLM tokens per corpus token (``corpus tok``).
+BUILD_HEADER = ("index method", "index", "build", "docs", "corpus tok", "wall s", "phase",
+                "done", "skipped", "failed", "LLM calls", "prompt tok", "compl tok",
+                "cache hits", "prompt/corpus", "compl/corpus", "total/corpus")
 
 
-def _phase_cells(phase: PhaseCost) -> list[str]:
+def _phase_cells(build: BuildCost, phase: PhaseCost) -> list[str]:
+    multiplier = build.multiplier(phase)
+    figures = ([multiplier.prompt, multiplier.completion, multiplier.total]
+               if multiplier is not None else [])
     return [phase.phase, str(phase.done), str(phase.skipped), str(phase.failed),
             str(phase.llm_calls), str(phase.prompt_tokens), str(phase.completion_tokens),
-            str(phase.cache_hits)]
+            str(phase.cache_hits), *([multiplier_text(f) for f in figures] or ["-"] * 3)]
 
 
 def build_rows(builds: Sequence[BuildCost]) -> list[list[str]]:
     """Each build's phases, then its total; the build's own cells on its first row only."""
     rows: list[list[str]] = []
     for build in builds:
+        corpus = "-" if build.corpus_tokens is None else str(build.corpus_tokens)
         first = [build.index_method, build.index, build.described, str(build.documents),
-                 f"{build.wall_s:.2f}"]
+                 corpus, f"{build.wall_s:.2f}"]
         blank = [""] * len(first)
         for n, phase in enumerate(build.phases):
-            rows.append([*(first if n == 0 else blank), *_phase_cells(phase)])
+            rows.append([*(first if n == 0 else blank), *_phase_cells(build, phase)])
         # Items of different phases (documents, bridge entities) do not add up.
-        total = _phase_cells(build.total())
+        total = _phase_cells(build, build.total())
         total[1:4] = [""] * 3
         rows.append([*(blank if build.phases else first), *total])
     return rows

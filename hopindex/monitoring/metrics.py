@@ -35,6 +35,11 @@ TOKEN_BUCKETS = (0.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000
                  64000.0)
 TASK_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
                   1800.0)
+# LLM tokens per corpus token of one job's phase: a cheap completion (0.05x) up to the
+# prompt side of phases that send each document many times (peers publish 5.7-12x per
+# ingest in all).
+MULTIPLIER_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
+                      50.0, 100.0)
 
 
 # -- LLM client (observer: monitoring/llm.py) ----------------------------------------
@@ -135,6 +140,23 @@ DOCUMENTS_INGESTED = Counter(
     "hopindex_documents_ingested",
     "Documents of finished jobs: indexed, unchanged (skipped), failed, or deleted.",
     ["index", "outcome"])
+# The ingestion multiplier (monitoring/ingest_multiplier.py), once per finished job of
+# an LLM method. The two counters move together at that moment, so their ratio over any
+# window is the multiplier of the jobs that finished in it.
+INGEST_TOKEN_MULTIPLIER = Histogram(
+    "hopindex_ingest_token_multiplier",
+    "LLM tokens one finished job spent per token of the corpus it read, by index method, "
+    "phase and kind (prompt or completion).",
+    ["method", "phase", "kind"], buckets=MULTIPLIER_BUCKETS)
+INGEST_CORPUS_TOKENS = Counter(
+    "hopindex_ingest_corpus_tokens",
+    "Tokens of the documents finished jobs of an LLM index method read (0.25 per "
+    "character, the dry run's estimate), by index method.", ["method"])
+INGEST_LLM_TOKENS = Counter(
+    "hopindex_ingest_llm_tokens",
+    "LLM tokens of finished jobs that counted their corpus, by index method, phase and "
+    "kind: over hopindex_ingest_corpus_tokens_total, the multiplier over time.",
+    ["method", "phase", "kind"])
 
 # -- webhooks (scheduler/webhook_delivery.py) ---------------------------------------------
 WEBHOOK_DELIVERIES = Counter(

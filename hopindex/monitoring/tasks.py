@@ -6,7 +6,8 @@ worker, or the submitting process in eager mode), so tasks carry no metric code:
 - ``task_prerun``: binds ``job_id``, ``index`` and ``stage`` to structlog's context
   (every log line of the run carries them) and counts the run in progress;
 - ``task_postrun``: the run's duration and outcome (succeeded, failed, retried);
-  after a job's ``finalize``, its documents by outcome, once per job;
+  after a job's ``finalize``, its documents by outcome and its ingestion multiplier
+  (monitoring/ingest_multiplier.py), each once per job;
 - ``task_failure`` / ``task_retry``: the error type that failed or retried a run.
 
 The stage label is a phase task's phase (``indexrag.stage1``: a set fixed by the
@@ -45,6 +46,8 @@ FINALIZE_TASK = "hopindex.control.finalize"
 # The settle key that makes a job's documents count once, even if its finalize
 # task runs twice (a redelivered callback).
 DOCUMENTS_COUNTED_KEY = "metrics:documents"
+# The same for a job's ingestion multiplier, corpus and LLM tokens.
+MULTIPLIER_OBSERVED_KEY = "metrics:multiplier"
 _CELERY_STATES = {"SUCCESS": TaskOutcome.SUCCEEDED, "FAILURE": TaskOutcome.FAILED,
                   "RETRY": TaskOutcome.RETRIED}
 
@@ -174,6 +177,7 @@ def _on_postrun(*, sender: Any = None, task_id: str | None = None, task: Any = N
             context = job_context(task, tuple(args or ()), dict(kwargs or {}))
             if "job_id" in context:
                 _count_documents(context["job_id"])
+                _observe_multiplier(context["job_id"])
     finally:
         structlog.contextvars.reset_contextvars(**run.tokens)
 
@@ -229,3 +233,29 @@ def _count_documents(job_id: str) -> None:
         for outcome, count in document_outcomes(job).items():
             if count:
                 m.DOCUMENTS_INGESTED.labels(index=job.index, outcome=outcome.value).inc(count)
+
+
+def _observe_multiplier(job_id: str) -> None:
+    """Record a succeeded job's ingestion multiplier once, whichever worker ran its
+    finalize; a job that counted no corpus (a delete, a method without an LLM) is left
+    alone, its record unwritten."""
+    if _hooks.runtime_source is None:
+        return
+    try:
+        state = _hooks.runtime_source().backends.state
+        job = state.get_job(job_id)
+        if job is None or not job.corpus_tokens \
+                or job.state not in (JobState.SUCCEEDED, JobState.SUCCEEDED_WITH_ERRORS):
+            return
+        # The method labels the series; the job record names only its phases.
+        info = state.get_index(job.index)
+        if info is None:
+            return
+        job, applied = settle(state, job_id, lambda _job: None, key=MULTIPLIER_OBSERVED_KEY)
+    except Exception as exc:  # a metric must never fail the task it watches
+        log.warning("multiplier_not_observed", job_id=job_id, error=str(exc))
+        return
+    if applied:
+        from hopindex.monitoring.ingest_multiplier import observe_job
+
+        observe_job(job, info.method)

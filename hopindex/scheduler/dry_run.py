@@ -14,12 +14,14 @@ from typing import Any
 
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.ids import validate_index_name
-from hopindex.core.models import Document, ItemError
+from hopindex.core.llm_modes import JobMode, batch_price, job_mode
+from hopindex.core.models import COST_DECIMALS, Document, ItemError
+from hopindex.core.settings import LlmMode
 from hopindex.methods.plugin import IndexMethod, LlmUse
 from hopindex.methods.registry import get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.dry_run_plan import PhasePlan, Planning, plan_phases
-from hopindex.scheduler.dry_run_tokens import TOKENS_PER_CHAR
+from hopindex.scheduler.dry_run_tokens import TOKENS_PER_CHAR, document_tokens
 from hopindex.scheduler.file_documents import stale_documents
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.submit import (
@@ -30,7 +32,8 @@ from hopindex.scheduler.submit import (
 )
 
 # The plan's parts are defined with the planning; callers find them here too.
-__all__ = ["DocumentCounts", "IngestPlan", "PhasePlan", "Planning", "plan_ingest"]
+__all__ = ["DocumentCounts", "IngestPlan", "LlmCostPlan", "PhasePlan", "Planning",
+           "plan_ingest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +65,59 @@ class IngestPlan:
     model: str
     index_exists: bool
     documents: DocumentCounts
+    # The mode the ingest would run in, and where that came from (core/llm_modes.py).
+    llm_mode: JobMode
     phases: list[PhasePlan] = field(default_factory=list)
     errors: list[ItemError] = field(default_factory=list)
     # Embedding tokens at a provider's embeddings endpoint; None with a local model.
     embedding: EmbeddingPlan | None = None
+    # The phases' cost in all at both prices; None when no phase has a cost.
+    llm_cost: LlmCostPlan | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "method": self.method, "model": self.model,
                 "index_exists": self.index_exists, "documents": self.documents.as_dict(),
                 "phases": [p.as_dict() for p in self.phases],
                 "errors": [e.as_dict() for e in self.errors],
-                "embedding": self.embedding.as_dict() if self.embedding else None}
+                "embedding": self.embedding.as_dict() if self.embedding else None,
+                "llm_mode": self.llm_mode.mode.value,
+                "llm_mode_from": self.llm_mode.source.value,
+                "llm_cost": self.llm_cost.as_dict() if self.llm_cost else None}
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCostPlan:
+    """The planned phases' LLM cost in all: at the synchronous prices (``sync``) and
+    through the provider's Batch API (``batch``, ``batch_discount`` off), whichever
+    mode the ingest would run in, so that the two can be weighed before it runs.
+    ``bound``: some phase's figure is an upper bound; ``left_out``: phases that call
+    an LLM whose cost is not known before they run (not in the sums)."""
+
+    sync: float
+    batch: float
+    batch_discount: float
+    bound: bool
+    left_out: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sync": self.sync, "batch": self.batch,
+                "batch_discount": self.batch_discount, "bound": self.bound,
+                "left_out": list(self.left_out)}
+
+
+def plan_cost(phases: Sequence[PhasePlan], discount: float) -> LlmCostPlan | None:
+    """The phases' cost at both prices; None when none has one (no prices set, or no
+    phase of the method calls an LLM or could be planned)."""
+    priced = [p for p in phases if p.cost is not None]
+    if not priced:
+        return None
+    sync = sum(p.cost or 0.0 for p in priced)
+    return LlmCostPlan(sync=round(sync, COST_DECIMALS),
+                       batch=round(batch_price(sync, discount), COST_DECIMALS),
+                       batch_discount=discount,
+                       bound=any(p.planning is Planning.BOUND for p in priced),
+                       left_out=[p.phase for p in phases if p.cost is None
+                                 and p.planning is not Planning.NO_LLM])
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +145,17 @@ def plan_embedding(runtime: Runtime, todo: Sequence[Document]) -> EmbeddingPlan 
     scheme, _, model = settings.embedder_url.partition("://")
     if scheme != "openai":
         return None
-    tokens = round(sum(len(d.title) + len(d.text) for d in todo) * TOKENS_PER_CHAR)
+    tokens = document_tokens(todo)
     price = settings.embedding_price_per_mtok
     return EmbeddingPlan(model=model, tokens=tokens,
                          cost=None if price is None else tokens * price / 1_000_000)
 
 
 def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
-                read_errors: Sequence[ReadError] = (), *, method: str | None = None
-                ) -> IngestPlan:
-    """The plan of ingesting ``raw`` into ``index`` (created for ``method`` when new)."""
+                read_errors: Sequence[ReadError] = (), *, method: str | None = None,
+                llm_mode: LlmMode | None = None) -> IngestPlan:
+    """The plan of ingesting ``raw`` into ``index`` (created for ``method`` when new),
+    in ``llm_mode`` (None: the index's default, else the setting's)."""
     validate_index_name(index)
     state = runtime.backends.state
     info = state.get_index(index)
@@ -123,9 +169,13 @@ def plan_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                             unchanged=len(documents) - len(todo), invalid=len(errors),
                             removed=len(stale_documents(known, documents)))
     phases = plan_phases(runtime, index, chosen, todo, index_exists=info is not None)
-    return IngestPlan(index=index, method=chosen.name, model=runtime.settings.llm_model,
+    settings = runtime.settings
+    return IngestPlan(index=index, method=chosen.name, model=settings.llm_model,
                       index_exists=info is not None, documents=counts, phases=phases,
-                      errors=errors, embedding=plan_embedding(runtime, todo))
+                      errors=errors, embedding=plan_embedding(runtime, todo),
+                      llm_mode=job_mode(llm_mode, info.options if info else {},
+                                        settings.llm_mode),
+                      llm_cost=plan_cost(phases, settings.llm_batch_discount))
 
 
 def _method(runtime: Runtime, index: str, existing: str | None,

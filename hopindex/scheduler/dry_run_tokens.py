@@ -20,18 +20,28 @@ which one it used.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hopindex.backends.protocols import StateStore
-from hopindex.core.models import LlmUsage
+from hopindex.core.models import Document, LlmUsage
 
 TOKENS_PER_CHAR = 0.25
 # The completion a call reserves with the rate limiter when it names no max_tokens
 # (hopindex/backends/llm/client.py DEFAULT_COMPLETION_ESTIMATE): the same guess.
 COMPLETION_TOKENS_PER_CALL = 256
 HISTORY_JOBS = 50  # the index's most recent jobs read for its history
+
+
+def document_tokens(documents: Iterable[Document]) -> int:
+    """Tokens of the documents' text (title and body) at ``TOKENS_PER_CHAR``: the dry
+    run's figure for the documents an ingest embeds (scheduler/dry_run.py), and a job's
+    corpus tokens (``Job.corpus_tokens``, scheduler/corpus.py). One fixed rate, not the
+    index's history: the history's rates are of prompt characters and follow whatever
+    the provider reported last, so a corpus counted with them would change size with
+    the model and the index, and no two jobs' multipliers would compare."""
+    return round(sum(len(d.title) + len(d.text) for d in documents) * TOKENS_PER_CHAR)
 
 
 class TokenBasis(enum.StrEnum):

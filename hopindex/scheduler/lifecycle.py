@@ -82,7 +82,9 @@ def maybe_progress(runtime: Runtime, job: Job) -> None:
     at once publish one event, not one each.
     """
     interval_s = runtime.settings.progress_event_interval_s
-    if job.state is not JobState.RUNNING or time.time() - job.events_at < interval_s:
+    # A job waiting on the provider's batches moves too: its other tasks finish items.
+    moving = job.state in (JobState.RUNNING, JobState.WAITING_ON_PROVIDER)
+    if not moving or time.time() - job.events_at < interval_s:
         return
     claimed = False
 
@@ -133,17 +135,20 @@ def cancel_job(runtime: Runtime, job_id: str, reason: str = CANCELLED_BY_REQUEST
     the index reads ``partial`` until an ingest or a repair redoes just those.
     """
     asked = False
-    was_paused = False
+    was_idle = False
+    was_waiting = False
 
     def change(job: Job) -> None:
-        nonlocal asked, was_paused
+        nonlocal asked, was_idle, was_waiting
         if job.state.is_final:
             raise JobFinishedError(f"job {job_id} is already {job.state.value}",
                                    where="job_id")
         if job.state is JobState.CANCELLING:
             return
-        # Nothing of a paused or queued job runs: no phase end is coming to finish it.
-        was_paused = job.state in (JobState.PAUSED, JobState.QUEUED)
+        # Nothing of a paused, queued or waiting job runs: no phase end is coming to
+        # finish it (a job waiting on the provider's batches holds no worker).
+        was_waiting = job.state is JobState.WAITING_ON_PROVIDER
+        was_idle = was_waiting or job.state in (JobState.PAUSED, JobState.QUEUED)
         job.state = JobState.CANCELLING
         job.reason = reason
         job.updated_at = time.time()
@@ -153,10 +158,31 @@ def cancel_job(runtime: Runtime, job_id: str, reason: str = CANCELLED_BY_REQUEST
     if asked:
         log.info("job_cancelling", job_id=job_id, index=job.index)
         publish(runtime, EventType.JOB_PROGRESS, job, progress_data(job))
-    if was_paused:
+    if was_waiting:
+        return _cancel_waiting(runtime, job)
+    if was_idle:
         # A paused job's tasks ended or wait for a resume that now finds it stopping.
         return finish_cancel(runtime, job_id) or job
     return job
+
+
+def _cancel_waiting(runtime: Runtime, job: Job) -> Job:
+    """End a job that was waiting on the provider's batches: they go on at the provider,
+    and are billed, until they are cancelled there, so that is asked first (the job is
+    ``cancelling`` by now, so the batch poller sends none of its tasks again). A
+    provider that cannot be told does not keep the job from ending: its record says
+    so."""
+    from hopindex.scheduler.provider_batches import cancel_provider_batches
+
+    note = ""
+    try:
+        cancel_provider_batches(runtime, job)
+    except Exception as exc:  # whatever the provider answers, the cancel stands
+        log.error("provider_batches_not_cancelled", job_id=job.job_id, index=job.index,
+                  error=f"{type(exc).__name__}: {exc}")
+        note = (f"its provider batches could not be cancelled ({type(exc).__name__}: "
+                f"{exc}); they may still run and be billed")
+    return finish_cancel(runtime, job.job_id, note) or job
 
 
 def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:

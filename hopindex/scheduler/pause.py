@@ -57,7 +57,9 @@ def pause_job(runtime: Runtime, job_id: str, reason: str,
 
     def change(job: Job) -> None:
         nonlocal paused
-        if job.state is not JobState.RUNNING:
+        # A job waiting on its provider batches pauses too: the budget refused the
+        # lines of its next batch (scheduler/provider_batches.py).
+        if job.state not in (JobState.RUNNING, JobState.WAITING_ON_PROVIDER):
             return
         job.state = JobState.PAUSED
         job.reason = reason

@@ -92,7 +92,9 @@ def claim_phase(jobs: JobStore, job_id: str, phase: str) -> bool:
         if job.state is JobState.PAUSED:
             # Not claimed and not refused: a resume sends this callback again.
             raise JobPausedError(f"job {job_id} is paused", job_id=job_id)
-        if job.state is not JobState.RUNNING:
+        # A job waiting on the provider's batches goes on when they are in: its tasks,
+        # sent again, finish the phase and start the next as a running job's do.
+        if job.state not in (JobState.RUNNING, JobState.WAITING_ON_PROVIDER):
             raise _NotRunningError
         holder = next((k for k in job.settled if k.startswith(prefix)), None)
         if holder is None:

@@ -11,7 +11,10 @@ nothing is half-written: its unfinished documents keep no content hash, so
 ingesting the same input again redoes exactly those.
 
 Only running and cancelling jobs are looked at: a job paused on its LLM budget
-(scheduler/pause.py) waits for a resume, however long, and is never stalled.
+(scheduler/pause.py) waits for a resume, however long, and a job waiting on the
+provider's batches (``waiting_on_provider``) for their results, within the provider's
+completion window: neither is stalled (the batch poller, scheduler/provider_batches.py,
+watches the latter).
 """
 
 from __future__ import annotations

@@ -13,9 +13,12 @@ from __future__ import annotations
 from hopindex.core.budget import index_default
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.ids import job_id as new_job_id
+from hopindex.core.llm_modes import job_mode
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind
+from hopindex.core.settings import LlmMode
 from hopindex.methods.plugin import Scope, phase_name
+from hopindex.scheduler.corpus import index_corpus_tokens
 from hopindex.scheduler.level_builds import on_request_phases
 from hopindex.scheduler.lifecycle import job_started
 from hopindex.scheduler.pipeline import start_step
@@ -28,9 +31,11 @@ log = get_logger(__name__)
 
 
 def submit_rebuild(runtime: Runtime, index: str, job_id: str | None = None, *,
-                   wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None) -> Job:
+                   wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                   llm_mode: LlmMode | None = None) -> Job:
     """Create the rebuild job (``job_id``: the caller's, else a new one) and launch it at
-    its turn on the index."""
+    its turn on the index. ``llm_mode``: how its LLM calls are made (None: the index's
+    default, else the setting's)."""
     job_id = job_id or new_job_id()
     state = runtime.backends.state
     with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.REBUILD):
@@ -45,6 +50,7 @@ def submit_rebuild(runtime: Runtime, index: str, job_id: str | None = None, *,
         # Its LLM calls count against the index's default budget, as an ingest's do.
         job.budget = index_default(info.options)
         check_budget(runtime, job.budget)
+        job.llm_mode = job_mode(llm_mode, info.options, runtime.settings.llm_mode).mode
         if (started := enter_line(runtime, job, wait, announce)) is not None:
             begin_rebuild(runtime, started)
     return state.get_job(job_id) or job
@@ -56,6 +62,12 @@ def begin_rebuild(runtime: Runtime, job: Job) -> None:
     method = runtime.index_method(job.index)
     phases = [phase_name(method.name, p) for p in on_request_phases(method)]
     log.info("rebuild_submitted", job_id=job.job_id, index=job.index, phases=phases)
+    corpus = index_corpus_tokens(runtime.backends.state, job.index, method)
+
+    def count_corpus(record: Job) -> None:
+        record.corpus_tokens = corpus
+
+    job = runtime.backends.state.update_job(job.job_id, count_corpus)
     job_started(runtime, job)
     start_step(runtime, job.job_id, job.index, position=0, level=0,
                scope=Scope(rebuild=phases))

@@ -15,9 +15,12 @@ from dataclasses import replace
 from hopindex.core.budget import index_default
 from hopindex.core.ids import content_hash
 from hopindex.core.ids import job_id as new_job_id
+from hopindex.core.llm_modes import job_mode
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobKind
+from hopindex.core.settings import LlmMode
 from hopindex.methods.plugin import Scope
+from hopindex.scheduler.corpus import corpus_tokens
 from hopindex.scheduler.lifecycle import job_started
 from hopindex.scheduler.outstanding import outstanding_work
 from hopindex.scheduler.pipeline import start_step
@@ -30,9 +33,11 @@ log = get_logger(__name__)
 
 
 def submit_repair(runtime: Runtime, index: str, job_id: str | None = None, *,
-                  wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None) -> Job:
+                  wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                  llm_mode: LlmMode | None = None) -> Job:
     """Create the repair job (``job_id``: the caller's, else a new one) and launch it at
-    its turn on the index."""
+    its turn on the index. ``llm_mode``: how its LLM calls are made (None: the index's
+    default, else the setting's)."""
     job_id = job_id or new_job_id()
     state = runtime.backends.state
     with owning(runtime.settings) as owner, planning(runtime, job_id, JobKind.REPAIR):
@@ -41,6 +46,7 @@ def submit_repair(runtime: Runtime, index: str, job_id: str | None = None, *,
         # Its LLM calls count against the index's default budget, as an ingest's do.
         job.budget = index_default(info.options)
         check_budget(runtime, job.budget)
+        job.llm_mode = job_mode(llm_mode, info.options, runtime.settings.llm_mode).mode
         if (started := enter_line(runtime, job, wait, announce)) is not None:
             begin_repair(runtime, started)
     return state.get_job(job_id) or job
@@ -57,6 +63,12 @@ def begin_repair(runtime: Runtime, job: Job) -> None:
     # Text marked indexed that its units were not built from: unmarked first, so a
     # repair that dies part-way leaves it outstanding still.
     state.put_documents([replace(d, content_hash="") for d in documents if d.content_hash])
+    corpus = corpus_tokens(runtime.index_method(index), documents)
+
+    def count_corpus(record: Job) -> None:
+        record.corpus_tokens = corpus
+
+    job = state.update_job(job_id, count_corpus)
     log.info("repair_submitted", job_id=job_id, index=index,
              documents=len(work.documents), failed=work.failed_per_phase())
     job_started(runtime, job)

@@ -20,6 +20,7 @@ from hopindex.core.citations import RESERVED_METADATA_KEY
 from hopindex.core.errors import HopindexError, InvalidInputError, JobFailedError
 from hopindex.core.ids import content_hash, doc_id_from_title, validate_index_name
 from hopindex.core.ids import job_id as new_job_id
+from hopindex.core.llm_modes import job_mode
 from hopindex.core.logging import get_logger
 from hopindex.core.models import (
     Document,
@@ -30,11 +31,13 @@ from hopindex.core.models import (
     Stage,
     Unit,
 )
+from hopindex.core.settings import LlmMode
 from hopindex.core.text import printable, unstorable_field
 from hopindex.methods.plugin import IndexMethod, PhaseKind, Scope, phase_name
 from hopindex.methods.registry import default_index_method, get_index_method
 from hopindex.readers import RawDocument, ReadError
 from hopindex.scheduler.canvas import fan_out
+from hopindex.scheduler.corpus import corpus_tokens
 from hopindex.scheduler.dry_run_plan import estimate_ingest
 from hopindex.scheduler.file_documents import refresh_layouts, stale_documents
 from hopindex.scheduler.lifecycle import fail_job, job_started
@@ -188,13 +191,14 @@ def new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> Jo
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
                   read_errors: Sequence[ReadError] = (), *, method: str | None = None,
                   job_id: str | None = None, budget: BudgetLimits | None = None,
-                  wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None
-                  ) -> Job:
+                  wait: WaitPolicy = WaitPolicy.WAIT, announce: Announce | None = None,
+                  llm_mode: LlmMode | None = None) -> Job:
     """Create the ingest job (``job_id``: the caller's, else a new one) and launch it at
     its turn on the index (``wait``: what to do until then, scheduler/writers.py).
 
     ``budget``: what its LLM calls may use before it pauses (scheduler/pause.py); each
-    limit it gives replaces that one of the index's default budget."""
+    limit it gives replaces that one of the index's default budget. ``llm_mode``: how
+    its LLM calls are made (None: the index's default, else the setting's)."""
     job_id = job_id or new_job_id()
     if budget is not None:
         check_budget(runtime, budget)
@@ -210,6 +214,7 @@ def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],
         job.budget = default if budget is None else default.with_overrides(
             max_llm_tokens=budget.max_llm_tokens, max_cost=budget.max_cost)
         check_budget(runtime, job.budget)
+        job.llm_mode = job_mode(llm_mode, info.options, runtime.settings.llm_mode).mode
         validate = job.count(Stage.VALIDATE)
         validate.total = len(raw) + len(read_errors)
         validate.done = len(documents)
@@ -247,12 +252,16 @@ def begin_ingest(runtime: Runtime, job_id: str, index: str,
     # The dry run's figures, planned before the documents are stored (as a dry run
     # would see them), kept beside what the job's calls then really use.
     estimate = estimate_ingest(runtime, index, method, todo)
+    # The documents the phases will read: unchanged ones cost no call, so they are no
+    # part of what the job's LLM use is measured against.
+    corpus = corpus_tokens(method, todo)
 
     def change(job: Job) -> None:
         # Unchanged documents count as skipped items of the first documents phase: a
         # finished job is then 100 % through every step.
         count_unchanged(job, method, len(documents) - len(todo))
         job.estimate = estimate
+        job.corpus_tokens = corpus
 
     job = state.update_job(job_id, change)
     # Stored with an empty hash until the job's finalize step: a job that dies at

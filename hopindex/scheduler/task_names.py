@@ -25,6 +25,8 @@ FINALIZE = "hopindex.control.finalize"
 START_QUEUED = "hopindex.control.start_queued"
 PING = "hopindex.control.ping"
 REAP = "hopindex.control.reap"
+# Follows the provider batches of jobs in batch mode (scheduler/provider_batches.py).
+POLL_BATCHES = "hopindex.control.poll_batches"
 DELIVER_WEBHOOK = "hopindex.deliver_webhook"
 # A query method's query-time work (a batched LLM judge, say), on the judge queue.
 QUERY_TASK = "hopindex.query_task"

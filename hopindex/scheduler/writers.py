@@ -3,9 +3,9 @@
 Every job writes its index (an ingest, a delete, a repair, a rebuild), and two at
 once would interleave: one job's finalize step could mark as indexed the text
 another job stored after it. So a job whose index has an unfinished job created
-before it (queued, running, cancelling or paused) waits, ``queued``, and stores
-nothing until its turn: its documents are written when the turn comes, never when
-it is submitted.
+before it (queued, running, cancelling, paused or waiting on the provider's batches)
+waits, ``queued``, and stores nothing until its turn: its documents are written when
+the turn comes, never when it is submitted.
 
 The order is the state store's creation order (``StateStore.open_jobs``), which
 needs no clock and no lock: a job created after another always sees it ahead.
@@ -76,6 +76,12 @@ def busy_reason(index: str, blocking: Job) -> str:
     if blocking.state is JobState.PAUSED:
         held += (f"; it is paused on its LLM budget: resume it (`hopindex jobs resume "
                  f"{blocking.job_id}`) or cancel it (`hopindex jobs cancel {blocking.job_id}`)")
+    elif blocking.state is JobState.WAITING_ON_PROVIDER:
+        # It holds the index for as long as the provider takes (its completion window):
+        # the next writer would otherwise write under the results it is waiting for.
+        held += (f"; it is waiting on the provider's batches of its LLM requests and goes "
+                 f"on by itself once their results are in, or cancel it (`hopindex jobs "
+                 f"cancel {blocking.job_id}`)")
     return held
 
 

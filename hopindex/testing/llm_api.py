@@ -5,7 +5,9 @@ Each handler applies, in a provider's order: authentication (401), request valid
 per-minute limits (429 + ``Retry-After``), the seeded fault draw, the base latency,
 then the deterministic reply of ``llm_responses`` in the form its reply style draws
 (``reply_styles``): one JSON response, or with ``"stream": true`` the same reply as
-server-sent chunks (``llm_stream``). Every outcome is counted.
+server-sent chunks (``llm_stream``). Every outcome is counted. A batch line
+(``llm_batches``) gets the reply a synchronous call with its body gets
+(``batch_reply``), past the limits, the fault draw, the outage and the latency.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from typing import Any
 from aiohttp import web
 
 from hopindex.core.logging import get_logger
+from hopindex.testing.llm_batches import BatchTestApi
+from hopindex.testing.llm_chat import (
+    ChatAsk,
+    ChatDraft,
+    RequestError,
+    chat_ask,
+    completion,
+    error_body,
+)
 from hopindex.testing.llm_limits import (
     Endpoint,
     Fault,
@@ -38,13 +49,7 @@ from hopindex.testing.llm_responses import (
     encode_base64,
     estimate_tokens,
 )
-from hopindex.testing.llm_stream import (
-    ChatReply,
-    StreamAsk,
-    StreamRequestError,
-    StreamWriter,
-    stream_ask,
-)
+from hopindex.testing.llm_stream import ChatReply, StreamAsk, StreamWriter
 from hopindex.testing.reply_styles import (
     ReplyStyle,
     format_refusal,
@@ -56,33 +61,11 @@ from hopindex.testing.rerank_api import RerankTestApi
 
 log = get_logger(__name__)
 
-_JSON_RESPONSE_FORMATS = frozenset({"json_object", "json_schema"})
-
-
-class _RequestError(Exception):
-    """A malformed request body: answered with 400 in OpenAI's error shape."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        self.param = param
-        super().__init__(message)
-
 
 def _error(status: int, message: str, *, error_type: str, code: str | None,
            param: str | None = None, headers: dict[str, str] | None = None) -> web.Response:
-    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    return web.json_response(body, status=status, headers=headers)
-
-
-def _message_text(content: object) -> str:
-    """A message's text: a string, or the text parts of a multi-part content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content
-                         if isinstance(part, dict) and part.get("type") == "text")
-    if content is None:
-        return ""
-    raise _RequestError("message content must be a string or a list of parts", "messages")
+    return web.json_response(error_body(message, error_type=error_type, code=code,
+                                         param=param), status=status, headers=headers)
 
 
 def _embedding_texts(value: object) -> list[str]:
@@ -96,21 +79,8 @@ def _embedding_texts(value: object) -> list[str]:
             return [" ".join(str(item) for item in value)]
         if all(isinstance(item, list) for item in value):
             return [" ".join(str(token) for token in item) for item in value]
-    raise _RequestError("input must be a non-empty string, list of strings or token ids",
-                        "input")
-
-
-def _completion(reply: ChatReply) -> dict[str, Any]:
-    """``reply`` as one ``chat.completion`` object."""
-    message: dict[str, Any] = {"role": "assistant", "refusal": None}
-    if reply.reasoning_content is not None:
-        message["reasoning_content"] = reply.reasoning_content
-    message["content"] = reply.content
-    return {"id": reply.completion_id, "object": "chat.completion", "created": reply.created,
-            "model": reply.model, "system_fingerprint": "hopindex-test",
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": reply.finish_reason}],
-            "usage": dict(reply.usage)}
+    raise RequestError("input must be a non-empty string, list of strings or token ids",
+                       "input")
 
 
 def _marked(marker: str, contents: list[str]) -> bool:
@@ -143,7 +113,7 @@ class OpenAiTestApi:
         self.outage.reset()
 
     def build_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=BatchTestApi.MAX_UPLOAD_BYTES)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
@@ -151,6 +121,9 @@ class OpenAiTestApi:
         rerank = RerankTestApi(self._counters, self._unauthorised, self._admit).rerank
         app.router.add_post("/v1/rerank", rerank)
         app.router.add_post("/rerank", rerank)
+        # The Files and Batch APIs (llm_batches.py): lines answered as batch_reply does.
+        BatchTestApi(self.config, self._counters, self._unauthorised,
+                     self.batch_reply).add_routes(app)
         app.router.add_get("/_stats", self._stats)
         app.router.add_post("/_reset", self._reset)
         return app
@@ -173,12 +146,12 @@ class OpenAiTestApi:
         try:
             body = await request.json()
         except ValueError as exc:
-            raise _RequestError(f"request body is not valid JSON: {exc}") from exc
+            raise RequestError(f"request body is not valid JSON: {exc}") from exc
         if not isinstance(body, dict):
-            raise _RequestError("request body must be a JSON object")
+            raise RequestError("request body must be a JSON object")
         return body
 
-    def _bad_request(self, endpoint: Endpoint, exc: _RequestError) -> web.Response:
+    def _bad_request(self, endpoint: Endpoint, exc: RequestError) -> web.Response:
         self._counters.record(endpoint, Outcome.BAD_REQUEST)
         return _error(400, str(exc), error_type="invalid_request_error", code=None,
                       param=exc.param)
@@ -228,89 +201,100 @@ class OpenAiTestApi:
         if (denied := self._unauthorised(request, endpoint)) is not None:
             return denied
         try:
-            body = await self._body(request)
-            try:
-                streaming = stream_ask(body)
-            except StreamRequestError as exc:
-                raise _RequestError(str(exc), "stream_options") from exc
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages or not all(
-                    isinstance(m, dict) for m in messages):
-                raise _RequestError("messages must be a non-empty list of objects", "messages")
-            contents = [_message_text(m.get("content")) for m in messages]
-            max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-            if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-                raise _RequestError("max_tokens must be a positive integer", "max_tokens")
-            response_format = body.get("response_format")
-            json_mode = (isinstance(response_format, dict)
-                         and response_format.get("type") in _JSON_RESPONSE_FORMATS)
-        except _RequestError as exc:
+            ask = chat_ask(await self._body(request))
+        except RequestError as exc:
             return self._bad_request(endpoint, exc)
-        if (refused := self._refused(response_format, streaming)) is not None:
+        if (refused := self._refused(ask.response_format, ask.streaming)) is not None:
             return self._bad_request(endpoint, refused)
 
-        reply = compute_reply(contents, max_tokens=max_tokens, json_mode=json_mode)
-        self._counters.record_kind(reply.kind.value)
-        if self.outage.refuses(reply.kind.value):
+        draft = self._draft(ask)
+        if self.outage.refuses(draft.reply.kind.value):
             self._counters.record(endpoint, Outcome.OUTAGE)
             return _error(503, "Injected outage.", error_type="server_error", code=None)
-        pick = pick_style(self.config.reply_styles, self.config.seed,
-                          [(str(m.get("role", "")), text)
-                           for m, text in zip(messages, contents, strict=True)])
-        styled = styled_reply(reply, pick, max_tokens=max_tokens,
-                              default_max_tokens=self.config.truncated_default_max_tokens)
-        # Reasoning is billed as completion tokens, as reasoning models' providers do.
-        reasoning_tokens = estimate_tokens(styled.reasoning_content or "")
-        prompt_tokens = estimate_tokens(" ".join(contents))
-        fault, rejected = await self._admit(
-            endpoint, prompt_tokens + estimate_tokens(styled.content) + reasoning_tokens)
+        fault, rejected = await self._admit(endpoint, draft.tokens)
         if rejected is not None:
             return rejected
+        sent, outcome = self._finish(ask, draft, fault)
+        self._counters.record(endpoint, outcome)
+        return await self._send(request, sent, ask.streaming,
+                                cut=fault is Fault.STREAM_BREAK or _marked(
+                                    self.config.stream_break_marker, ask.contents))
 
+    def batch_reply(self, body: object) -> tuple[int, dict[str, Any]]:
+        """The status and body a synchronous chat call with ``body`` is answered with,
+        past the per-minute limits, the fault draw, the outage and the latency, which a
+        provider's batch queue does not share: the response of a batch line."""
+        try:
+            if not isinstance(body, dict):
+                raise RequestError("request body must be a JSON object", "body")
+            ask = chat_ask(body)
+            if ask.streaming is not None:
+                raise RequestError("stream is not supported in a batch", "stream")
+        except RequestError as exc:
+            return 400, error_body(str(exc), error_type="invalid_request_error", code=None,
+                                    param=exc.param)
+        if (refused := self._refused(ask.response_format, None)) is not None:
+            return 400, error_body(str(refused), error_type="invalid_request_error",
+                                    code=None, param=refused.param)
+        sent, _outcome = self._finish(ask, self._draft(ask), Fault.NONE)
+        return 200, completion(sent)
+
+    def _draft(self, ask: ChatAsk) -> ChatDraft:
+        reply = compute_reply(ask.contents, max_tokens=ask.max_tokens, json_mode=ask.json_mode)
+        self._counters.record_kind(reply.kind.value)
+        pick = pick_style(self.config.reply_styles, self.config.seed,
+                          [(str(m.get("role", "")), text)
+                           for m, text in zip(ask.messages, ask.contents, strict=True)])
+        styled = styled_reply(reply, pick, max_tokens=ask.max_tokens,
+                              default_max_tokens=self.config.truncated_default_max_tokens)
+        return ChatDraft(reply, styled, estimate_tokens(" ".join(ask.contents)),
+                      estimate_tokens(styled.reasoning_content or ""))
+
+    def _finish(self, ask: ChatAsk, draft: ChatDraft, fault: Fault) -> tuple[ChatReply, Outcome]:
+        """The reply as sent after ``fault`` (NONE: as drafted), its usage counted."""
         reasoning_content: str | None = None
-        replaced = self._faulted(fault, reply, contents)
+        reasoning_tokens = draft.reasoning_tokens
+        replaced = self._faulted(fault, draft.reply, ask.contents)
         if replaced is None:
+            styled = draft.styled
             content, outcome, truncated = styled.content, Outcome.OK, styled.truncated
             self._counters.record_style(styled.style.value)
             reasoning_content = styled.reasoning_content
         else:
             # A fault replaces the reply, and with it the form it was given.
-            (content, outcome), truncated, reasoning_tokens = replaced, reply.truncated, 0
+            (content, outcome), truncated, reasoning_tokens = replaced, draft.reply.truncated, 0
+        prompt_tokens = draft.prompt_tokens
         completion_tokens = estimate_tokens(content) + reasoning_tokens
         self._counters.add_usage(prompt_tokens=prompt_tokens,
                                  completion_tokens=completion_tokens)
-        self._counters.record(endpoint, outcome)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens,
                  "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
-        sent = ChatReply(f"chatcmpl-hopindex-{next(self._ids):010d}", int(time.time()),
-                         str(body.get("model") or self.config.model), content,
-                         reasoning_content, "length" if truncated else "stop", usage)
-        return await self._send(request, sent, streaming,
-                                cut=fault is Fault.STREAM_BREAK or _marked(
-                                    self.config.stream_break_marker, contents))
+        return ChatReply(f"chatcmpl-hopindex-{next(self._ids):010d}", int(time.time()),
+                         ask.model or self.config.model, content, reasoning_content,
+                         "length" if truncated else "stop", usage), outcome
 
     async def _send(self, request: web.Request, reply: ChatReply, streaming: StreamAsk | None,
                     *, cut: bool) -> web.StreamResponse:
         """One JSON response, or the stream asked for (``cut`` after its first batch)."""
         if streaming is None:
             await self._streams.decode(reply)
-            return web.json_response(_completion(reply))
+            return web.json_response(completion(reply))
         if cut:
             log.debug("llm_fault_injected", endpoint=Endpoint.CHAT.value,
                       fault=Fault.STREAM_BREAK.value)
         return await self._streams.write(request, reply, streaming, cut=cut)
 
     def _refused(self, response_format: object,
-                 streaming: StreamAsk | None) -> _RequestError | None:
+                 streaming: StreamAsk | None) -> RequestError | None:
         """The 400 a refusing reply style gives the request, counted under that style."""
         if (refused := format_refusal(self.config.reply_styles, response_format)) is not None:
             self._counters.record_style(refused[0].value)
-            return _RequestError(refused[1], "response_format")
+            return RequestError(refused[1], "response_format")
         if streaming is not None and (message := stream_options_refusal(
                 self.config.reply_styles, streaming.options)) is not None:
             self._counters.record_style(ReplyStyle.STREAM_OPTIONS_REFUSED.value)
-            return _RequestError(message, "stream_options")
+            return RequestError(message, "stream_options")
         return None
 
     def _faulted(self, fault: Fault, reply: Reply,
@@ -336,12 +320,12 @@ class OpenAiTestApi:
             texts = _embedding_texts(body.get("input"))
             dimension = body.get("dimensions") or self.config.embedding_dimension
             if not isinstance(dimension, int) or dimension < 1:
-                raise _RequestError("dimensions must be a positive integer", "dimensions")
+                raise RequestError("dimensions must be a positive integer", "dimensions")
             encoding = body.get("encoding_format") or "float"
             if encoding not in {"float", "base64"}:
-                raise _RequestError("encoding_format must be float or base64",
+                raise RequestError("encoding_format must be float or base64",
                                     "encoding_format")
-        except _RequestError as exc:
+        except RequestError as exc:
             return self._bad_request(endpoint, exc)
 
         tokens = sum(estimate_tokens(text) for text in texts)

@@ -75,6 +75,16 @@ class LlmServerConfig:
     # other faults), is cut after its first content batch: a provider dying mid-reply.
     stream_break_marker: str = ""
     fail_stream_break: float = 0.0
+    # The Batch API (``llm_batches``): the seconds a batch stays in_progress after the
+    # read that validated it (0: done on that read); the share of lines, drawn by a hash
+    # of ``seed`` and the custom_id, answered with a 500 on their first submission only
+    # (sent again, they succeed); and every batch expiring with half its lines done.
+    batch_completion_s: float = 0.0
+    batch_fail_lines: float = 0.0
+    batch_expire: bool = False
+    # Only the first this many batches created expire that way (0: as batch_expire
+    # says); the later ones, the expired lines sent again among them, complete.
+    batch_expire_first: int = 0
 
     def __post_init__(self) -> None:
         # Strings (from a CLI or a settings file) are taken for the styles they name.
@@ -90,12 +100,16 @@ class LlmServerConfig:
                 raise ConfigError(f"LlmServerConfig.{name} must be in [0, 1], got {share}")
         if sum(shares.values()) > 1.0 + 1e-9:
             raise ConfigError(f"LlmServerConfig fault shares sum to more than 1: {shares}")
+        if not 0.0 <= self.batch_fail_lines <= 1.0:
+            raise ConfigError("LlmServerConfig.batch_fail_lines must be in [0, 1], got "
+                              f"{self.batch_fail_lines}")
         for name, limit in (("requests_per_minute", self.requests_per_minute),
                             ("tokens_per_minute", self.tokens_per_minute)):
             if limit is not None and limit < 1:
                 raise ConfigError(f"LlmServerConfig.{name} must be at least 1 or None, got {limit}")
         if (self.latency_s < 0 or self.fault_retry_after_s < 0 or self.timeout_hang_s < 0
-                or self.outage_s < 0 or self.stream_batch_latency_s < 0):
+                or self.outage_s < 0 or self.stream_batch_latency_s < 0
+                or self.batch_completion_s < 0):
             raise ConfigError("LlmServerConfig delays must not be negative")
         if self.stream_batch_tokens < 1:
             raise ConfigError("LlmServerConfig.stream_batch_tokens must be at least 1, "
@@ -115,6 +129,8 @@ class Outcome(enum.StrEnum):
     OUTAGE = "outage"
     UNAUTHORIZED = "401"
     BAD_REQUEST = "400"
+    NOT_FOUND = "404"  # a file or batch id the server does not hold
+    CONFLICT = "409"  # cancelling a batch that has ended
 
 
 class StreamEvent(enum.StrEnum):
@@ -126,11 +142,25 @@ class StreamEvent(enum.StrEnum):
     DISCONNECTED = "disconnected"  # the client closed the connection before the end
 
 
+class BatchEvent(enum.StrEnum):
+    """What the Files and Batch APIs did (``LlmServerStats.batches``)."""
+
+    FILE_UPLOADED = "files_uploaded"
+    BATCH_CREATED = "batches_created"
+    BATCH_FAILED = "batches_failed"  # its input file failed validation
+    LINE_COMPLETED = "lines_completed"  # answered with a 200
+    LINE_FAILED = "lines_failed"  # answered with an error status: a refusal, a 500
+    LINE_EXPIRED = "lines_expired"
+    LINE_CANCELLED = "lines_cancelled"
+
+
 class Endpoint(enum.StrEnum):
     CHAT = "chat.completions"
     EMBEDDINGS = "embeddings"
     MODELS = "models"
     RERANK = "rerank"
+    FILES = "files"
+    BATCHES = "batches"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +185,10 @@ class LlmServerStats:
     largest_call_tokens: int = 0
     # Streamed replies by ``StreamEvent``: a test waits on these for a stream's end.
     streams: dict[str, int] = field(default_factory=dict)
+    # The Batch API by ``BatchEvent``, and how often each custom_id was submitted in a
+    # batch that passed validation: a line sent twice shows here.
+    batches: dict[str, int] = field(default_factory=dict)
+    submissions: dict[str, int] = field(default_factory=dict)
 
     def count(self, endpoint: Endpoint | str, outcome: Outcome | str | None = None) -> int:
         """Requests to ``endpoint`` with ``outcome``, or with any outcome when it is None."""
@@ -164,13 +198,17 @@ class LlmServerStats:
     def stream_count(self, event: StreamEvent | str) -> int:
         return self.streams.get(str(event), 0)
 
+    def batch_count(self, event: BatchEvent | str) -> int:
+        return self.batches.get(str(event), 0)
+
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "by_kind": self.by_kind, "by_style": self.by_style,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
                 "embedding_tokens": self.embedding_tokens,
-                "largest_call_tokens": self.largest_call_tokens, "streams": self.streams}
+                "largest_call_tokens": self.largest_call_tokens, "streams": self.streams,
+                "batches": self.batches, "submissions": self.submissions}
 
 
 class ServerCounters:
@@ -186,6 +224,8 @@ class ServerCounters:
         self._embedding_tokens = 0
         self._largest_call_tokens = 0
         self._streams: dict[str, int] = {}
+        self._batches: dict[str, int] = {}
+        self._submissions: dict[str, int] = {}
 
     def record(self, endpoint: Endpoint, outcome: Outcome) -> None:
         with self._lock:
@@ -195,6 +235,16 @@ class ServerCounters:
     def record_stream(self, event: StreamEvent) -> None:
         with self._lock:
             self._streams[event.value] = self._streams.get(event.value, 0) + 1
+
+    def record_batch(self, event: BatchEvent, count: int = 1) -> None:
+        with self._lock:
+            self._batches[event.value] = self._batches.get(event.value, 0) + count
+
+    def record_submission(self, custom_id: str) -> int:
+        """Count one more submission of ``custom_id``; how many there have been."""
+        with self._lock:
+            self._submissions[custom_id] = self._submissions.get(custom_id, 0) + 1
+            return self._submissions[custom_id]
 
     def record_kind(self, kind: str) -> None:
         with self._lock:
@@ -224,7 +274,8 @@ class ServerCounters:
                 prompt_tokens=self._prompt_tokens,
                 completion_tokens=self._completion_tokens,
                 embedding_tokens=self._embedding_tokens,
-                largest_call_tokens=self._largest_call_tokens, streams=dict(self._streams))
+                largest_call_tokens=self._largest_call_tokens, streams=dict(self._streams),
+                batches=dict(self._batches), submissions=dict(self._submissions))
 
     def reset(self) -> None:
         with self._lock:
@@ -232,6 +283,8 @@ class ServerCounters:
             self._by_kind.clear()
             self._by_style.clear()
             self._streams.clear()
+            self._batches.clear()
+            self._submissions.clear()
             self._prompt_tokens = self._completion_tokens = self._embedding_tokens = 0
             self._largest_call_tokens = 0
 

@@ -3,7 +3,8 @@
 Serves ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models`` in
 OpenAI's shapes (the official ``openai`` client parses them), ``POST /rerank`` and
 ``POST /v1/rerank`` in the Cohere and TEI rerank shapes, scored by word overlap
-(``rerank_api``), plus ``GET /_stats`` and ``POST /_reset`` for tests and benchmarks
+(``rerank_api``), the Files and Batch APIs (``/v1/files``, ``/v1/batches``:
+``llm_batches``), plus ``GET /_stats`` and ``POST /_reset`` for tests and benchmarks
 (``llm_api``). Replies are computed
 deterministically from the prompt (``llm_responses``), sent whole or, with
 ``"stream": true``, as server-sent chunks at a configurable pace (``llm_stream``);
@@ -22,6 +23,7 @@ Usage::
     python -m hopindex.testing.llm_server --port 8089 --latency-ms 200 --rpm 600
     python -m hopindex.testing.llm_server --reply-styles fenced,prose,think  # or: all
     python -m hopindex.testing.llm_server --stream-batch-latency-ms 50 --stream-batch-tokens 2
+    python -m hopindex.testing.llm_server --batch-completion-s 30 --batch-fail-lines 0.1
 
 Reply styles (``reply_styles``) make it answer in the forms real providers use: fenced
 or prose-wrapped JSON, reasoning blocks, numbers as strings, cut replies, refused
@@ -126,7 +128,10 @@ class LlmTestServer:
             return
         self.api.cancel_hanging()
         await runner.cleanup()
-        log.info("llm_test_server_stopped", port=self._port, **self.stats.as_dict())
+        # One entry per custom_id would swamp the line after a batch run.
+        figures = {name: value for name, value in self.stats.as_dict().items()
+                   if name != "submissions"}
+        log.info("llm_test_server_stopped", port=self._port, **figures)
         self._port = None
 
     async def __aenter__(self) -> LlmTestServer:
@@ -230,6 +235,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="delay before each batch of a streamed reply")
     parser.add_argument("--stream-batch-tokens", type=int, default=defaults.stream_batch_tokens,
                         help="words per batch of a streamed reply")
+    parser.add_argument("--batch-completion-s", type=float, default=0.0,
+                        help="seconds a Batch API batch stays in_progress (0: done on the "
+                        "first retrieve)")
+    parser.add_argument("--batch-fail-lines", type=float, default=0.0,
+                        help="share of batch lines answered with a 500 on their first "
+                        "submission")
+    parser.add_argument("--batch-expire-first", type=int, default=0, metavar="N",
+                        help="only the first N batches expire (half their lines done)")
+    parser.add_argument("--batch-expire", action="store_true",
+                        help="every batch expires with half of its lines done")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -244,7 +259,9 @@ def config_from_args(args: argparse.Namespace) -> LlmServerConfig:
         embedding_dimension=args.embedding_dimension,
         reply_styles=ReplyStyle.parse_list(args.reply_styles),
         stream_batch_latency_s=args.stream_batch_latency_ms / 1000.0,
-        stream_batch_tokens=args.stream_batch_tokens)
+        stream_batch_tokens=args.stream_batch_tokens,
+        batch_completion_s=args.batch_completion_s, batch_fail_lines=args.batch_fail_lines,
+        batch_expire=args.batch_expire, batch_expire_first=args.batch_expire_first)
 
 
 async def _serve(config: LlmServerConfig) -> None:

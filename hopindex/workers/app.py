@@ -28,7 +28,7 @@ from hopindex.core.settings import LogLevel, Settings
 from hopindex.methods.plugin import PhaseKind
 from hopindex.methods.registry import load_settings
 from hopindex.monitoring.tasks import install_task_hooks
-from hopindex.scheduler.task_names import PHASE_TASKS, QUERY_TASK, REAP
+from hopindex.scheduler.task_names import PHASE_TASKS, POLL_BATCHES, QUERY_TASK, REAP
 from hopindex.workers.base import HopindexTask, process_runtime
 from hopindex.workers.preload import preload_task_modules
 from hopindex.workers.queues import ENGINE_QUEUE, ENGINE_TASK, Queue
@@ -41,6 +41,7 @@ TASK_MODULES = (
     "hopindex.workers.tasks.engine",
     "hopindex.workers.tasks.control",
     "hopindex.workers.tasks.reaper",
+    "hopindex.workers.tasks.batches",
 )
 
 TASK_ROUTES = {
@@ -150,6 +151,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "accept_content": ["json"],
         "beat_schedule": {
             "reap-stalled-jobs": {"task": REAP, "schedule": float(settings.reaper_interval_s)},
+            "poll-provider-batches": {"task": POLL_BATCHES,
+                                      "schedule": float(settings.llm_batch_poll_interval_s)},
         },
         "hopindex_max_retries": settings.task_max_retries,
     }

@@ -10,10 +10,12 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Ignore, Reject
 
+from hopindex.backends.llm.batch_scope import BatchPendingError
 from hopindex.core.errors import BudgetExhaustedError, HopindexError, JobPausedError
 from hopindex.core.logging import get_logger
 from hopindex.scheduler.lifecycle import fail_job
 from hopindex.scheduler.pause import note_paused_task, pause_job, wait_for_resume
+from hopindex.scheduler.provider_batches import wait_for_batches
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -59,6 +61,8 @@ class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
         only when a resume came in meanwhile, else the task is noted on the job for
         the resume to send again and ends unreported (its chord stays open)."""
         runtime = process_runtime()
+        if isinstance(paused, BatchPendingError):
+            return self._run_again_after_batches(runtime, paused)
         if isinstance(paused, BudgetExhaustedError):
             pause_job(runtime, paused.job_id, str(paused), paused.figures)
         if self.request.is_eager:
@@ -71,6 +75,17 @@ class HopindexTask(Task):  # type: ignore[misc]  # celery is untyped
                      job_id=paused.job_id)
             return False
         return True
+
+    def _run_again_after_batches(self, runtime: Runtime, pending: BatchPendingError) -> bool:
+        """Its calls wait for a provider batch, which its run recorded it on: on workers
+        it ends unreported and the poller sends it again when the results are in; the
+        process that runs its job itself follows the batches here and runs it again."""
+        if self.request.is_eager:
+            wait_for_batches(runtime, pending.job_id)
+            return True
+        log.info("task_waiting_on_provider", task=self.name, task_id=self.request.id,
+                 job_id=pending.job_id, lines=len(pending.lines))
+        return False
 
     def _call_with_retries(self, *args: Any, **kwargs: Any) -> Any:
         try:

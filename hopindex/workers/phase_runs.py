@@ -20,11 +20,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from celery import current_task
+
+from hopindex.backends.llm.batch_scope import BatchPendingError, BatchScope
 from hopindex.backends.llm.usage import UsageMeter
 from hopindex.core.budget import BudgetScope
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, LlmUsage, Unit
+from hopindex.core.settings import LlmMode
 from hopindex.methods.plugin import (
     DocumentsPhase,
     GroupsPhase,
@@ -36,6 +40,7 @@ from hopindex.methods.plugin import (
 from hopindex.scheduler.failed_items import level_phase, settle_items
 from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.scheduler.progress import current_task_key, settle, working_job
+from hopindex.scheduler.provider_batches import send_batch
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -50,10 +55,33 @@ def _per_phase(phase: str, usage: UsageMeter) -> dict[str, LlmUsage]:
     return {phase: total} if total.calls or total.cache_hits else {}
 
 
-def _metered(job: Job) -> UsageMeter:
-    """The batch's meter, reserving each call against the job's budget when it has one."""
+def _metered(runtime: Runtime, job: Job, phase: str) -> UsageMeter:
+    """The batch's meter, reserving each call against the job's budget when it has one;
+    in batch mode, answering its calls from provider batches unless the phase is too
+    small to be worth one (``llm_batch_min_items``)."""
     budget = BudgetScope(job.job_id, job.budget) if job.budget.is_limited else None
-    return UsageMeter(budget=budget)
+    settings = runtime.settings
+    batch = None
+    if job.llm_mode is LlmMode.BATCH and (
+            job.count(phase).total >= settings.llm_batch_min_items):
+        batch = BatchScope(job.job_id, max_rounds=settings.llm_batch_max_rounds)
+    return UsageMeter(budget=budget, batch=batch)
+
+
+@contextmanager
+def _batched(runtime: Runtime, job_id: str, phase: str) -> Iterator[None]:
+    """A run whose calls wait for a provider batch sends their lines as one and ends
+    waiting (scheduler/provider_batches.py); the task then ends like a paused one."""
+    try:
+        yield
+    except BatchPendingError as pending:
+        send_batch(runtime, job_id, phase, _current_task_id(), pending.lines)
+        raise
+
+
+def _current_task_id() -> str:
+    task_id = getattr(getattr(current_task, "request", None), "id", None)
+    return str(task_id or "")
 
 
 @contextmanager
@@ -67,6 +95,10 @@ def _usage_kept(runtime: Runtime, job_id: str, phase: str, usage: UsageMeter) ->
     """
     try:
         yield
+    except BatchPendingError:
+        # Nothing was paid: the batch results it read are read again by the next run,
+        # and the poller counts what a batch cost.
+        raise
     except Exception:
         paid = _per_phase(phase, usage)
         if paid:
@@ -99,13 +131,13 @@ def run_documents(runtime: Runtime, job_id: str, index: str, phase_key: str,
     phase = find_phase(method, phase_key)
     assert isinstance(phase, DocumentsPhase)
     qualified = phase_name(method.name, phase)
-    usage = _metered(job)
+    usage = _metered(runtime, job, qualified)
     context = runtime.phase_context(index, phase.name, usage)
     documents = state.get_documents(index, doc_ids)
     previous = (state.units_of_documents(index, [d.doc_id for d in documents],
                                          kinds=tuple(phase.writes))
                 if phase.writes else [])
-    with _usage_kept(runtime, job_id, qualified, usage):
+    with _batched(runtime, job_id, qualified), _usage_kept(runtime, job_id, qualified, usage):
         result = phase.run(context, documents)
     failed = {e.item for e in result.errors}
     completed = [d.doc_id for d in documents if d.doc_id not in failed]
@@ -151,10 +183,10 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
     phase = find_phase(method, phase_key)
     assert isinstance(phase, GroupsPhase | LevelsPhase)
     qualified = phase_name(method.name, phase)
-    usage = _metered(job)
+    usage = _metered(runtime, job, qualified)
     context = runtime.phase_context(index, phase.name, usage)
     result: GroupsResult
-    with _usage_kept(runtime, job_id, qualified, usage):
+    with _batched(runtime, job_id, qualified), _usage_kept(runtime, job_id, qualified, usage):
         if isinstance(phase, LevelsPhase):
             result = phase.build(context, level, keys)
         else:

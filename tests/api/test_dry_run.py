@@ -17,6 +17,7 @@ from hopindex.api.cli import main
 from hopindex.api.client.local import LocalClient
 from hopindex.api.client.models import IngestPlanView
 from hopindex.api.exit_codes import ExitCode
+from hopindex.api.render_estimate import cost_figure
 from hopindex.core.errors import InvalidInputError
 from hopindex.readers import RawDocument
 from hopindex.scheduler.dry_run import Planning
@@ -241,3 +242,39 @@ def test_a_provider_embedder_is_planned_as_a_floor_and_priced(
     with local_client(local) as client:
         assert plan_documents(client, "curie", CURIE_CORPUS,
                               method="indexrag").embedding is None
+
+
+def test_a_priced_dry_run_shows_both_prices_and_the_mode_it_would_run_in(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """With prices set, `ingest --dry-run` prints the LLM cost in all at the synchronous
+    prices and at the batch price (half off, the default discount), naming the phases
+    it cannot count, and the mode the ingest would run in with where that comes from:
+    --llm-mode, else HOPINDEX_LLM_MODE; `--json` carries the same in llm_cost,
+    llm_mode and llm_mode_from. No request reaches the server."""
+    server = start_server()
+    env = {"HOPINDEX_DATA_DIR": str(tmp_path / "data"), "HOPINDEX_LLM_MODEL": server.config.model,
+           "HOPINDEX_LLM_BASE_URL": server.base_url, "HOPINDEX_LLM_API_KEY": "test-key",
+           "HOPINDEX_EMBEDDER_URL": f"openai://{server.config.embedding_model}",
+           "HOPINDEX_LLM_PRICE_INPUT_PER_MTOK": "1", "HOPINDEX_LLM_PRICE_OUTPUT_PER_MTOK": "2"}
+    cli = CliRunner(env=env)
+    corpus = str(_write(tmp_path / "c.jsonl", CURIE_CORPUS))
+    as_json = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--json",
+                                "--llm-mode", "batch", corpus])
+    assert as_json.exit_code == 0, as_json.output
+    plan = json.loads(as_json.stdout)
+    assert (plan["llm_mode"], plan["llm_mode_from"]) == ("batch", "request")
+    cost = plan["llm_cost"]
+    stage1 = plan["phases"][0]
+    assert cost["sync"] == pytest.approx(stage1["cost"]) and cost["sync"] > 0
+    assert cost["batch"] == pytest.approx(cost["sync"] / 2)
+    assert cost["left_out"] == ["indexrag.stage2"] and cost["bound"] is False
+    shown = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", corpus])
+    assert shown.exit_code == 0, shown.output
+    assert (f"LLM cost: {cost_figure(cost['sync'])} synchronous, "
+            f"{cost_figure(cost['batch'])} in batch mode (50% off); not counted: "
+            "indexrag.stage2 (not planned)") in shown.stdout
+    assert "LLM mode: the ingest would run in sync mode (HOPINDEX_LLM_MODE)" in shown.stdout
+    flagged = cli.invoke(main, ["ingest", "--index", "curie", "--dry-run", "--llm-mode",
+                                "batch", corpus])
+    assert "LLM mode: the ingest would run in batch mode (--llm-mode)" in flagged.stdout
+    assert _chat_requests(server) == 0

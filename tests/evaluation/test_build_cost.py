@@ -62,10 +62,10 @@ def test_rows_name_the_build_once_and_total_only_llm_figures() -> None:
                       phases=PHASES)
     rows = build_rows([cost])
     assert all(len(row) == len(BUILD_HEADER) for row in rows)
-    assert rows[0][:6] == ["m", "x-m", "reused; sum of 1 job (1 ingest)", "5", "3.50",
+    assert rows[0][:7] == ["m", "x-m", "reused; sum of 1 job (1 ingest)", "5", "-", "3.50",
                            "m.stage1"]
-    assert rows[1][:5] == [""] * 5
-    assert rows[-1][5:] == ["total", "", "", "", "11", "540", "58", "1"]
+    assert rows[1][:6] == [""] * 6
+    assert rows[-1][6:] == ["total", "", "", "", "11", "540", "58", "1", "-", "-", "-"]
 
 
 def test_a_reused_index_costs_every_job_that_built_it() -> None:
@@ -107,3 +107,40 @@ def test_build_cost_round_trips_through_a_dict() -> None:
     cost = build_cost("m", "x-m", source=BuildSource.BUILT, documents=5, jobs=[finished_job()],
                       phases=PHASES)
     assert BuildCost.from_dict(asdict(cost)) == cost
+
+
+def test_the_multiplier_divides_each_phase_by_the_corpus_the_jobs_read() -> None:
+    """Two ingests that read 400 and 150 corpus tokens and a delete (which reads none and
+    counts none): the build's corpus is 550, and each phase's row (and the total's) ends
+    with its prompt, completion and total tokens per corpus token."""
+    first, later = finished_job(), finished_job()
+    first.corpus_tokens, later.corpus_tokens = 400, 150
+    later.job_id = "j2"
+    delete = Job(job_id="j3", index="x-m", kind=JobKind.DELETE, state=JobState.SUCCEEDED)
+    delete.llm["m.stage2"] = LlmUsage(calls=1, prompt_tokens=20, completion_tokens=2)
+    cost = build_cost("m", "x-m", source=BuildSource.REUSED, documents=5,
+                      jobs=[first, later, delete], phases=PHASES)
+    assert cost.corpus_tokens == 550
+    stage1 = cost.phase("m.stage1")
+    assert stage1 is not None and cost.multiplier(stage1) is not None
+    rows = build_rows([cost])
+    assert rows[0][4] == "550"
+    assert rows[0][-3:] == ["1.82x", "0.18x", "2.00x"]  # 1,000 and 100 over 550
+    assert rows[-1][-3:] == ["2.00x", "0.21x", "2.21x"]  # 1,100 and 118 over 550
+    assert BuildCost.from_dict(asdict(cost)) == cost
+
+
+def test_a_job_that_did_not_count_its_corpus_leaves_the_multiplier_unknown() -> None:
+    """One ingest from before corpus tokens were counted among the summed jobs: the
+    corpus is unknown, not the other jobs' alone (which would inflate the ratio), and
+    the multiplier cells say so with "-"; a report written before reads the same."""
+    counted, uncounted = finished_job(), finished_job()
+    counted.corpus_tokens = 500
+    cost = build_cost("m", "x-m", source=BuildSource.REUSED, documents=5,
+                      jobs=[uncounted, counted], phases=PHASES)
+    assert cost.corpus_tokens is None
+    assert cost.multiplier(cost.total()) is None
+    assert all(row[-3:] == ["-", "-", "-"] for row in build_rows([cost]))
+    data = asdict(cost)
+    del data["corpus_tokens"]
+    assert BuildCost.from_dict(data).corpus_tokens is None

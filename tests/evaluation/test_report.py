@@ -280,12 +280,14 @@ def test_comparison_table_names_each_rows_index_method_and_each_build() -> None:
     build = lines[lines.index("build cost per index method") + 1:]
     assert build[0].split()[:4] == ["index", "method", "index", "build"]
     assert build[2].split() == ["plain", "hp100-plain", "built", "by", "job", "j1", "10",
-                                "1.25", "plain.stage1", "10", "0", "0", "0", "0", "0", "0"]
-    assert build[3].split() == ["total", "0", "0", "0", "0"]
+                                "-", "1.25", "plain.stage1", "10", "0", "0", "0", "0", "0",
+                                "0", "-", "-", "-"]
+    assert build[3].split() == ["total", "0", "0", "0", "0", "-", "-", "-"]
     assert build[4].split()[:7] == ["smart", "hp100-smart", "reused;", "cost", "of", "job",
                                     "j2"]
-    assert build[5].split() == ["smart.stage2", "3", "0", "0", "3", "0", "0", "2"]
-    assert build[6].split() == ["total", "13", "900", "90", "2"]
+    assert build[5].split() == ["smart.stage2", "3", "0", "0", "3", "0", "0", "2", "-", "-",
+                                "-"]
+    assert build[6].split() == ["total", "13", "900", "90", "2", "-", "-", "-"]
     assert len(build) == 7
 
 
@@ -306,8 +308,8 @@ def test_comparison_round_trips_and_reaches_markdown_and_chart(tmp_path: Path) -
     markdown = md_path.read_text(encoding="utf-8")
     assert "| index method | method | n |" in markdown
     assert "- naive skipped on the smart index" in markdown
-    assert ("| smart | hp100-smart | reused; cost of job j2 | 10 | 8.50 | smart.stage1 | 10 "
-            "| 0 | 0 | 10 | 900 | 90 | 0 |") in markdown
+    assert ("| smart | hp100-smart | reused; cost of job j2 | 10 | - | 8.50 | smart.stage1 "
+            "| 10 | 0 | 0 | 10 | 900 | 90 | 0 | - | - | - |") in markdown
     assert png_path.read_bytes().startswith(PNG_MAGIC)
     assert [m.label for m in report.methods] == ["plain/naive", "smart/ircot"]
 

@@ -166,8 +166,9 @@ def test_every_queried_metric_is_one_hopindex_exports(source: str,
 def test_the_dashboard_covers_what_an_operator_asks_for(dashboard: dict[str, Any]) -> None:
     """Ingest backlog and throughput, job states, LLM requests/tokens/latency, 429s and
     limiter waits, cache hits, query latency quantiles, calls and tokens per query, a
-    streamed query's time to its first answer token, the reranker's requests, and each
-    instance's memory and CPU (a worker's over all its processes)."""
+    streamed query's time to its first answer token, the reranker's requests, the
+    ingestion multiplier (LLM tokens per corpus token), and each instance's memory and
+    CPU (a worker's over all its processes)."""
     text = "\n".join(dashboard_exprs(dashboard))
     for needle in ("hopindex_queue_depth", "hopindex_stage_tasks_total", "hopindex_jobs",
                    "hopindex_llm_requests_total", "hopindex_llm_tokens_total",
@@ -177,7 +178,8 @@ def test_the_dashboard_covers_what_an_operator_asks_for(dashboard: dict[str, Any
                    "(rate(hopindex_query_duration_seconds_bucket",
                    "hopindex_query_llm_calls", "hopindex_query_tokens",
                    "hopindex_query_first_token_seconds_bucket",
-                   "hopindex_rerank_requests_total",
+                   "hopindex_rerank_requests_total", "hopindex_ingest_llm_tokens_total",
+                   "hopindex_ingest_corpus_tokens_total",
                    "hopindex_stage_task_failures_total", "process_resident_memory_bytes",
                    "hopindex_worker_proportional_memory_bytes", "process_cpu_seconds_total"):
         assert needle in text, needle

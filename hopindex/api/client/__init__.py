@@ -12,11 +12,13 @@ from hopindex.api.client.models import (
     DocumentView,
     IndexBudget,
     IndexDescription,
+    IndexLlmMode,
     IndexStatus,
     IndexSummary,
     IngestPlanView,
     OperationInfo,
     OutstandingWork,
+    PlanCost,
     TransferCounts,
     WebhookInfo,
 )
@@ -25,6 +27,6 @@ from hopindex.api.client.protocol import OPENERS, Client, IngestSource
 
 OPENERS.update(local=open_local, connect=open_remote)
 
-__all__ = ["Client", "DocumentView", "IndexBudget", "IndexDescription", "IndexStatus",
-           "IndexSummary", "IngestPlanView", "IngestSource", "OperationInfo",
-           "OutstandingWork", "TransferCounts", "WebhookInfo"]
+__all__ = ["Client", "DocumentView", "IndexBudget", "IndexDescription", "IndexLlmMode",
+           "IndexStatus", "IndexSummary", "IngestPlanView", "IngestSource", "OperationInfo",
+           "OutstandingWork", "PlanCost", "TransferCounts", "WebhookInfo"]

@@ -9,35 +9,39 @@ which drives either client, answer alike: an index created twice is an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from hopindex.api.client.local_parts import LocalEvents, LocalOperations, LocalWebhooks
 from hopindex.api.client.models import (
     DocumentView,
     IndexBudget,
     IndexDescription,
+    IndexLlmMode,
     IndexSummary,
     IngestPlanView,
-    OperationInfo,
     TransferCounts,
-    WebhookInfo,
 )
 from hopindex.api.client.protocol import DOC_ID, Client, IngestSource
 from hopindex.api.client.records import read_records, split_source
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import IndexExistsError, InvalidInputError, NotFoundError
 from hopindex.core.ids import validate_index_name
+from hopindex.core.llm_modes import parse_llm_mode
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.readers.options import Reading
+
+# Named here too: callers import the client's parts from this module.
+__all__ = ["LocalClient", "LocalEvents", "LocalIndexes", "LocalJobs", "LocalOperations",
+           "LocalWebhooks"]
 
 if TYPE_CHECKING:
     from hopindex.api.client.query_stream import QueryStream
     from hopindex.api.service import Hopindex
     from hopindex.backends.embedder.fast_start import PreparesQueries
-    from hopindex.core.events import Event
     from hopindex.core.models import Job
-    from hopindex.methods.operations import MethodOperation
     from hopindex.readers import ReadResult
     from hopindex.scheduler.writers import Announce, WaitPolicy
 
@@ -94,16 +98,28 @@ class LocalIndexes:
 
         return IndexBudget.model_validate(set_index_budget(self._service, name, limits))
 
-    def repair_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def get_llm_mode(self, name: str) -> IndexLlmMode:
+        from hopindex.api.client.views import index_llm_mode
+
+        return IndexLlmMode.model_validate(index_llm_mode(self._service, name))
+
+    def set_llm_mode(self, name: str, mode: LlmMode | str | None) -> IndexLlmMode:
+        from hopindex.api.client.views import set_index_llm_mode
+
+        return IndexLlmMode.model_validate(set_index_llm_mode(self._service, name, mode))
+
+    def repair_index(self, name: str, *, wait: bool = True,
+                     llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                      announce: Announce | None = None) -> Job:
         job = self._service.repair_index(name, job_id=job_id, wait=_policy(wait),
-                                         announce=announce)
+                                         announce=announce, llm_mode=parse_llm_mode(llm_mode))
         return self._client.settled(job, wait)
 
-    def rebuild_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def rebuild_index(self, name: str, *, wait: bool = True,
+                      llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                       announce: Announce | None = None) -> Job:
         job = self._service.rebuild_index(name, job_id=job_id, wait=_policy(wait),
-                                          announce=announce)
+                                          announce=announce, llm_mode=parse_llm_mode(llm_mode))
         return self._client.settled(job, wait)
 
     def export_index(self, name: str, path: Path) -> TransferCounts:
@@ -126,7 +142,6 @@ class LocalIndexes:
 
         return TransferCounts.model_validate(
             import_index(self._service.backends, path).as_dict())
-
 
     def export_name(self, path: Path) -> str:
         """The name of the index an export file holds (its header's), which importing it
@@ -178,76 +193,6 @@ class LocalJobs:
         limits = limits or BudgetLimits()
         return self._client.service.resume_job(job_id, max_llm_tokens=limits.max_llm_tokens,
                                                max_cost=limits.max_cost)
-
-
-class LocalEvents:
-    def __init__(self, client: LocalClient) -> None:
-        self._client = client
-
-    def iterate_events(self, index: str | None = None, after_id: str | None = None, *,
-                       follow: bool = False) -> Iterator[Event]:
-        from hopindex.api.events import follow_events
-
-        if index is not None:
-            validate_index_name(index)
-        return follow_events(self._client.service.backends.events, index=index,
-                             after_id=after_id, follow=follow)
-
-
-class LocalWebhooks:
-    def __init__(self, client: LocalClient) -> None:
-        self._client = client
-
-    def add_webhook(self, index: str, url: str, secret: str | None = None) -> WebhookInfo:
-        from hopindex.api.events import register_webhook, webhook_view
-
-        service = self._client.service
-        validate_index_name(index)
-        hook = register_webhook(service.backends.events, index, url, secret,
-                                allow_private=service.settings.webhook_allow_private)
-        return WebhookInfo.model_validate(webhook_view(hook, with_secret=True))
-
-    def list_webhooks(self, index: str | None = None) -> list[WebhookInfo]:
-        from hopindex.api.events import webhook_view
-
-        if index is not None:
-            validate_index_name(index)
-        return [WebhookInfo.model_validate(webhook_view(h))
-                for h in self._client.service.backends.events.list_webhooks(index)]
-
-    def remove_webhook(self, webhook_id: str) -> None:
-        if not self._client.service.backends.events.delete_webhook(webhook_id):
-            raise NotFoundError(f"no webhook {webhook_id!r}")
-
-
-class LocalOperations:
-    def __init__(self, client: LocalClient) -> None:
-        self._client = client
-
-    def list_operations(self, method: str | None = None) -> list[OperationInfo]:
-        from hopindex.methods.registry import list_operations
-
-        return [OperationInfo.model_validate(o.describe()) for o in list_operations(method)]
-
-    def find_operation(self, index: str, name: str) -> MethodOperation:
-        """Operation ``name`` of the index's method, as ``run_operation`` finds it (an
-        unknown index: ``NotFoundError``; no such operation for its method: an
-        ``InvalidInputError`` naming ``method``), so that a front door can check the
-        access it needs before running it."""
-        from hopindex.methods.registry import get_operation
-
-        info = self._client.service.require_index(index)
-        return get_operation(index, info.method, name)
-
-    def run_operation(self, index: str, name: str,
-                      params: Mapping[str, str] | None = None) -> Any:
-        from hopindex.methods.registry import get_operation
-
-        service = self._client.service
-        info = service.require_index(index)
-        operation = get_operation(index, info.method, name)
-        return operation.run(service.backends.state, info.name,
-                             operation.check_params(params or {}))
 
 
 class LocalClient(Client):
@@ -335,36 +280,39 @@ class LocalClient(Client):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               reading: Reading | None = None, job_id: str | None = None,
-               announce: Announce | None = None) -> Job:
+               reading: Reading | None = None, llm_mode: LlmMode | str | None = None,
+               job_id: str | None = None, announce: Announce | None = None) -> Job:
         validate_index_name(index)
+        mode = parse_llm_mode(llm_mode)  # refused before any file is read
         read = self.read_source(source, reading)
         return self.ingest_read(index, read, method=method, wait=wait, limits=limits,
-                                job_id=job_id, announce=announce)
+                                llm_mode=mode, job_id=job_id, announce=announce)
 
     def ingest_read(self, index: str, read: ReadResult, *, method: str | None = None,
                     wait: bool = True, limits: BudgetLimits | None = None,
-                    job_id: str | None = None, announce: Announce | None = None) -> Job:
+                    llm_mode: LlmMode | None = None, job_id: str | None = None,
+                    announce: Announce | None = None) -> Job:
         """``ingest`` of documents already read (the HTTP API reads its upload)."""
         from hopindex.api.client.views import ingest_budget
 
         budget = ingest_budget(self.service, index, limits or BudgetLimits())
         job = self.service.ingest_documents(index, read.documents, read.errors, method=method,
-                                            job_id=job_id, budget=budget,
-                                            wait=_policy(wait), announce=announce)
+                                            job_id=job_id, budget=budget, wait=_policy(wait),
+                                            announce=announce, llm_mode=llm_mode)
         return self.settled(job, wait)
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None, reading: Reading | None = None
-                    ) -> IngestPlanView:
+                    method: str | None = None, reading: Reading | None = None,
+                    llm_mode: LlmMode | str | None = None) -> IngestPlanView:
         validate_index_name(index)
+        mode = parse_llm_mode(llm_mode)
         read = self.read_source(source, reading)
-        return self.plan_read(index, read, method=method)
+        return self.plan_read(index, read, method=method, llm_mode=mode)
 
-    def plan_read(self, index: str, read: ReadResult, *,
-                  method: str | None = None) -> IngestPlanView:
+    def plan_read(self, index: str, read: ReadResult, *, method: str | None = None,
+                  llm_mode: LlmMode | None = None) -> IngestPlanView:
         plan = self.service.plan_ingest_documents(index, read.documents, read.errors,
-                                                  method=method)
+                                                  method=method, llm_mode=llm_mode)
         return IngestPlanView.model_validate(plan.as_dict())
 
     @overload

@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopindex.api.client.wire import CitationView
+from hopindex.core.llm_modes import ModeSource
+from hopindex.core.settings import LlmMode
 
 
 class _Result(BaseModel):
@@ -78,6 +80,18 @@ class IndexBudget(_Result):
     budget: dict[str, Any] = Field(default_factory=dict)
 
 
+class IndexLlmMode(_Result):
+    """An index's default LLM mode: how its jobs that name none make their LLM calls."""
+
+    index: str
+    llm_mode: LlmMode | None = Field(description=(
+        "the index's own default; null: none, its jobs run in the server's "
+        "HOPINDEX_LLM_MODE"))
+    effective: LlmMode = Field(description=(
+        "what a job of the index that names no mode runs in: the index's default, else "
+        "the server's"))
+
+
 class WebhookInfo(_Result):
     """A registered webhook. The URL is shown without its userinfo or secret-looking
     query values; ``secret`` is there only in the answer to registering it."""
@@ -115,10 +129,26 @@ class TransferCounts(_Result):
     records: int = 0
 
 
+class PlanCost(_Result):
+    """The planned phases' LLM cost in all, at the synchronous prices and at the batch
+    price, whichever mode the ingest would run in."""
+
+    sync: float = Field(ge=0, description="at HOPINDEX_LLM_PRICE_*, one request at a time")
+    batch: float = Field(ge=0, description=(
+        "through the provider's Batch API: sync less batch_discount"))
+    batch_discount: float = Field(ge=0, lt=1, description=(
+        "the share the Batch API takes off (HOPINDEX_LLM_BATCH_DISCOUNT)"))
+    bound: bool = Field(description="some phase's cost is an upper estimate")
+    left_out: list[str] = Field(description=(
+        "phases that call an LLM whose cost is not known before they run: not in the sums"))
+
+
 class IngestPlanView(_Result):
     """What an ingest would do and cost, computed without an LLM call or a write:
     documents new, changed, unchanged and invalid; each phase's LLM calls and tokens;
-    the records that cannot be read (``errors``); embedding tokens at a provider."""
+    the cost in all at the synchronous and the batch prices, and the mode the job would
+    run in; the records that cannot be read (``errors``); embedding tokens at a
+    provider."""
 
     index: str
     method: str
@@ -128,6 +158,12 @@ class IngestPlanView(_Result):
     phases: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[dict[str, str]] = Field(default_factory=list)
     embedding: dict[str, Any] | None = None
+    llm_mode: LlmMode = Field(description="the mode the ingest would run in")
+    llm_mode_from: ModeSource = Field(description=(
+        "where that mode comes from: the request (llm_mode), the index's default, or the "
+        "server's settings (HOPINDEX_LLM_MODE)"))
+    llm_cost: PlanCost | None = Field(description=(
+        "null when no phase has a cost: no prices set, or no LLM call planned"))
 
 
 class OperationInfo(_Result):

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, overload
 
 from hopindex.core.budget import BudgetLimits
+from hopindex.core.settings import LlmMode
 from hopindex.readers.options import Reading
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         DocumentView,
         IndexBudget,
         IndexDescription,
+        IndexLlmMode,
         IndexSummary,
         IngestPlanView,
         OperationInfo,
@@ -82,13 +84,23 @@ class Indexes(Protocol):
         the default is removed)."""
         ...
 
-    def repair_index(self, name: str, *, wait: bool = True) -> Job:
-        """Redo the index's outstanding work (documents not fully indexed, items
-        failed for good) with no new input."""
+    def get_llm_mode(self, name: str) -> IndexLlmMode: ...
+
+    def set_llm_mode(self, name: str, mode: LlmMode | str | None) -> IndexLlmMode:
+        """The LLM mode later jobs of the index run in when they name none (None: the
+        index's default is removed, the server's ``HOPINDEX_LLM_MODE`` applies)."""
         ...
 
-    def rebuild_index(self, name: str, *, wait: bool = True) -> Job:
-        """Build again the levels phases the index's method builds only on request."""
+    def repair_index(self, name: str, *, wait: bool = True,
+                     llm_mode: LlmMode | str | None = None) -> Job:
+        """Redo the index's outstanding work (documents not fully indexed, items
+        failed for good) with no new input; ``llm_mode`` as ``Client.ingest``'s."""
+        ...
+
+    def rebuild_index(self, name: str, *, wait: bool = True,
+                      llm_mode: LlmMode | str | None = None) -> Job:
+        """Build again the levels phases the index's method builds only on request;
+        ``llm_mode`` as ``Client.ingest``'s."""
         ...
 
     def export_index(self, name: str, path: Path) -> TransferCounts:
@@ -185,19 +197,25 @@ class Client(Protocol):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               reading: Reading | None = None) -> Job:
+               reading: Reading | None = None, llm_mode: LlmMode | str | None = None
+               ) -> Job:
         """Ingest files, folders or records into ``index`` (created on first use with
         ``method``). Bad records and files fail alone and are listed on the job.
         ``wait``: return once the job ends or pauses on its budget, else as soon as it
         is accepted. ``limits`` cap the job's LLM spend, replacing the index default's
         limits. ``reading``: how PDF, HTML, DOCX and Markdown files split into
-        documents (by section, page or file) and which files of a folder are read."""
+        documents (by section, page or file) and which files of a folder are read.
+        ``llm_mode``: ``sync`` or ``batch`` (the provider's Batch API: about half the
+        price, results within its completion window); None: the index's default mode,
+        else the server's. Another value is an ``InvalidInputError`` naming
+        ``llm_mode``."""
         ...
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None, reading: Reading | None = None
-                    ) -> IngestPlanView:
-        """What ``ingest`` would do and cost, with no LLM call and no write."""
+                    method: str | None = None, reading: Reading | None = None,
+                    llm_mode: LlmMode | str | None = None) -> IngestPlanView:
+        """What ``ingest`` would do and cost (at the synchronous and the batch
+        prices, and in which mode it would run), with no LLM call and no write."""
         ...
 
     @overload

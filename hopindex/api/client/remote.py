@@ -23,6 +23,7 @@ from hopindex.api.client.models import (
     DocumentView,
     IndexBudget,
     IndexDescription,
+    IndexLlmMode,
     IndexSummary,
     IngestPlanView,
     OperationInfo,
@@ -38,7 +39,9 @@ from hopindex.api.job_waiting import WaitUntil, wait_for_job
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.events import Event
+from hopindex.core.llm_modes import LLM_MODE, parse_llm_mode
 from hopindex.core.models import Job
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import QueryOptions, QueryResult
 from hopindex.readers.options import Reading
 
@@ -64,6 +67,13 @@ def _as_param_error(exc: Exception) -> Exception:
 
 def _job(data: Any) -> Job:
     return JobView.model_validate(data).to_runtime()
+
+
+def _mode_params(llm_mode: LlmMode | str | None) -> dict[str, str]:
+    """The ``llm_mode`` query parameter when one is given; a name that is no mode is
+    refused here, before anything is sent, as the local client refuses it."""
+    mode = parse_llm_mode(llm_mode)
+    return {} if mode is None else {LLM_MODE: mode.value}
 
 
 class RemoteIndexes:
@@ -98,16 +108,33 @@ class RemoteIndexes:
         return IndexBudget.model_validate(self._wire.json_call(
             "PUT", f"/v1/indexes/{quote(name)}/budget", payload=limits.as_dict()))
 
+    def get_llm_mode(self, name: str) -> IndexLlmMode:
+        return IndexLlmMode.model_validate(
+            self._wire.json_call("GET", f"/v1/indexes/{quote(name)}/llm-mode"))
+
+    def set_llm_mode(self, name: str, mode: LlmMode | str | None) -> IndexLlmMode:
+        chosen = parse_llm_mode(mode)
+        path = f"/v1/indexes/{quote(name)}/llm-mode"
+        if chosen is None:
+            self._wire.json_call("DELETE", path)
+            return self.get_llm_mode(name)
+        return IndexLlmMode.model_validate(self._wire.json_call(
+            "PUT", path, payload={LLM_MODE: chosen.value}))
+
     # ``job_id`` and ``announce`` are the local client's (a job run in this process);
     # taken and ignored here, so that one call drives either client.
-    def repair_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def repair_index(self, name: str, *, wait: bool = True,
+                     llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                      announce: Announce | None = None) -> Job:
-        job = _job(self._wire.json_call("POST", f"/v1/indexes/{quote(name)}/repair"))
+        job = _job(self._wire.json_call("POST", f"/v1/indexes/{quote(name)}/repair",
+                                        params=_mode_params(llm_mode)))
         return self._jobs.wait_for_job(job.job_id) if wait else job
 
-    def rebuild_index(self, name: str, *, wait: bool = True, job_id: str | None = None,
+    def rebuild_index(self, name: str, *, wait: bool = True,
+                      llm_mode: LlmMode | str | None = None, job_id: str | None = None,
                       announce: Announce | None = None) -> Job:
-        job = _job(self._wire.json_call("POST", f"/v1/indexes/{quote(name)}/rebuild"))
+        job = _job(self._wire.json_call("POST", f"/v1/indexes/{quote(name)}/rebuild",
+                                        params=_mode_params(llm_mode)))
         return self._jobs.wait_for_job(job.job_id) if wait else job
 
     def export_index(self, name: str, path: Path) -> TransferCounts:
@@ -278,17 +305,18 @@ class RemoteClient(Client):
 
     def ingest(self, index: str, source: IngestSource, *, method: str | None = None,
                wait: bool = True, limits: BudgetLimits | None = None,
-               reading: Reading | None = None, job_id: str | None = None,
-               announce: Announce | None = None) -> Job:
+               reading: Reading | None = None, llm_mode: LlmMode | str | None = None,
+               job_id: str | None = None, announce: Announce | None = None) -> Job:
         params = {"method": method, "on_error": "skip",
-                  **budget_params(limits or BudgetLimits())}
+                  **budget_params(limits or BudgetLimits()), **_mode_params(llm_mode)}
         job = _job(self._upload(index, source, params, reading or Reading()))
         return self.jobs.wait_for_job(job.job_id) if wait else job
 
     def plan_ingest(self, index: str, source: IngestSource, *,
-                    method: str | None = None, reading: Reading | None = None
-                    ) -> IngestPlanView:
-        params = {"method": method, "on_error": "skip", "dry_run": "true"}
+                    method: str | None = None, reading: Reading | None = None,
+                    llm_mode: LlmMode | str | None = None) -> IngestPlanView:
+        params = {"method": method, "on_error": "skip", "dry_run": "true",
+                  **_mode_params(llm_mode)}
         return IngestPlanView.model_validate(
             self._upload(index, source, params, reading or Reading()))
 

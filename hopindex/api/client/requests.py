@@ -38,6 +38,8 @@ from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import ConfigError, InvalidInputError
 from hopindex.core.ids import INDEX_NAME_PATTERN, validate_index_name
 from hopindex.core.json_input import shown_number
+from hopindex.core.llm_modes import parse_llm_mode
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import MAX_CANDIDATES, MAX_K, FusionMode, QueryOptions, Retrieval
 from hopindex.methods.registry import index_method_names, list_operations, query_method_names
 
@@ -238,6 +240,27 @@ class BudgetRequest(_Request):
 
     def limits(self) -> BudgetLimits:
         return BudgetLimits(max_llm_tokens=self.max_llm_tokens, max_cost=self.max_cost)
+
+
+def _llm_mode(value: object) -> object:
+    # Refused in the words of every other door (core/llm_modes.py): the local client, the
+    # CLI's flag and the query parameter name the field and the modes alike.
+    try:
+        return parse_llm_mode(value)
+    except InvalidInputError as exc:
+        raise refused(message=str(exc)) from None
+
+
+LlmModeName = Annotated[LlmMode | None, BeforeValidator(_llm_mode)]
+
+
+class LlmModeRequest(_Request):
+    """An index's default LLM mode as a request sets it: null or left out removes it."""
+
+    llm_mode: Annotated[LlmModeName, Field(description=(
+        "how the index's later jobs that name no mode make their LLM calls: sync (one "
+        "request at a time) or batch (the provider's Batch API, about half the price, "
+        "results within its completion window)"))] = None
 
 
 class CreateIndex(_Request):

@@ -1,8 +1,8 @@
 """An index as the local client answers for it: its name, method, creation time and
 options (``index_view``); described, what it holds (documents, units per kind) and its
-status with what it is missing (``Outstanding.as_dict``); its default LLM budget; and
-one of its documents (``document_view``). The HTTP API serves these as they are, so
-every door shows the same fields.
+status with what it is missing (``Outstanding.as_dict``); its default LLM budget and
+LLM mode; and one of its documents (``document_view``). The HTTP API serves these as
+they are, so every door shows the same fields.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from hopindex.core.budget import BudgetLimits, index_default
 from hopindex.core.citations import RESERVED_METADATA_KEY, document_citation
 from hopindex.core.errors import NotFoundError
 from hopindex.core.ids import validate_index_name
+from hopindex.core.llm_modes import index_mode, parse_llm_mode
 
 if TYPE_CHECKING:
     from hopindex.api.service import Hopindex
     from hopindex.backends.protocols import IndexInfo
     from hopindex.core.models import Document
+    from hopindex.core.settings import LlmMode
 
 
 def index_view(info: IndexInfo) -> dict[str, Any]:
@@ -86,3 +88,30 @@ def set_index_budget(service: Hopindex, index: str, budget: BudgetLimits) -> dic
     validate_index_name(index)
     check_budget(service.runtime, budget)
     return budget_view(service.set_index_budget(index, budget))
+
+
+def llm_mode_view(info: IndexInfo, default: LlmMode) -> dict[str, Any]:
+    """An index's default LLM mode: ``{"index", "llm_mode", "effective"}``, the index's
+    own (None: none) and the one its jobs run in when they name none (``default``, the
+    setting's, without one of its own)."""
+    own = index_mode(info.options)
+    return {"index": info.name, "llm_mode": None if own is None else own.value,
+            "effective": (own or default).value}
+
+
+def index_llm_mode(service: Hopindex, index: str) -> dict[str, Any]:
+    """``llm_mode_view`` of ``index``; ``NotFoundError`` when there is no such index."""
+    info = service.index_info(index)
+    if info is None:
+        raise NotFoundError(f"no index {index!r}")
+    return llm_mode_view(info, service.settings.llm_mode)
+
+
+def set_index_llm_mode(service: Hopindex, index: str, mode: LlmMode | str | None
+                       ) -> dict[str, Any]:
+    """Store ``mode`` as the mode of ``index``'s later jobs that name none (None: the
+    index's default is removed); the default as it is then. A name that is no mode is
+    an ``InvalidInputError`` naming ``llm_mode``."""
+    chosen = parse_llm_mode(mode)
+    validate_index_name(index)
+    return llm_mode_view(service.set_index_llm_mode(index, chosen), service.settings.llm_mode)

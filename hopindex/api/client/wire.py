@@ -5,8 +5,9 @@ model declared once. The OpenAPI document takes their components from these mode
 through them (``JobView.model_validate(data).to_runtime()``), so what the document says
 of a record and what the client accepts cannot drift apart.
 
-The server still writes a record with its runtime type's ``as_dict``: these models
-describe those bytes, they do not produce them. Every key ``as_dict`` always writes is
+The server still writes a record with its runtime type's ``as_dict`` (a job's with
+``Job.view``, its provider batches as a person reads them): these models describe
+those bytes, they do not produce them. Every key ``as_dict`` always writes is
 a field without a default (required); a key it writes only when there is something to
 say (an unpriced cost, a zero reading counter) is ``X | SkipJsonSchema[None] = None``:
 left out of the document's ``required``, never declared as null. A model is named for
@@ -32,6 +33,8 @@ from hopindex.core.models import (
     LlmUsage,
     StageCounts,
 )
+from hopindex.core.provider_batches import BatchState, ProviderBatch
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import (
     Degradation,
     QueryResult,
@@ -151,6 +154,45 @@ class EmbeddingUsageView(_Wire):
         return EmbeddingUsage(requests=self.requests, tokens=self.tokens, cost=self.cost)
 
 
+class TokenMultiplierView(_Wire):
+    """LLM tokens per corpus token (core/token_multiplier.py)."""
+
+    prompt: NonNegative
+    completion: NonNegative
+    total: NonNegative
+
+
+class JobTokenMultiplierView(TokenMultiplierView):
+    """The job's LLM tokens per token of the corpus it read, in all and per phase."""
+
+    stages: Annotated[dict[str, TokenMultiplierView], Field(
+        description="per phase, by qualified name")]
+
+
+class ProviderBatchView(_Wire):
+    """One batch of the job's LLM requests at the provider's Batch API, as a person
+    follows it (``ProviderBatch.view``): its requests' keys and the tasks waiting for it
+    stay in the record."""
+
+    batch_id: Annotated[str, Field(description="the provider's id; empty until it has "
+                                               "the batch")]
+    phase: Annotated[str, Field(description="the phase whose requests it carries")]
+    state: BatchState
+    total: Annotated[Count, Field(description="its requests (lines)")]
+    completed: Annotated[Count, Field(description="lines the provider answered")]
+    failed: Annotated[Count, Field(description="lines the provider failed")]
+    submitted_at: Timestamp
+    ended_at: float | None
+    error: str
+
+    def to_runtime(self) -> ProviderBatch:
+        # What the view leaves out is the record's bookkeeping: none of it is shown.
+        return ProviderBatch(token="", phase=self.phase, keys=[], batch_id=self.batch_id,
+                             state=self.state, total=self.total, completed=self.completed,
+                             failed=self.failed, submitted_at=self.submitted_at,
+                             ended_at=self.ended_at, error=self.error)
+
+
 _BOOKKEEPING = "the runtime's bookkeeping, shown as the record holds it"
 
 
@@ -172,6 +214,14 @@ class JobView(_Wire):
         description="items the job failed for good, per phase: what a repair would redo")]
     llm: JobLlmUsageView
     embedding: EmbeddingUsageView
+    corpus_tokens: Annotated[Count | None, Field(
+        description="tokens of the documents the job's LLM phases read (new and changed "
+                    "ones, a repair's outstanding ones, a rebuild's whole index), at the "
+                    "dry run's 0.25 tokens per character; null for a delete, a method "
+                    "without an LLM, or a job from before they were counted")]
+    token_multiplier: Annotated[JobTokenMultiplierView | None, Field(
+        description="LLM tokens per corpus token: prompt, completion and total, for the "
+                    "job and per phase; null when corpus_tokens is null or 0")]
     groups_rebuilt: Annotated[Count, Field(description="groups a groups or levels phase "
                                                        "rebuilt")]
     groups_removed: Annotated[Count, Field(description="groups a groups or levels phase "
@@ -208,6 +258,11 @@ class JobView(_Wire):
                                                        "index's waiting jobs, 1 next; 0 "
                                                        "once its turn came")]
     staged: Annotated[int, Field(ge=-1, description=_BOOKKEEPING)]
+    llm_mode: Annotated[LlmMode, Field(
+        description="how its index-time LLM calls are made: sync, one request at a time; "
+                    "batch, through the provider's Batch API")]
+    provider_batches: Annotated[list[ProviderBatchView], Field(
+        description="in batch mode, the batches it sent, oldest first; empty in sync mode")]
 
     def to_runtime(self) -> Job:
         return Job(
@@ -215,7 +270,7 @@ class JobView(_Wire):
             counts={stage: c.to_runtime() for stage, c in self.counts.items()},
             errors=[e.to_runtime() for e in self.errors],
             llm={stage: u.to_runtime() for stage, u in self.llm.stages.items()},
-            embedding=self.embedding.to_runtime(),
+            embedding=self.embedding.to_runtime(), corpus_tokens=self.corpus_tokens,
             groups_rebuilt=self.groups_rebuilt, groups_removed=self.groups_removed,
             phases={name: kind.value for name, kind in self.phases.items()},
             units_embedded=self.units_embedded, reason=self.reason,
@@ -229,7 +284,8 @@ class JobView(_Wire):
             paused_tasks=list(self.paused_tasks),
             estimate={phase: dict(figures) for phase, figures in self.estimate.items()},
             waits_for=self.waits_for, queue_position=self.queue_position,
-            staged=self.staged)
+            staged=self.staged, llm_mode=self.llm_mode,
+            provider_batches=[b.to_runtime() for b in self.provider_batches])
 
 
 # -- an event -------------------------------------------------------------------------

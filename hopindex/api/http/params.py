@@ -40,6 +40,8 @@ from hopindex.core.json_input import (
     shown_literal,
     shown_number,
 )
+from hopindex.core.llm_modes import LLM_MODE, parse_llm_mode
+from hopindex.core.settings import LlmMode
 
 E = TypeVar("E", bound=enum.Enum)
 M = TypeVar("M", bound=BaseModel)
@@ -219,6 +221,15 @@ def _whole(text: str | None) -> int | None:
     except ValueError:  # more digits than Python converts
         raise bad_request(f"query parameter {MAX_LLM_TOKENS!r} is too long",
                           field=MAX_LLM_TOKENS) from None
+
+
+def query_llm_mode(request: web.Request) -> LlmMode | None:
+    """The ``llm_mode`` query parameter (optional): a 400 naming it and the modes there
+    are for anything else, in the words of every other door (core/llm_modes.py)."""
+    try:
+        return parse_llm_mode(request.query.get(LLM_MODE))
+    except InvalidInputError as exc:
+        raise bad_request(str(exc), field=exc.where) from None
 
 
 def require_prices(client: LocalClient, limits: BudgetLimits) -> None:

@@ -18,6 +18,7 @@ from hopindex.api.client.requests import (
     DocumentId,
     IndexName,
     JsonInt,
+    LlmModeName,
     NotBlank,
     refused,
 )
@@ -123,6 +124,10 @@ class Record(BaseModel):
 
 _NEW_INDEX_METHOD = ("the index method for a new index (default: the server's default); "
                      "ignored for an index that exists")
+_LLM_MODE = Field(description=(
+    "how the job's LLM calls are made: sync (one request at a time) or batch (the "
+    "provider's Batch API: about half the price, results within hours, the job in state "
+    "waiting_on_provider meanwhile); leave it out for the index's default"))
 
 
 class IngestTextArguments(ToolArguments):
@@ -131,6 +136,7 @@ class IngestTextArguments(ToolArguments):
         min_length=1, max_length=MAX_INLINE_RECORDS,
         description="the documents; each fails alone (the job lists bad ones)")]
     method: _method(_NEW_INDEX_METHOD) = None  # type: ignore[valid-type]
+    llm_mode: Annotated[LlmModeName, _LLM_MODE] = None
 
 
 class IngestPathsArguments(ToolArguments):
@@ -140,6 +146,7 @@ class IngestPathsArguments(ToolArguments):
         description="files or folders on this machine: PDF, HTML, DOCX, Markdown, text, "
                     "JSON or JSONL records; a folder is read recursively")]
     method: _method(_NEW_INDEX_METHOD) = None  # type: ignore[valid-type]
+    llm_mode: Annotated[LlmModeName, _LLM_MODE] = None
     split_by: Annotated[SplitBy, Field(
         description="how PDF, HTML, DOCX and Markdown files become documents: one per "
                     "section (default), per page, or per file")] = SplitBy.SECTION

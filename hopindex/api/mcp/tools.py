@@ -161,7 +161,7 @@ async def ingest_text(call: ToolCall, a: args.IngestTextArguments) -> dict[str, 
     records = [r.as_record() for r in a.records]
     client = call.client
     job = await call.jobs.launch(lambda job_id: client.ingest(
-        a.index, records, method=a.method, wait=False, job_id=job_id))
+        a.index, records, method=a.method, wait=False, llm_mode=a.llm_mode, job_id=job_id))
     return job_view(job)
 
 
@@ -172,7 +172,8 @@ async def ingest_paths(call: ToolCall, a: args.IngestPathsArguments) -> dict[str
     paths = [Path(p).expanduser() for p in a.paths]
     client = call.client
     job = await call.jobs.launch(lambda job_id: client.ingest(
-        a.index, paths, method=a.method, wait=False, reading=reading, job_id=job_id))
+        a.index, paths, method=a.method, wait=False, reading=reading, llm_mode=a.llm_mode,
+        job_id=job_id))
     return job_view(job)
 
 
@@ -262,9 +263,10 @@ TOOLS: tuple[Tool, ...] = (
          "file, page and section; JSON and JSONL records." + _RETURNS_JOB,
          args.IngestPathsArguments, ingest_paths, Access.WRITE, frozenset({Door.STDIO})),
     Tool("job_status", "Read a job",
-         "An ingest or delete job's state (queued, running, succeeded, "
-         "succeeded_with_errors, failed, cancelled, paused), its progress per step and "
-         "the documents that failed, with why.", args.JobArguments, job_status),
+         "An ingest or delete job's state (queued, running, waiting_on_provider, "
+         "succeeded, succeeded_with_errors, failed, cancelled, paused), its progress per "
+         "step, its provider batches in batch mode, and the documents that failed, with "
+         "why.", args.JobArguments, job_status),
     Tool("wait_for_job", "Wait for a job",
          "Wait until a job ends (or pauses on its LLM budget), at most timeout_s seconds, "
          "reporting its progress meanwhile; returns the job as job_status does, with "

@@ -23,6 +23,9 @@ VIA_TEXT_CHARS = 300
 _RUNNING_HINT = "call wait_for_job with this job_id to wait for it"
 _PAUSED_HINT = ("the job is paused on its LLM budget; resume it with `hopindex jobs resume "
                 "JOB_ID` (and a higher budget) where hopindex runs")
+_WAITING_HINT = ("the job's LLM requests are with the provider's Batch API (provider_batches "
+                 "shows how far): it goes on by itself once their results are in, within "
+                 "hours; call job_status later, or wait_for_job again")
 
 
 def _cut(text: str, limit: int) -> str:
@@ -108,8 +111,11 @@ def answer_view(result: QueryResult) -> dict[str, Any]:
 
 def job_view(job: Job) -> dict[str, Any]:
     """The job record, with what to do next while it is not over."""
-    view = job.as_dict()
-    if not job.state.is_final:
-        view["next"] = (_PAUSED_HINT.replace("JOB_ID", job.job_id)
-                        if job.state is JobState.PAUSED else _RUNNING_HINT)
+    view = job.view()
+    if job.state is JobState.PAUSED:
+        view["next"] = _PAUSED_HINT.replace("JOB_ID", job.job_id)
+    elif job.state is JobState.WAITING_ON_PROVIDER:
+        view["next"] = _WAITING_HINT
+    elif not job.state.is_final:
+        view["next"] = _RUNNING_HINT
     return view

@@ -38,6 +38,8 @@ class LlmSettings:
     # How long a provider that refuses connections or does not resolve is retried,
     # quickly, before its calls fail (reachability.py); not the patient policy above.
     connect_give_up_s: float = CONNECT_GIVE_UP_S
+    # The share the provider's Batch API takes off ``prices`` (batch mode's lines).
+    batch_discount: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.model:

@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
 import openai
 
+from hopindex.backends.llm.batch_api import ProviderBatches
+from hopindex.backends.llm.batch_calls import BatchCalls, batch_prices
+from hopindex.backends.llm.batch_desk import BatchDesk
 from hopindex.backends.llm.budget import LlmBudget
 from hopindex.backends.llm.budget_gate import BudgetGate
 from hopindex.backends.llm.cache import ResponseCache, cache_key
@@ -84,7 +87,7 @@ from hopindex.backends.llm.structured import (
     second_request,
 )
 from hopindex.backends.llm.usage import UsageMeter
-from hopindex.core.budget import BudgetLimits, BudgetStatus
+from hopindex.core.budget import BudgetCharge, BudgetLimits, BudgetStatus
 from hopindex.core.errors import (
     BackendError,
     LlmAuthenticationError,
@@ -115,6 +118,8 @@ class LlmClient:
         self._modes = ModeNegotiator(modes or ProcessOutputModes(), settings.output_mode,
                                      base_url=settings.base_url, model=settings.model)
         self._replies = ObservedCache(cache, observer or NullLlmObserver())
+        self._batch = BatchCalls(cache, first_mode=self._first_mode, arguments=self._arguments,
+                                 step_down=self._line_step_down)
         self._budget = budget
         self._gate = BudgetGate(budget, settings.prices) if budget is not None else None
         self._observer: LlmObserver = observer or NullLlmObserver()
@@ -145,6 +150,21 @@ class LlmClient:
         if self._budget is None:
             return None
         return await self._budget.status(job_id, limits)
+
+    async def hold_budget(self, job_id: str, limits: BudgetLimits,
+                          charges: Sequence[BudgetCharge]) -> int:
+        """Hold ``charges`` in order up to the first that does not fit (a batch's lines);
+        how many are held."""
+        if self._budget is None:
+            return len(charges)
+        for held, charge in enumerate(charges):
+            if not await self._budget.reserve(job_id, limits, charge):
+                return held
+        return len(charges)
+
+    async def settle_budget(self, job_id: str, held: BudgetCharge, spent: BudgetCharge) -> None:
+        if self._budget is not None:
+            await self._budget.settle(job_id, held, spent)
 
     async def complete(self, request: ChatRequest, usage: UsageMeter, *,
                        whole: bool = False) -> ChatResult:
@@ -287,6 +307,10 @@ class LlmClient:
         """One paid request: held against the job's budget first, when it has one.
         ``repair``: the second request for one reply (counted as such); ``reader``:
         sent streaming, and read by it."""
+        if usage.batch is not None and reader is None and usage.deadline is None:
+            # The job's budget held this call's line at the batch price when its batch
+            # was sent (scheduler/provider_batches.py).
+            return await self._batch.call(request, usage, usage.batch)
         scope = usage.budget
         if scope is None or self._gate is None or not scope.limits.is_limited:
             return await self._attempts(request, usage, repair=repair, reader=reader)
@@ -406,6 +430,24 @@ class LlmClient:
             self._observer.observe_reply_fix(request.stage, self.settings.model,
                                              ReplyFix.MODE_REFUSED)
         return weaker
+
+    async def _line_step_down(self, request: ChatRequest, mode: OutputMode, status: int,
+                              message: str) -> OutputMode | None:
+        """A batch line's refusal, read as a synchronous one is (``_step_down``)."""
+        weaker = await self._modes.step_down(request.stage, mode, status, message)
+        if weaker is not None:
+            self._observer.observe_reply_fix(request.stage, self.settings.model,
+                                             ReplyFix.MODE_REFUSED)
+        return weaker
+
+    def batch_desk(self) -> BatchDesk:
+        """The provider's Batch API over this client's connection, its results stored
+        where this client's calls in batch mode read them."""
+        return BatchDesk(ProviderBatches(self._client), self._batch.lines,
+                         model=self.settings.model,
+                         prices=batch_prices(self.settings.prices,
+                                             self.settings.batch_discount),
+                         observer=self._observer)
 
     def _answered(self, request: ChatRequest, usage: UsageMeter, response: Any, *,
                   started: float, waited_s: float, attempt: int, repair: bool) -> ChatResult:

@@ -13,18 +13,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hopindex.backends.llm.batch_scope import BatchDeferred, BatchPendingError, PendingLine
 from hopindex.backends.llm.client import ChatRequest, ChatResult, LlmClient
 from hopindex.backends.llm.usage import UsageMeter
-from hopindex.core.budget import BudgetLimits, BudgetStatus
+from hopindex.core.budget import BudgetCharge, BudgetLimits, BudgetStatus
 from hopindex.core.errors import (
     LLM_CALL_FAILURES,
     ConfigError,
     HopindexError,
     QueryCancelledError,
 )
+from hopindex.core.provider_batches import BatchProgress, BatchYield
 
 T = TypeVar("T")
 
@@ -71,11 +73,17 @@ class LlmRunner:
         return self._run(self._client.budget_status(job_id, limits))
 
     def complete(self, request: ChatRequest, usage: UsageMeter) -> ChatResult:
-        return self._run(self._bounded(self._client.complete(request, usage)))
+        try:
+            return self._run(self._bounded(self._client.complete(request, usage)))
+        except BatchDeferred:
+            raise _batch_pending(usage) from None
 
     def complete_json(self, request: ChatRequest, parse: Callable[[Any], T],
                       usage: UsageMeter) -> T:
-        return self._run(self._bounded(self._client.complete_json(request, parse, usage)))
+        try:
+            return self._run(self._bounded(self._client.complete_json(request, parse, usage)))
+        except BatchDeferred:
+            raise _batch_pending(usage) from None
 
     def stream(self, request: ChatRequest, usage: UsageMeter, on_delta: Callable[[str], None],
                *, cancelled: threading.Event | None = None) -> ChatResult:
@@ -118,7 +126,7 @@ class LlmRunner:
                      for r, check in zip(requests, parses, strict=True)]
             return await asyncio.gather(*tasks, return_exceptions=True)
 
-        return _item_outcomes(self._run(run_all()))
+        return _item_outcomes(self._run(run_all()), usage)
 
     def complete_text_many(self, requests: Sequence[ChatRequest], parse: Callable[[str], T],
                            usage: UsageMeter) -> list[T | HopindexError]:
@@ -134,7 +142,37 @@ class LlmRunner:
         async def run_all() -> list[T | BaseException]:
             return await asyncio.gather(*(one(r) for r in requests), return_exceptions=True)
 
-        return _item_outcomes(self._run(run_all()))
+        return _item_outcomes(self._run(run_all()), usage)
+
+    # --- the provider's Batch API (scheduler/provider_batches.py) ---------------------
+
+    def submit_batch(self, lines: Sequence[PendingLine], *, metadata: dict[str, str]) -> str:
+        """Send ``lines`` as one provider batch; its id."""
+        return self._run(self._client.batch_desk().submit(lines, metadata))
+
+    def find_batch(self, token: str) -> str | None:
+        return self._run(self._client.batch_desk().find(token))
+
+    def batch_progress(self, batch_id: str) -> BatchProgress:
+        return self._run(self._client.batch_desk().progress(batch_id))
+
+    def store_batch_results(self, batch_id: str, keys: Sequence[str], stage: str,
+                            line_rounds: Mapping[str, int]) -> BatchYield:
+        return self._run(self._client.batch_desk().store_results(batch_id, keys, stage,
+                                                                 line_rounds))
+
+    def hold_batch_budget(self, job_id: str, limits: BudgetLimits,
+                          charges: Sequence[BudgetCharge]) -> int:
+        """Hold ``charges`` on the job's budget in order, up to the first that does not
+        fit; how many are held (all of them without a budget store)."""
+        return self._run(self._client.hold_budget(job_id, limits, charges))
+
+    def settle_batch_budget(self, job_id: str, held: BudgetCharge, spent: BudgetCharge) -> None:
+        """Swap a batch's hold for what its lines used."""
+        self._run(self._client.settle_budget(job_id, held, spent))
+
+    def cancel_batch(self, batch_id: str) -> None:
+        self._run(self._client.batch_desk().cancel(batch_id))
 
     def close(self) -> None:
         if self._closed:
@@ -186,6 +224,13 @@ class LlmRunner:
         self._loop.close()
 
 
+def _batch_pending(usage: UsageMeter) -> BatchPendingError:
+    """The run's unanswered batch-mode calls, for its task to send as one batch."""
+    scope = usage.batch
+    assert scope is not None  # only a batch scope's calls are deferred
+    return BatchPendingError(scope.job_id, scope.take_pending())
+
+
 def _cancelled(stage: str) -> QueryCancelledError:
     return QueryCancelledError(f"{stage}: the query was cancelled while its answer streamed")
 
@@ -204,9 +249,14 @@ def item_failure(error: BaseException) -> HopindexError | None:
     return error if isinstance(error, LLM_CALL_FAILURES) else None
 
 
-def _item_outcomes(outcomes: Sequence[T | BaseException]) -> list[T | HopindexError]:
+def _item_outcomes(outcomes: Sequence[T | BaseException],
+                   usage: UsageMeter) -> list[T | HopindexError]:
     """Each request's result or its item's failure; any other failure is raised (a
-    configuration error first) once every request has ended."""
+    configuration error first) once every request has ended. Calls waiting for a
+    provider batch make the whole run wait (``BatchPendingError``): the task runs
+    again when they are answered, and the results of the others are read again then."""
+    if any(isinstance(outcome, BatchDeferred) for outcome in outcomes):
+        raise _batch_pending(usage)
     results: list[T | HopindexError] = []
     raised: list[BaseException] = []
     for outcome in outcomes:

@@ -6,6 +6,7 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 
+from hopindex.backends.llm.batch_scope import BatchScope
 from hopindex.backends.llm.query_policy import QueryDeadline
 from hopindex.backends.llm.reply_shapes import ReplyNotes
 from hopindex.core.budget import BudgetScope
@@ -61,6 +62,9 @@ class UsageMeter:
     # A query's one deadline for all its LLM calls, and the first LLM step of the query
     # that failed (after which no further call is made). None outside a query.
     deadline: QueryDeadline | None = None
+    # A job's calls in batch mode (backends/llm/batch_calls.py): answered by provider
+    # batches, the unanswered ones noted for the next. None: synchronous calls.
+    batch: BatchScope | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record_call(self, stage: str, *, prompt_tokens: int, completion_tokens: int,

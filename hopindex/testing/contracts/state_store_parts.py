@@ -145,6 +145,24 @@ class JobStoreContract:
         assert store.get_job(job.job_id) == job
         assert store.get_job("no-such-job") is None
 
+    def test_a_jobs_corpus_tokens_round_trip(self, store: StateStore, index: str) -> None:
+        """The corpus tokens a job counted, set when it is created or by an update, come
+        back as they were (the ingestion multiplier divides by them); None stays None."""
+        counted = new_job(index)
+        counted.corpus_tokens = 12_345
+        uncounted = new_job(index)
+        store.create_job(counted)
+        store.create_job(uncounted)
+        assert store.get_job(counted.job_id) == counted
+        assert store.get_job(uncounted.job_id) == uncounted
+
+        def count(job: Job) -> None:
+            job.corpus_tokens = 0
+
+        assert store.update_job(uncounted.job_id, count).corpus_tokens == 0
+        stored = store.get_job(uncounted.job_id)
+        assert stored is not None and stored.corpus_tokens == 0
+
     def test_create_job_refuses_duplicate_id(self, store: StateStore, index: str) -> None:
         """A second create with the same id fails and leaves the first record."""
         job = new_job(index)

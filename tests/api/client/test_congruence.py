@@ -23,7 +23,9 @@ from hopindex.core.errors import (
     error_type_for,
 )
 from hopindex.core.events import EventType
+from hopindex.core.llm_modes import ModeSource
 from hopindex.core.models import Job, JobState
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import FusionMode, QueryOptions, Retrieval
 from hopindex.methods.plugin import LlmUse
 from hopindex.methods.registry import fitting_queries, list_operations, registry
@@ -317,6 +319,27 @@ def test_budget(pair: Pair, curie: tuple[Job, Job]) -> None:
     assert pair.same(lambda c: c.indexes.get_budget(INDEX)).budget == {}
 
 
+def test_llm_modes(pair: Pair) -> None:
+    """An ingest runs in the mode asked for; an index's default mode is set, read and
+    cleared alike, and a later ingest or repair naming none runs in it, one naming one
+    in its own; a dry run says which mode and where it came from."""
+    record = [{"id": "m1", "title": "Modes", "text": "A job's LLM calls go one way."}]
+    assert pair.same(lambda c: c.ingest("modes", record, llm_mode="batch")
+                     ).llm_mode is LlmMode.BATCH
+    assert pair.same(lambda c: c.indexes.get_llm_mode("modes")).as_dict() == {
+        "index": "modes", "llm_mode": None, "effective": "sync"}
+    assert pair.same(lambda c: c.indexes.set_llm_mode("modes", LlmMode.BATCH)).as_dict() == {
+        "index": "modes", "llm_mode": "batch", "effective": "batch"}
+    more = [{"id": "m2", "title": "More", "text": "Or the other way, as the index says."}]
+    planned = pair.same(lambda c: c.plan_ingest("modes", more))
+    assert (planned.llm_mode, planned.llm_mode_from) == (LlmMode.BATCH, ModeSource.INDEX)
+    assert pair.same(lambda c: c.ingest("modes", more)).llm_mode is LlmMode.BATCH
+    assert pair.same(lambda c: c.indexes.repair_index("modes", llm_mode="sync")
+                     ).llm_mode is LlmMode.SYNC
+    assert pair.same(lambda c: c.indexes.set_llm_mode("modes", None)).llm_mode is None
+    assert pair.same(lambda c: c.indexes.get_llm_mode("modes")).effective is LlmMode.SYNC
+
+
 def test_create_index_twice(pair: Pair) -> None:
     created = pair.same(lambda c: c.indexes.create_index("made", "extractive"))
     assert (created.name, created.method, created.documents) == ("made", "extractive", 0)
@@ -411,6 +434,14 @@ ERRORS = [
          "document-id-blank"),
     case(lambda c: c.indexes.get_budget("absent"), NotFoundError, None,
          "budget-index-not-found"),
+    case(lambda c: c.indexes.get_llm_mode("absent"), NotFoundError, None,
+         "llm-mode-index-not-found"),
+    case(lambda c: c.indexes.set_llm_mode(INDEX, "fast"), InvalidInputError, "llm_mode",
+         "index-llm-mode-unknown"),
+    case(lambda c: c.ingest(INDEX, [{"id": "a", "title": "A", "text": "a"}], llm_mode="later"),
+         InvalidInputError, "llm_mode", "ingest-llm-mode-unknown"),
+    case(lambda c: c.indexes.repair_index(INDEX, llm_mode="Batch"), InvalidInputError,
+         "llm_mode", "repair-llm-mode-unknown"),
     case(lambda c: c.jobs.get_job("no-such-job"), NotFoundError, None, "job-not-found"),
     case(lambda c: c.jobs.cancel_job("no-such-job"), NotFoundError, None,
          "cancel-job-not-found"),

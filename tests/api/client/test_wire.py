@@ -12,6 +12,8 @@ from hopindex.core.budget import BudgetLimits
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.events import Event, EventType
 from hopindex.core.models import ItemError, Job, JobKind, JobState, LlmUsage, StageCounts
+from hopindex.core.provider_batches import BatchState, ProviderBatch
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import (
     QueryResult,
     QueryUsage,
@@ -29,7 +31,7 @@ def a_job() -> Job:
                llm={"indexrag.stage1": LlmUsage(calls=2, prompt_tokens=10, cost=0.25,
                                                 repairs=1, rescaled=1),
                     "indexrag.stage2": LlmUsage(calls=1, completion_tokens=3)},
-               embedding=EmbeddingUsage(requests=1, tokens=7, cost=0.1),
+               embedding=EmbeddingUsage(requests=1, tokens=7, cost=0.1), corpus_tokens=40,
                phases={"indexrag.stage1": "documents"}, reason="paused",
                started_at=2.0, settled=["a"], stale_units=["u"], redrives=["r"],
                owner={"pid": 1}, budget=BudgetLimits(max_llm_tokens=100), paused_at=3.0,
@@ -39,10 +41,41 @@ def a_job() -> Job:
                progress_floor=10.0)
 
 
+def a_batch_job() -> Job:
+    """A job in batch mode waiting on two provider batches, one not sent yet."""
+    return Job(job_id="j3", index="i", kind=JobKind.INGEST,
+               state=JobState.WAITING_ON_PROVIDER, llm_mode=LlmMode.BATCH,
+               provider_batches=[
+                   ProviderBatch(token="t1", phase="indexrag.stage1", keys=["k1", "k2"],
+                                 tasks=["task-1"], batch_id="batch_1",
+                                 state=BatchState.IN_PROGRESS, total=2, completed=1,
+                                 failed=1, held_tokens=10, held_cost=0.5,
+                                 submitted_at=5.0),
+                   ProviderBatch(token="t2", phase="indexrag.stage2", keys=["k3"],
+                                 submitted_at=6.0, ended_at=7.0, error="cut")])
+
+
 def test_a_job_reads_back_as_it_was_written() -> None:
-    for job in (a_job(), Job(job_id="j2", index="i", kind=JobKind.DELETE)):
-        data = job.as_dict()
-        assert JobView.model_validate(data).to_runtime().as_dict() == data
+    """What a reader of the job gets (``Job.view``, which the HTTP API writes) reads
+    back through the wire model to the same view: the mode, and each provider batch as
+    a person follows it."""
+    for job in (a_job(), Job(job_id="j2", index="i", kind=JobKind.DELETE), a_batch_job()):
+        data = job.view()
+        assert JobView.model_validate(data).to_runtime().view() == data
+
+
+def test_a_job_view_leaves_out_its_batches_bookkeeping() -> None:
+    """A job's view shows its mode and its batches' ids, phases, states and counts,
+    not the requests' keys, the waiting tasks or the budget held: those are the
+    record's (``as_dict``), which can run to thousands of keys."""
+    view = a_batch_job().view()
+    assert view["llm_mode"] == "batch" and view["state"] == "waiting_on_provider"
+    first, second = view["provider_batches"]
+    assert first == {"batch_id": "batch_1", "phase": "indexrag.stage1",
+                     "state": "in_progress", "total": 2, "completed": 1, "failed": 1,
+                     "submitted_at": 5.0, "ended_at": None, "error": ""}
+    assert (second["batch_id"], second["total"], second["error"]) == ("", 1, "cut")
+    assert "keys" in a_batch_job().as_dict()["provider_batches"][0]
 
 
 def test_an_event_reads_back_as_it_was_written() -> None:
@@ -71,4 +104,4 @@ def test_a_query_result_reads_back_as_it_was_written(usage: QueryUsage) -> None:
 
 def test_a_key_no_model_declares_is_refused() -> None:
     with pytest.raises(ValidationError):
-        JobView.model_validate({**a_job().as_dict(), "surprise": 1})
+        JobView.model_validate({**a_job().view(), "surprise": 1})

@@ -80,6 +80,8 @@ def bad_calls(index: str) -> list[BadCall]:
         BadCall("ingest_text", {"index": index, "records": [{"title": "no text"}]},
                 "records[0].text"),
         BadCall("ingest_text", {"index": index, "records": "text"}, "records"),
+        BadCall("ingest_text", {"index": index, "records": [{"text": "t"}],
+                                "llm_mode": "fast"}, "llm_mode"),
         BadCall("job_status", {}, "job_id"),
         BadCall("job_status", {"job_id": ""}, "job_id"),
         BadCall("wait_for_job", {"job_id": "j", "timeout_s": 0}, "timeout_s"),
@@ -100,6 +102,8 @@ def bad_path_calls(index: str) -> list[BadCall]:
                 "split_by"),
         BadCall("ingest_paths", {"index": index, "paths": ["a.md"], "include": "*.md"},
                 "include"),
+        BadCall("ingest_paths", {"index": index, "paths": ["a.md"], "llm_mode": "later"},
+                "llm_mode"),
     ]
 
 

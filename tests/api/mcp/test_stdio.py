@@ -167,6 +167,32 @@ def test_inline_records_and_files_are_ingested_waited_for_and_read_back(
     assert '"section": "Marie Curie"' in seen["document"]
 
 
+def test_the_ingest_tools_take_an_llm_mode(start_server: Callable[..., LlmTestServer],
+                                          tmp_path: Path) -> None:
+    """ingest_text and ingest_paths take ``llm_mode``: the job each returns (and
+    wait_for_job then) runs in the mode given, not the server's default (sync); an
+    extractive index, so no LLM is called."""
+    server = start_server()
+    settings = Settings(data_dir=tmp_path / "data", llm_base_url=server.base_url,
+                        llm_api_key="test-key", **embedder_settings(server)).resolved()
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Alpha\n\nAlpha is a port city in Betaland.\n")
+    record = {"title": "Beta", "text": "Beta is a river town."}
+
+    async def body(client: Client) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        text = structured(await client.call_tool(
+            "ingest_text", {"index": "modes", "records": [record], "llm_mode": "batch"}))
+        waited = structured(await client.call_tool(
+            "wait_for_job", {"job_id": text["job_id"], "timeout_s": 120}))
+        paths = structured(await client.call_tool(
+            "ingest_paths", {"index": "modes", "paths": [str(notes)], "llm_mode": "batch"}))
+        return text, waited, paths
+
+    text, waited, paths = run_session(stdio(settings), body)
+    assert text["llm_mode"] == waited["llm_mode"] == paths["llm_mode"] == "batch"
+    assert waited["state"] == "succeeded"
+
+
 def test_a_paused_job_holds_the_job_slot(start_server: Callable[..., LlmTestServer],
                                                   tmp_path: Path) -> None:
     """An IndexRAG index whose budget cannot pay one call: the ingest's job pauses, which

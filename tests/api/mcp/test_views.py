@@ -7,6 +7,8 @@ from __future__ import annotations
 from hopindex.api.mcp.views import VIA_TEXT_CHARS, answer_view, job_view, search_view
 from hopindex.core.citations import Citation
 from hopindex.core.models import Job, JobKind, JobState
+from hopindex.core.provider_batches import BatchState, ProviderBatch
+from hopindex.core.settings import LlmMode
 from hopindex.methods.base import QueryResult, QueryUsage, RankedPassage
 
 
@@ -66,3 +68,22 @@ def test_a_job_says_what_to_do_next_until_it_ends() -> None:
     assert "wait_for_job" in running["next"]
     assert "hopindex jobs resume j2" in paused["next"]
     assert "next" not in done
+
+
+def test_a_job_waiting_on_the_provider_shows_its_batches_and_says_it_goes_on() -> None:
+    """A job in batch mode waiting on the provider: its mode, each batch as a person
+    follows it (no request keys, which a model would read every one of), and a next
+    step saying it goes on by itself, not to resume it."""
+    job = Job(job_id="j4", index="i", kind=JobKind.INGEST,
+              state=JobState.WAITING_ON_PROVIDER, llm_mode=LlmMode.BATCH,
+              provider_batches=[ProviderBatch(token="t", phase="indexrag.stage1",
+                                              keys=["k1", "k2"], tasks=["task"],
+                                              batch_id="batch_1",
+                                              state=BatchState.IN_PROGRESS, total=2,
+                                              completed=1)])
+    view = job_view(job)
+    assert view["llm_mode"] == "batch"
+    assert [(b["batch_id"], b["state"], b["completed"], b["total"])
+            for b in view["provider_batches"]] == [("batch_1", "in_progress", 1, 2)]
+    assert "keys" not in view["provider_batches"][0]
+    assert "goes on by itself" in view["next"] and "resume" not in view["next"]

@@ -36,6 +36,7 @@ from hopindex.api.http.uploads import FILE_FIELD, NDJSON_TYPES
 from hopindex.core.budget import MAX_COST, MAX_LLM_TOKENS
 from hopindex.core.ids import INDEX_NAME_PATTERN
 from hopindex.core.json_input import MAX_JSON_DEPTH, MAX_JSON_NUMBER_CHARS
+from hopindex.core.llm_modes import LLM_MODE
 from hopindex.core.settings import MetricsAccess, Settings
 from hopindex.core.text import MAX_METADATA_DEPTH
 from hopindex.methods.registry import default_index_method, index_method_names, list_operations
@@ -119,6 +120,14 @@ _NO_LINKS = ("only a kgbridge index keeps SAME_AS links: an index of another met
              "400 on field method naming it")
 LINK_PARAM = _param("link_id", "path", {"type": "string"},
                     "link id, as GET /v1/indexes/{name}/links lists it")
+# A job's LLM mode on the routes that start one: the index's default replaced.
+_LLM_MODE_PARAM = _param(LLM_MODE, "query", ref("LlmMode"),
+                         "how the job's LLM calls are made: sync, one request at a time, or "
+                         "batch, through the provider's Batch API (about half the price, "
+                         "results within its completion window); default: the index's "
+                         "default mode (PUT /v1/indexes/{name}/llm-mode), else the "
+                         "server's HOPINDEX_LLM_MODE. Another value is a 400 on field "
+                         "llm_mode")
 INDEX_FILTER = _param("index", "query", {"type": "string",
                                          "pattern": INDEX_NAME_PATTERN.pattern},
                       "only this index's items (required for keys limited to some indexes)")
@@ -193,7 +202,8 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                        "of the index's default budget"),
                 _param(MAX_COST, "query", COST,
                        "the job pauses before an LLM call would take its cost past this; "
-                       "replaces that limit of the index's default budget")]),
+                       "replaces that limit of the index's default budget"),
+                _LLM_MODE_PARAM]),
             "get": {**_op("Get a document", {
                 **_ok(200, "the document as stored, with the metadata it was given and its "
                            "citation", ref("StoredDocument")),
@@ -212,7 +222,7 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
             "parameters": [INDEX_PARAM],
             "post": _op("Repair an index", {
                 **_ok(202, "the job redoing the index's outstanding work", ref("Job")),
-                **_errors(404, 409, 422, 429)}),
+                **_errors(404, 409, 422, 429)}, params=[_LLM_MODE_PARAM]),
         },
         "/v1/indexes/{name}/rebuild": {
             "parameters": [INDEX_PARAM],
@@ -220,7 +230,7 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 **_ok(202, "the job building the index's levels phases built on request "
                            "(its trees) again over its documents as they are now",
                       ref("Job")),
-                **_errors(404, 409, 422, 429)}),
+                **_errors(404, 409, 422, 429)}, params=[_LLM_MODE_PARAM]),
         },
         "/v1/indexes/{name}/budget": {
             "parameters": [INDEX_PARAM],
@@ -233,6 +243,20 @@ def _index_paths(settings: Settings) -> dict[str, Any]:
                 **_errors(404, 413, 415, 422)}, body=_json(ref("BudgetLimits"))),
             "delete": _op("Clear the index budget", {
                 **_ok(204, "removed: later jobs have no budget unless they give one", None),
+                **_errors(404)}),
+        },
+        "/v1/indexes/{name}/llm-mode": {
+            "parameters": [INDEX_PARAM],
+            "get": _op("Get the index LLM mode", {
+                **_ok(200, "the index's default LLM mode", ref("IndexLlmMode")),
+                **_errors(404)}),
+            "put": _op("Set the index LLM mode", {
+                **_ok(200, "the default LLM mode, replaced: null or left out removes it",
+                      ref("IndexLlmMode")),
+                **_errors(404, 413, 415)}, body=_json(ref("LlmModeRequest"))),
+            "delete": _op("Clear the index LLM mode", {
+                **_ok(204, "removed: later jobs that name no mode run in the server's "
+                           "HOPINDEX_LLM_MODE", None),
                 **_errors(404)}),
         },
         "/v1/indexes/{name}/links": {

@@ -1,7 +1,8 @@
 """``/v1/indexes/{name}/documents``: ingest (202 with a job, or with ``dry_run=true``
 200 with the plan; ``max_llm_tokens`` and ``max_cost`` replace those limits of the
-index's default budget for this job; ``split_by`` says how uploaded document files
-become documents), read one document (``?id=``) and delete documents."""
+index's default budget for this job; ``llm_mode`` replaces the index's default mode;
+``split_by`` says how uploaded document files become documents), read one document
+(``?id=``) and delete documents."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hopindex.api.http.params import (
     query_choice,
     query_enum,
     query_limits,
+    query_llm_mode,
     read_json_object,
     require_prices,
     validated,
@@ -23,6 +25,7 @@ from hopindex.api.http.params import (
 from hopindex.api.http.routing import Guard, Route, context
 from hopindex.api.http.uploads import OnError, receive_documents, rejection
 from hopindex.core.errors import NotFoundError
+from hopindex.core.llm_modes import LLM_MODE
 from hopindex.core.models import Job
 from hopindex.core.redact import redact_text
 from hopindex.methods.registry import get_index_method
@@ -35,7 +38,7 @@ ID = "id"
 
 
 def accepted(job: Job) -> web.Response:
-    return web.json_response(job.as_dict(), status=202,
+    return web.json_response(job.view(), status=202,
                              headers={"Location": f"/v1/jobs/{job.job_id}"})
 
 
@@ -52,6 +55,7 @@ async def ingest(request: web.Request) -> web.Response:
     dry_run = query_choice(request, DRY_RUN, ("true", "false")) == "true"
     limits = query_limits(request)
     require_prices(ctx.client, limits)
+    llm_mode = query_llm_mode(request)
     # Which files of a folder to send is the sender's choice (the clients apply
     # --include/--exclude before uploading); how each file splits is the server's.
     reading = Reading(split_by=query_enum(request, "split_by", SplitBy, SplitBy.SECTION))
@@ -71,13 +75,15 @@ async def ingest(request: web.Request) -> web.Response:
         raise rejection(read.errors)
     client = ctx.client
     if dry_run:
-        plan = await ctx.blocking.run(lambda: client.plan_read(index, read, method=method))
+        plan = await ctx.blocking.run(lambda: client.plan_read(index, read, method=method,
+                                                               llm_mode=llm_mode))
         return web.json_response(plan.as_dict())
     # The index's default budget is read when the job starts, off the event loop.
     # Without workers the job runs in this server's one job slot: behind another job of
     # its index it is refused (409 index_busy) rather than held; with workers it queues.
     job = await ctx.jobs.launch(lambda job_id: client.ingest_read(
-        index, read, method=method, limits=limits, job_id=job_id, wait=False))
+        index, read, method=method, limits=limits, llm_mode=llm_mode, job_id=job_id,
+        wait=False))
     return accepted(job)
 
 
@@ -116,7 +122,7 @@ async def delete_documents(request: web.Request) -> web.Response:
 
 ROUTES = [
     Route("POST", "/v1/indexes/{name}/documents", ingest, Guard.WRITE,
-          query=("method", "on_error", "dry_run", "split_by", *BUDGET_FIELDS),
+          query=("method", "on_error", "dry_run", "split_by", *BUDGET_FIELDS, LLM_MODE),
           reads_only_with=(DRY_RUN, "true")),
     Route("GET", "/v1/indexes/{name}/documents", get_document, Guard.READ, query=(ID,)),
     Route("DELETE", "/v1/indexes/{name}/documents", delete_documents, Guard.WRITE),

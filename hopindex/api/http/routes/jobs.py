@@ -53,7 +53,7 @@ async def list_jobs(request: web.Request) -> web.Response:
         jobs = await ctx.blocking.run(ctx.client.jobs.list_jobs, None, limit)
     else:
         jobs = await ctx.blocking.run(_scoped_jobs, ctx.client.jobs, who.indexes, limit)
-    return web.json_response({"jobs": [j.as_dict() for j in jobs]})
+    return web.json_response({"jobs": [j.view() for j in jobs]})
 
 
 async def _scoped_job(request: web.Request) -> Job:
@@ -64,7 +64,7 @@ async def _scoped_job(request: web.Request) -> Job:
 
 
 async def get_job(request: web.Request) -> web.Response:
-    return web.json_response((await _scoped_job(request)).as_dict())
+    return web.json_response((await _scoped_job(request)).view())
 
 
 async def cancel_job(request: web.Request) -> web.Response:
@@ -73,7 +73,7 @@ async def cancel_job(request: web.Request) -> web.Response:
     # (JobFinishedError, 409): the rule lives there, not here.
     job = await _scoped_job(request)
     cancelled = await ctx.blocking.run(ctx.client.jobs.cancel_job, job.job_id)
-    return web.json_response(cancelled.as_dict())
+    return web.json_response(cancelled.view())
 
 
 async def resume_job(request: web.Request) -> web.Response:
@@ -87,7 +87,7 @@ async def resume_job(request: web.Request) -> web.Response:
     if job.state is not JobState.PAUSED:
         raise _not_paused(job)
     resumed = await ctx.blocking.run(_resume, ctx.client.jobs, job.job_id, limits)
-    return web.json_response(resumed.as_dict())
+    return web.json_response(resumed.view())
 
 
 def _resume(jobs: LocalJobs, job_id: str, limits: BudgetLimits) -> Job:
