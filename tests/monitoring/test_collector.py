@@ -83,7 +83,7 @@ def test_jobs_by_state_idle_time_and_units_follow_the_state_store(redis_url: str
         samples = scrape(collector)
         jobs = {s: value(samples, "hopindex_jobs", state=s.value) for s in JobState}
         assert jobs == {JobState.QUEUED: 0, JobState.RUNNING: 1, JobState.CANCELLING: 0,
-                        JobState.PAUSED: 0,
+                        JobState.PAUSED: 0, JobState.WAITING_ON_PROVIDER: 0,
                         JobState.SUCCEEDED: 1, JobState.SUCCEEDED_WITH_ERRORS: 0,
                         JobState.FAILED: 1, JobState.CANCELLED: 0}
         idle = value(samples, "hopindex_running_job_idle_seconds")
