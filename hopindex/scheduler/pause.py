@@ -38,8 +38,7 @@ from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState
 from hopindex.scheduler.lifecycle import progress_data, publish
-from hopindex.scheduler.progress import task_key
-from hopindex.scheduler.redrive import Redrive
+from hopindex.scheduler.redrive import Redrive, task_id, waiting_tasks
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -192,15 +191,12 @@ def resume_paused_job(runtime: Runtime, job_id: str, *, max_llm_tokens: int | No
     if dispatch is None:
         log.error("job_resume_without_dispatch", job_id=job_id, paused=len(paused))
         return job
-    wanted = set(paused)
-    settled = set(job.settled)
-    tasks = [t for t in dispatch.tasks if _task_id(t) in wanted
-             and task_key(_task_id(t)) not in settled]
+    tasks = waiting_tasks(job, dispatch, paused)
     if tasks:
         redrive = Redrive(runtime.app, dispatch, tasks)
-    elif _task_id(dispatch.callback) in wanted:
+    elif task_id(dispatch.callback) in paused:
         # Every task had finished: the callback is what paused; it gets their results.
-        metas = [runtime.app.backend.get_task_meta(_task_id(t)) for t in dispatch.tasks]
+        metas = [runtime.app.backend.get_task_meta(task_id(t)) for t in dispatch.tasks]
         redrive = Redrive(runtime.app, dispatch, [], [m.get("result") for m in metas])
     else:
         return job
@@ -219,7 +215,4 @@ def set_index_budget(state: StateStore, index: str, budget: BudgetLimits) -> Ind
         options[INDEX_OPTION] = budget.as_dict()
     return state.set_index_options(index, options)
 
-
-def _task_id(task: dict[str, Any]) -> str:
-    return str(task["options"]["task_id"])
 

@@ -38,8 +38,7 @@ from hopindex.core.errors import BudgetExhaustedError, HopindexError, NotFoundEr
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState, LlmUsage
 from hopindex.core.provider_batches import TOKEN_KEY, BatchState, BatchYield, ProviderBatch
-from hopindex.scheduler.progress import task_key
-from hopindex.scheduler.redrive import Redrive
+from hopindex.scheduler.redrive import Redrive, waiting_tasks
 from hopindex.scheduler.runtime import Runtime
 
 log = get_logger(__name__)
@@ -241,9 +240,7 @@ def send_tasks_again(runtime: Runtime, job: Job, task_ids: Sequence[str]) -> Non
     if dispatch is None:
         log.error("llm_batch_without_dispatch", job_id=job.job_id, tasks=len(task_ids))
         return
-    wanted, settled = set(task_ids), set(job.settled)
-    tasks = [t for t in dispatch.tasks if _task_id(t) in wanted
-             and task_key(_task_id(t)) not in settled]
+    tasks = waiting_tasks(job, dispatch, task_ids)
     if tasks:
         Redrive(runtime.app, dispatch, tasks).send()
 
@@ -339,6 +336,3 @@ def _update_batch(runtime: Runtime, job_id: str, token: str, **values: Any) -> J
 def _find(job: Job, token: str) -> ProviderBatch | None:
     return next((b for b in job.provider_batches if b.token == token), None)
 
-
-def _task_id(task: dict[str, Any]) -> str:
-    return str(task["options"]["task_id"])

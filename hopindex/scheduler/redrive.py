@@ -17,6 +17,7 @@ duplicate callback finds its phase already claimed.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,10 +57,10 @@ def plan_redrive(app: Celery, job: Job, dispatch: Dispatch) -> Redrive:
     """What to re-send for ``job`` from its newest fan-out ``dispatch`` (through ``app``,
     whose result backend holds the tasks' results)."""
     settled = set(job.settled)
-    lost = [t for t in dispatch.tasks if task_key(_task_id(t)) not in settled]
+    lost = [t for t in dispatch.tasks if task_key(task_id(t)) not in settled]
     if lost:
         return Redrive(app, dispatch, lost)
-    metas = [app.backend.get_task_meta(_task_id(t)) for t in dispatch.tasks]
+    metas = [app.backend.get_task_meta(task_id(t)) for t in dispatch.tasks]
     # Settled but no result stored: killed between its writes and its reply, and
     # its message lost too. Running it again settles nothing twice.
     unfinished = [t for t, meta in zip(dispatch.tasks, metas, strict=True)
@@ -69,5 +70,16 @@ def plan_redrive(app: Celery, job: Job, dispatch: Dispatch) -> Redrive:
     return Redrive(app, dispatch, [], [meta.get("result") for meta in metas])
 
 
-def _task_id(task: dict[str, Any]) -> str:
+def waiting_tasks(job: Job, dispatch: Dispatch, task_ids: Collection[str]
+                  ) -> list[dict[str, Any]]:
+    """The tasks of ``dispatch`` named by ``task_ids`` that never settled on ``job``:
+    what a resume or a provider batch's end sends again (one still settled by a late
+    original is not sent twice)."""
+    wanted, settled = set(task_ids), set(job.settled)
+    return [t for t in dispatch.tasks if task_id(t) in wanted
+            and task_key(task_id(t)) not in settled]
+
+
+def task_id(task: dict[str, Any]) -> str:
+    """The id a recorded task signature is sent with."""
     return str(task["options"]["task_id"])

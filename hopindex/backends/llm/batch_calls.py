@@ -30,7 +30,7 @@ from hopindex.backends.llm.batch_scope import BatchDeferred, BatchScope, Pending
 from hopindex.backends.llm.cache import ResponseCache
 from hopindex.backends.llm.chat import ChatRequest, ChatResult, message_text
 from hopindex.backends.llm.output_modes import OutputMode
-from hopindex.backends.llm.usage import LlmPrices, UsageMeter
+from hopindex.backends.llm.usage import LlmPrices
 from hopindex.core.errors import BackendError, LlmUnavailableError, PermanentStageError
 from hopindex.core.ids import sha256_hex
 from hopindex.core.logging import get_logger
@@ -154,8 +154,7 @@ class BatchCalls:
     def lines(self) -> LineStore | None:
         return self._lines
 
-    async def call(self, request: ChatRequest, usage: UsageMeter, scope: BatchScope
-                   ) -> ChatResult:
+    async def call(self, request: ChatRequest, scope: BatchScope) -> ChatResult:
         """The request's stored result, or ``BatchDeferred`` with its line noted."""
         if self._lines is None:
             raise BackendError("batch mode keeps the provider's replies in the response "

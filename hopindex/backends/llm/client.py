@@ -310,7 +310,7 @@ class LlmClient:
         if usage.batch is not None and reader is None and usage.deadline is None:
             # The job's budget held this call's line at the batch price when its batch
             # was sent (scheduler/provider_batches.py).
-            return await self._batch.call(request, usage, usage.batch)
+            return await self._batch.call(request, usage.batch)
         scope = usage.budget
         if scope is None or self._gate is None or not scope.limits.is_limited:
             return await self._attempts(request, usage, repair=repair, reader=reader)
