@@ -35,7 +35,11 @@ from hopindex.testing.contracts.rate_limiter import (
     RateLimiterContract,
     max_in_window,
 )
-from tests.redis_server import redis_url, unique_key  # noqa: F401  # re-exported fixture
+from tests.redis_server import (  # noqa: F401  # redis_url: a re-exported fixture
+    private_redis_server,
+    redis_url,
+    unique_key,
+)
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -441,11 +445,14 @@ class TestRedisRateLimiter(RateLimiterContract):
         finally:
             other.communicate(timeout=30)  # closes its stdin: it exits
 
-    def test_script_survives_script_flush(self, redis_url: str, key: str) -> None:  # noqa: F811
-        """After SCRIPT FLUSH the scripts are reloaded transparently (NOSCRIPT handled)."""
+    def test_script_survives_script_flush(self, key: str) -> None:
+        """After SCRIPT FLUSH the scripts are reloaded transparently (NOSCRIPT handled).
 
-        async def drive() -> None:
-            limiter = RedisRateLimiter(redis_url, RateLimits(requests_per_minute=6_000,
+        SCRIPT FLUSH empties the whole server's script cache, so it runs on a server of
+        its own: on the shared one it pulled scripts from under other workers' tests."""
+
+        async def drive(url: str) -> None:
+            limiter = RedisRateLimiter(url, RateLimits(requests_per_minute=6_000,
                                                              tokens_per_minute=100_000))
             try:
                 first = await limiter.acquire(key, 100)
@@ -457,7 +464,8 @@ class TestRedisRateLimiter(RateLimiterContract):
             finally:
                 await limiter.close()
 
-        run(drive())
+        with private_redis_server() as url:
+            run(drive(url))
 
     def test_a_call_waiting_on_tokens_takes_no_request_slot(self, redis_url: str,  # noqa: F811
                                                            key: str) -> None:
