@@ -27,6 +27,9 @@ OUT = ROOT / "benchmarks" / "out"
 # The 2WikiMultiHopQA corpus (6,119 paragraphs) and its first 100 questions, gzipped.
 WIKI_CORPUS = DATA / "2wiki-corpus.json.gz"
 WIKI_QUESTIONS = DATA / "2wiki-100-questions.json.gz"
+# MuSiQue-dev: 200 questions (120 2-hop, 60 3-hop, 20 4-hop) with their paragraphs,
+# which are its corpus (3,363 passages; see ``dataset_documents``).
+MUSIQUE_QUESTIONS = DATA / "musique-dev-questions.json.gz"
 SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"  # HotpotQA-100, bundled
 
 
@@ -46,14 +49,18 @@ def local_client(data_dir: Path | None = None, *, settings: Settings | None = No
 
 
 def dataset_files(corpus: str) -> tuple[Path, Path]:
-    """The corpus and questions files of ``hotpot`` (HotpotQA-100) or ``2wiki``. The
-    readers take .json files, so the bundled gzipped 2Wiki ones are unpacked under OUT;
-    exits naming a file that is missing."""
+    """The corpus and questions files of ``hotpot`` (HotpotQA-100), ``2wiki`` or
+    ``musique`` (MuSiQue-dev, whose corpus is its questions' paragraphs: ingest it with
+    ``corpus_from_questions``, as ``hopindex eval`` does without ``--corpus``). The
+    readers take .json files, so the bundled gzipped ones are unpacked under OUT; exits
+    naming a file that is missing."""
     if corpus == "hotpot":
         return SAMPLE / "corpus.json", SAMPLE / "questions.json"
     OUT.mkdir(parents=True, exist_ok=True)
     paths = []
-    for source in (WIKI_CORPUS, WIKI_QUESTIONS):
+    sources = {"2wiki": (WIKI_CORPUS, WIKI_QUESTIONS),
+               "musique": (MUSIQUE_QUESTIONS, MUSIQUE_QUESTIONS)}[corpus]
+    for source in sources:
         if not source.exists():
             sys.exit(f"benchmark data missing: {source} (see benchmarks/data/NOTICE.md)")
         target = OUT / source.name.removesuffix(".gz")

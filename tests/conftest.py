@@ -152,6 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs two
     processes): a module's tests stay together, so its module fixtures are built once;
@@ -161,7 +162,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     Under xdist the worker-process group, the longest by far, is collected first: the
     groups go to the processes in collection order, so it starts at once on one while
-    the other takes the rest, instead of starting last and running alone."""
+    the other takes the rest, instead of starting last and running alone.
+
+    First among the hooks: xdist's worker turns the marks into the ``@group`` suffix of
+    each test's id in its own hook, which runs before a conftest's and would see no
+    marks (every test was then scheduled alone, module fixtures built on both
+    processes and the worker-process tests run two at a time). That suffix is set on
+    ``Item._nodeid``, which pytest 9.2 no longer reads: hence ``pytest<9.2``
+    (pyproject.toml)."""
     root = Path(__file__).parent
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
@@ -196,3 +204,4 @@ CURIE_CORPUS = [
     raw("Nobel Prize in Physics", "The Nobel Prize in Physics is awarded by the Royal Swedish "
         "Academy of Sciences. Pierre Curie received it in 1903."),
 ]
+

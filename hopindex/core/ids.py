@@ -47,6 +47,12 @@ def unit_id(index: str, kind: str, source_key: str, text: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{index}\x1f{kind}\x1f{source_key}\x1f{sha256_hex(text)}"))
 
 
+def content_key(kind: str, source_key: str, text: str) -> str:
+    """What ``unit_id`` hashes, without the index: equal across two indexes of one corpus,
+    so rankings that break ties on it do not depend on the index's name."""
+    return sha256_hex(f"{kind}\x1f{source_key}\x1f{text}")
+
+
 def job_id() -> str:
     """Jobs are events in time, not content: a random id."""
     return uuid.uuid4().hex

@@ -22,6 +22,7 @@ from functools import partial
 
 from hopindex.backends.llm.chat import ChatRequest
 from hopindex.backends.protocols import UnitFilter
+from hopindex.core.ids import content_key
 from hopindex.core.models import Hit, Unit, UnitKind
 from hopindex.methods.base import (
     Degradation,
@@ -120,7 +121,9 @@ class IrcotMethod:
         def ranked() -> list[Hit]:
             # Scores of different queries are all cosines (or fused ranks) of one index,
             # so the best score a unit ever got orders the gathered pool.
-            return sorted(best.values(), key=lambda h: (-h.score, h.unit_id))
+            # Ties by content: a unit's id hashes the index's name.
+            return sorted(best.values(), key=lambda h: (-h.score, content_key(
+                units[h.unit_id].kind, units[h.unit_id].source_key, units[h.unit_id].text)))
 
         gather(question, max(STEP_K, options.k), RETRIEVAL_STEP)
         for number in range(1, MAX_STEPS + 1):

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from hopindex.core.errors import InvalidInputError
-from hopindex.core.ids import doc_id_from_title
 from hopindex.core.settings import Settings
 from hopindex.core.text import DEFAULT_MAX_DOCUMENT_BYTES, printable
 from hopindex.readers.base import (
@@ -37,6 +36,7 @@ from hopindex.readers.files.reading import (
     read_document_file,
     sniff_format,
 )
+from hopindex.readers.identity import RecordIdentities
 from hopindex.readers.jsonfile import read_json
 from hopindex.readers.jsonl import read_jsonl
 from hopindex.readers.options import FileLimits, Reading, SplitBy
@@ -199,42 +199,27 @@ def _read_path(path: Path, options: ReadOptions) -> Iterator[Item]:
         yield ReadError(origin, "no such file or directory")
 
 
-def _identity(doc: RawDocument) -> tuple[str, str] | None:
-    # Downstream a document without an id is identified by its title, so two
-    # id-less records with one title would silently overwrite each other.
-    if doc.doc_id is not None:
-        return ("id", doc.doc_id)
-    if doc.title:
-        return ("title", doc_id_from_title(doc.title))
-    return None
-
-
 def iter_documents(paths: Sequence[Path], *,
                    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
                    options: ReadOptions | None = None) -> Iterator[Item]:
     """Documents and errors in input order, streamed; duplicates reported, first one kept.
-    ``options`` (when given) carries its own ``max_document_bytes``."""
+
+    Which records are the same document: ``readers/identity.py``. ``options`` (when
+    given) carries its own ``max_document_bytes``."""
     if options is None:
         options = ReadOptions(max_document_bytes=max_document_bytes)
     if options.max_document_bytes < 1:
         raise InvalidInputError(f"must be positive, got {options.max_document_bytes}",
                                 where="max_document_bytes")
-    first_seen: dict[tuple[str, str], str] = {}
+    identities = RecordIdentities()
     for path in paths:
         for item in _read_path(Path(path), options):
             if isinstance(item, RawDocument):
-                key = _identity(item)
-                if key is not None:
-                    earlier = first_seen.get(key)
-                    if earlier is not None:
-                        what = (f"id {item.doc_id!r}" if key[0] == "id"
-                                else f"title {item.title!r} (records without an id are "
-                                     "identified by their title)")
-                        yield ReadError(item.origin, f"duplicate {what}: first seen at "
-                                                     f"{earlier}; kept that one")
-                        continue
-                    first_seen[key] = item.origin
-            yield item
+                admitted = identities.admit(item)
+                yield (ReadError(item.origin, admitted.duplicate) if admitted.duplicate
+                       else admitted.record)
+            else:
+                yield item
 
 
 def read_paths(paths: Sequence[Path], *,

@@ -36,6 +36,7 @@ from hopindex.core.text import printable, unstorable_field
 from hopindex.methods.plugin import IndexMethod, PhaseKind, Scope, phase_name
 from hopindex.methods.registry import default_index_method, get_index_method
 from hopindex.readers import RawDocument, ReadError
+from hopindex.readers.identity import RecordIdentities
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.corpus import corpus_tokens
 from hopindex.scheduler.dry_run_plan import estimate_ingest
@@ -95,7 +96,7 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
     """Core documents from reader records; a bad record fails alone, naming where it was."""
     documents: list[Document] = []
     errors: list[ItemError] = []
-    seen: dict[str, str] = {}
+    identities = RecordIdentities()
     for record in raw:
         origin = printable(record.origin)
         # Before anything hashes or stores the record's strings: the same check as
@@ -119,16 +120,18 @@ def validate_documents(index: str, raw: Sequence[RawDocument], max_document_byte
         elif len(text.encode("utf-8")) > max_document_bytes:
             reason = (f"document is {len(text.encode('utf-8')):,} bytes of UTF-8 text, over "
                       f"the {max_document_bytes:,}-byte limit (HOPINDEX_MAX_DOCUMENT_BYTES)")
-        elif doc_id in seen:
-            reason = f"duplicate id {doc_id!r}, first seen at {seen[doc_id]}"
         elif RESERVED_METADATA_KEY in record.metadata:
             reason = (f"metadata key {RESERVED_METADATA_KEY!r} is reserved for hopindex's own "
                       "fields (where the document came from): rename that key")
+        else:
+            # Only a valid record claims its id: a bad one must not make the next a duplicate.
+            admitted = identities.admit(replace(record, origin=origin))
+            reason = admitted.duplicate
+            doc_id = (admitted.record.doc_id or "").strip() or doc_id
         if reason:
             errors.append(ItemError(item=item, stage=Stage.VALIDATE, reason=reason,
                                     where=origin))
             continue
-        seen[doc_id] = origin
         documents.append(Document(doc_id=doc_id, index=index, title=title, text=text,
                                   content_hash=content_hash(title, text),
                                   metadata={**record.metadata,

@@ -63,7 +63,8 @@ def test_the_pdf_build_recalls_as_the_records_build(
     by_pdfs, _ = evaluate_method(client.service, "pdfs", questions, method,
                                  match=GoldMatch.TITLE)
     assert by_records.recall[5] > 0.5  # the comparison means something
-    assert abs(by_pdfs.recall[5] - by_records.recall[5]) <= 0.01
+    # Recalls are means of fractions: a difference of exactly 0.01 carries float error.
+    assert round(abs(by_pdfs.recall[5] - by_records.recall[5]), 9) <= 0.01
 
 
 def test_every_gold_passage_returned_is_cited_by_file_page_and_section(

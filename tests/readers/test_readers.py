@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hopindex.core.errors import InvalidInputError
+from hopindex.core.ids import doc_id_from_title
 from hopindex.readers import (
     RawDocument,
     ReadError,
@@ -433,20 +434,27 @@ def test_duplicate_ids_keep_first_and_name_both_origins(tmp_path: Path) -> None:
         assert f"{a}:1" in error.reason
 
 
-def test_duplicate_titles_without_ids_are_duplicates(tmp_path: Path) -> None:
-    """Records without ids are identified by title downstream, so a repeated title is reported;
-    a record with an id equal to that title is a different document."""
+def test_records_sharing_a_title_keep_each_text(tmp_path: Path) -> None:
+    """Records without ids are identified by title: another text under a title (an article
+    split into paragraphs) is kept as a document of its own (the title's id with ``#n``),
+    the same text again is a duplicate naming the first; a record with an id equal to
+    that title is a different document, and reading again gives the same ids."""
     path = write_jsonl(tmp_path / "c.jsonl", [
         {"title": "Same", "text": "one"}, {"title": "Same", "text": "two"},
+        {"title": " Same", "text": "one "}, {"title": "Same", "text": "three"},
         {"id": "Same", "title": "Same", "text": "three"}, {"text": "no id, no title"},
         {"text": "no id, no title"}])
     result = read_paths([path])
-    assert [d.text for d in result.documents] == ["one", "three", "no id, no title",
-                                                  "no id, no title"]
+    title_id = doc_id_from_title("Same")
+    assert [(d.doc_id, d.text) for d in result.documents] == [
+        (None, "one"), (f"{title_id}#2", "two"), (f"{title_id}#3", "three"),
+        ("Same", "three"), (None, "no id, no title"), (None, "no id, no title")]
     error = only_error(result.errors)
-    assert error.origin == f"{path}:2"
-    assert "duplicate title 'Same'" in error.reason
+    assert error.origin == f"{path}:3"
+    assert "duplicate record: title ' Same' with the same text" in error.reason
     assert f"{path}:1" in error.reason
+    assert [d.doc_id for d in read_paths([path]).documents] == [
+        d.doc_id for d in result.documents]
 
 
 def test_unknown_file_inside_folder_is_reported(tmp_path: Path) -> None:

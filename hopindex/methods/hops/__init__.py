@@ -1,11 +1,12 @@
-"""``hops``: LLM-free second hops over an ``extractive`` index (docs/methods.md,
+"""``hops``: LLM-free later hops over an ``extractive`` index (docs/methods.md,
 "Second hops without an LLM").
 
 Hop 1 is ``extractive``'s hybrid search over passages and bridges. ``graph`` adds the
 documents the question names by title and walks from the seed documents through
 their bridge units (scored by stored vectors against the question) to the documents
-beyond; ``query`` fuses the lists by weighted reciprocal rank. No model runs per
-query besides the embedder of hop 1.
+beyond; ``chain`` walks on from there (hop 3, 4), or searches the seeds'
+co-mention neighbourhood (``neighbours``); ``query`` fuses the lists by weighted
+reciprocal rank. No model runs per query besides the embedder of hop 1.
 """
 
 from typing import Any
@@ -22,7 +23,10 @@ __all__ = ["HopsMethod", "describe_trace", "explain_passages", "register"]
 _LISTS = {"hop1": "matched the question (hop 1, #{rank})",
           "named": "named in the question (#{rank})",
           "walk": "reached through a shared entity (#{rank})",
-          "feedback": "close to the top passages (feedback, #{rank})"}
+          "feedback": "close to the top passages (feedback, #{rank})",
+          "hop2": "matched the question among the seeds' neighbours (hop 2, #{rank})",
+          "hop3": "reached through a shared entity from hop 2 (hop 3, #{rank})",
+          "hop4": "reached through a shared entity from hop 3 (hop 4, #{rank})"}
 
 
 def describe_trace(trace: dict[str, Any]) -> list[str]:
@@ -34,6 +38,11 @@ def describe_trace(trace: dict[str, Any]) -> list[str]:
     for step in trace.get("walk", []):
         lines.append(f"walk {step['entity']!r} (cosine {step['similarity']}): "
                      f"{', '.join(step['from'])} -> {', '.join(step['to'])}")
+    for step in trace.get("chain", []):
+        lines.append(f"hop {step['hop']} from {', '.join(step['seeds']) or '(none)'}: "
+                     + (", ".join(f"{w['entity']!r} -> {', '.join(w['to'])}"
+                                  for w in step.get("walk", []))
+                        or f"{step.get('documents', 0)} neighbours searched"))
     for rank, entry in enumerate(trace.get("ranks", []), start=1):
         why = ", ".join(f"{name} #{r}" for name, r in entry["lists"].items())
         lines.append(f"{rank}. {entry['title'] or entry['doc_id']} ({entry['score']}): {why}")
@@ -44,7 +53,8 @@ def explain_passages(trace: dict[str, Any]) -> dict[str, str]:
     """Why each passage ranks: the lists that found it, and for a walked-to passage the
     entity and the seed it was reached from."""
     walked: dict[str, str] = {}
-    for step in trace.get("walk", []):
+    later = [w for hop in trace.get("chain", []) for w in hop.get("walk", [])]
+    for step in [*trace.get("walk", []), *later]:
         for doc_id in step["to"]:
             walked.setdefault(doc_id, f"{step['entity']!r} links it to "
                                       f"{', '.join(step['from'])}")
@@ -65,4 +75,4 @@ def register(registry: MethodRegistry) -> None:
         options_schema=HopsParams.json_schema(), describe_trace=describe_trace,
         explain_passages=explain_passages,
         summary="extractive's hop 1, then documents the question names and a walk "
-                "through bridge units to the next hop; no LLM"))
+                "through bridge units to the next hops; no LLM"))

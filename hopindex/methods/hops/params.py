@@ -38,12 +38,23 @@ class Feedback(enum.StrEnum):
     DENSE = "dense"  # the question's vector moved towards the top hop-1 passages' vectors
 
 
+class Chain(enum.StrEnum):
+    """Later hops by co-mention (``neighbours.py``)."""
+
+    OFF = "off"
+    MENTIONS = "mentions"  # the question searched again among documents sharing an entity
+    BRIDGES = "bridges"  # the bridge walk again, from the best documents it reached
+
+
 @dataclass(frozen=True, slots=True)
 class HopsParams:
     named: Named = Named.TITLES
     walk: Walk = Walk.BRIDGES
     feedback: Feedback = Feedback.OFF
-    seeds: int = 3  # top hop-1 documents the walk starts from (besides named ones)
+    # Top hop-1 documents the walk starts from, besides named ones. 1, not 3: hop 1's
+    # second and third places are mostly look-alikes, whose bridges lead astray (R@2
+    # rose on all three development sets; BENCHMARKS.md).
+    seeds: int = 1
     hop1_weight: float = 1.0
     named_weight: float = 1.0
     walk_weight: float = 0.3
@@ -57,6 +68,12 @@ class HopsParams:
     # A bridge's documents other than its entity's own page: 0 keeps only the page (0.5
     # cost R@5 on both development sets; BENCHMARKS.md).
     sibling_factor: float = 0.0
+    chain: Chain = Chain.BRIDGES
+    chain_seeds: int = 1  # documents of one hop the next starts from
+    chain_hops: int = 3  # the last hop: 3, or 4 for longer chains (2: no chain)
+    chain_weight: float = 0.5  # hop 2's list (``mentions`` only)
+    deep_weight: float = 0.1  # each list beyond hop 2: low, so 2-hop answers stay put
+    max_entity_docs: int = 50  # ``mentions``: entities named by more are not followed
 
     def __post_init__(self) -> None:
         check_bounds(self, _BOUNDS)
@@ -76,8 +93,11 @@ class HopsParams:
 _BOUNDS: dict[str, tuple[float, float]] = {
     "seeds": (0, 20), "feedback_docs": (1, 20), "rrf_k": (1, 1000),
     "feedback_beta": (0.0, 10.0), "walk_docs": (1, 50), "sibling_factor": (0.0, 1.0),
+    "chain_seeds": (1, 20), "chain_hops": (2, 4), "max_entity_docs": (2, 10_000),
+    "chain_weight": (0.0, 10.0), "deep_weight": (0.0, 10.0),
     **dict.fromkeys(("hop1_weight", "named_weight", "walk_weight", "feedback_weight"),
                     (0.0, 10.0)),
 }
 
-_ENUMS: dict[str, type[enum.StrEnum]] = {"named": Named, "walk": Walk, "feedback": Feedback}
+_ENUMS: dict[str, type[enum.StrEnum]] = {"named": Named, "walk": Walk, "feedback": Feedback,
+                                          "chain": Chain}

@@ -24,6 +24,7 @@ from hopindex.methods.base import (
     Retrieval,
     SearchContext,
 )
+from hopindex.methods.hops.chain import Chained, ChainStarts, follow_chain
 from hopindex.methods.hops.graph import (
     RankedDoc,
     document_titles,
@@ -32,7 +33,7 @@ from hopindex.methods.hops.graph import (
     named_documents,
     walk_bridges,
 )
-from hopindex.methods.hops.params import Feedback, HopsParams, Named, Walk
+from hopindex.methods.hops.params import Chain, Feedback, HopsParams, Named, Walk
 from hopindex.methods.phases import PhaseTimer, QueryPhase
 from hopindex.methods.retrieval.expansion import show_documents
 from hopindex.methods.retrieval.search import Candidates, retrieve_candidates
@@ -90,13 +91,19 @@ class HopsMethod:
                         degraded.append(Degradation(
                             WALK_STEP, "no bridge units next to the seed documents (an index "
                                        "without shared entities): hop 1 alone"))
+        chained = Chained()
+        if params.chain is not Chain.OFF:
+            with timer.phase(QueryPhase.WALK):
+                chained = follow_chain(context, index, question, found, params=params,
+                                       options=options, retrieval=retrieval,
+                                       starts=ChainStarts(named, hop1, seeds, walked))
         feedback: list[RankedDoc] = []
         if params.feedback is Feedback.DENSE:
             with timer.phase(QueryPhase.WALK):
                 feedback = self._feedback(index, found, params, options.candidate_count)
         lists = [("hop1", params.hop1_weight, hop1), ("named", params.named_weight, named),
                  ("walk", params.walk_weight, walked),
-                 ("feedback", params.feedback_weight, feedback)]
+                 ("feedback", params.feedback_weight, feedback), *chained.lists]
         with timer.phase(QueryPhase.FUSION):
             fused = fuse_documents([entry for entry in lists if entry[2] and entry[1] > 0],
                                    params.rrf_k)[: options.k]
@@ -112,7 +119,7 @@ class HopsMethod:
             trace={"retrieval": retrieval.value, "fusion": options.fusion.value,
                    "engines": found.engines, "params": params.as_dict(),
                    "seeds": seeds, "named": [d.doc_id for d in named],
-                   "walk": walked_steps[:20],
+                   "walk": walked_steps[:20], "chain": chained.steps,
                    "ranks": [{"doc_id": d.doc_id, "title": titles.get(d.doc_id, ""),
                               "score": round(score, 6), "lists": ranks}
                              for d, score, ranks in fused]},

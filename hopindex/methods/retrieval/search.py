@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hopindex.backends.protocols import UnitFilter, Vector
+from hopindex.core.ids import content_key
 from hopindex.core.models import Hit, Unit
 from hopindex.methods.base import FusionMode, QueryOptions, Retrieval, SearchContext
 from hopindex.methods.phases import PhaseTimer, QueryPhase
-from hopindex.methods.retrieval.fusion import fuse
+from hopindex.methods.retrieval.fusion import TieKey, fuse, order_hits
 from hopindex.methods.retrieval.rerank import rerank_hits
 
 # The step name of a method's one retrieval of the question, when it is reranked.
@@ -59,18 +60,28 @@ def retrieve_candidates(context: SearchContext, index: str, question: str,
         lists.append(keyword)
         weights.append(options.keyword_weight)
         engines["keyword"] = len(keyword)
+    with timer.phase(QueryPhase.LOAD_UNITS):
+        found = list(dict.fromkeys(h.unit_id for hits in lists for h in hits))
+        units = {u.unit_id: u for u in context.units.get_units(index, found)}
     with timer.phase(QueryPhase.FUSION):
+        tie_key = _content_keys(units)
+        # A hit whose unit vanished (deleted between search and load) is dropped, not
+        # failed; equal scores are ordered by content, never by the id (which hashes the
+        # index's name) or the engine's storage order.
+        lists = [order_hits([h for h in hits if h.unit_id in units], tie_key)
+                 for hits in lists]
         # Fusion reads ranks, never raw scores, so it ranks alike whichever engines
         # (embedded or server) made the lists: their score scales differ, rankings agree.
         mode = options.fusion if len(lists) > 1 else FusionMode.NONE
-        hits = fuse(lists, mode, weights)
-    with timer.phase(QueryPhase.LOAD_UNITS):
-        units = {u.unit_id: u for u in context.units.get_units(index,
-                                                               [h.unit_id for h in hits])}
-    # A hit whose unit vanished (deleted between search and load) is dropped, not failed.
-    hits = [h for h in hits if h.unit_id in units]
+        hits = fuse(lists, mode, weights, tie_key=tie_key)
     if rerank_step is not None:
         # Timed by the stage itself: its passes are reported once, with the query.
         hits = rerank_hits(context, question, hits, units, step=rerank_step)
     return Candidates(hits=hits, units=units, phases_s=timer.phases_s, engines=engines,
                       vector=vector)
+
+
+def _content_keys(units: dict[str, Unit]) -> TieKey:
+    keys = {unit_id: content_key(unit.kind, unit.source_key, unit.text)
+            for unit_id, unit in units.items()}
+    return keys.__getitem__

@@ -8,7 +8,7 @@ import pytest
 from hopindex.core.errors import InvalidInputError
 from hopindex.core.models import Unit, UnitKind
 from hopindex.methods.hops.graph import RankedDoc, fuse_documents, named_documents
-from hopindex.methods.hops.params import HopsParams, Walk
+from hopindex.methods.hops.params import Chain, HopsParams, Walk
 
 
 def passage(doc_id: str, title: str) -> RankedDoc:
@@ -32,6 +32,11 @@ def test_params_read_strings_and_name_a_bad_one() -> None:
     with pytest.raises(InvalidInputError) as choice:
         HopsParams.from_params({"feedback": "sparse"})
     assert choice.value.where == "params.feedback"
+    chained = HopsParams.from_params({"chain": "mentions", "chain_hops": "4"})
+    assert (chained.chain, chained.chain_hops) == (Chain.MENTIONS, 4)
+    with pytest.raises(InvalidInputError) as too_long:
+        HopsParams.from_params({"chain_hops": 5})  # hop 5 is past what was measured
+    assert too_long.value.where == "params.chain_hops"
 
 
 def test_named_titles_keep_the_longest_span() -> None:

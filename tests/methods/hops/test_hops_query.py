@@ -38,6 +38,25 @@ HOP_CORPUS = [
                "harbours before he turned to cinema."),
     *LOOKALIKES,
 ]
+# Three hops: the film names its director, the director's page names his wife, her
+# page holds the answer. The look-alikes are wives of film directors and where they
+# were born, none linked to the film: what a similarity search ranks first.
+SPOUSE = "Edwige Fontanel"
+THREE_HOP_QUESTION = "Where was the wife of the director of the film Zorblax Returns born?"
+SPOUSE_LOOKALIKES = [
+    (name, f"{name} was a stage actress born in {town}, the wife of a film director.")
+    for name, town in (("Greta Lindqvist", "Malmo"), ("Paola Ricci", "Turin"),
+                       ("Marthe Dubois", "Nantes"), ("Ilse Kramer", "Kassel"),
+                       ("Vera Novak", "Brno"), ("Ana Ferreira", "Braga"))]
+THREE_HOP_CORPUS = [
+    (FILM, f"{FILM} is a 1931 adventure film directed by {DIRECTOR}. It follows a "
+           "sailor lost at sea."),
+    (DIRECTOR, f"{DIRECTOR} grew up in Tallinn, where he was born in 1890. He married "
+               f"{SPOUSE} in 1921 and painted harbours before he turned to cinema."),
+    (SPOUSE, f"{SPOUSE} came into the world in Lyon in 1895 and later sang at the "
+             "opera there."),
+    *SPOUSE_LOOKALIKES,
+]
 # No document names another's title and no name recurs: no bridge can be built.
 FLAT_CORPUS = [
     ("Rainfall", "rainfall in the valley is highest in late autumn and lowest in summer."),
@@ -56,7 +75,8 @@ def documents(rows: list[tuple[str, str]]) -> list[RawDocument]:
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClient]:
     path: Path = tmp_path_factory.mktemp("hops")
     with local_client(Settings(data_dir=path).resolved()) as built:
-        for index, rows in (("hop", HOP_CORPUS), ("flat", FLAT_CORPUS)):
+        for index, rows in (("hop", HOP_CORPUS), ("flat", FLAT_CORPUS),
+                            ("three", THREE_HOP_CORPUS)):
             job = built.ingest_read(index, ReadResult(documents=documents(rows)),
                                     method="extractive")
             assert job.state is JobState.SUCCEEDED
@@ -64,8 +84,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClient]:
 
 
 def titles(client: LocalClient, index: str, method: str, k: int,
-           **params: str | int | float) -> list[str]:
-    result = client.query(index, QUESTION, method=method, k=k,
+           question: str = QUESTION, **params: str | int | float) -> list[str]:
+    result = client.query(index, question, method=method, k=k,
                           options=QueryOptions(params=params))
     return [p.title for p in result.passages]
 
@@ -119,3 +139,24 @@ def test_keyword_only_retrieval_has_no_walk_and_says_so(client: LocalClient) -> 
     assert [d.step for d in result.degraded] == ["walk"]
     assert "keyword-only" in result.degraded[0].reason
     assert result.passages[0].title == FILM
+
+
+def test_the_third_hop_is_found_only_through_the_second(client: LocalClient) -> None:
+    """The wife's page shares nothing with the question but "born"-like words, and the
+    look-alike wives outrank it by similarity: ``naive`` misses it in the top 3, and so
+    does ``hops`` stopped after the second hop (``chain=off``). The chain walks on from
+    the director's page, which hop 2 reached, through the bridge of her name."""
+    assert SPOUSE not in titles(client, "three", "naive", 3, THREE_HOP_QUESTION)
+    assert SPOUSE not in titles(client, "three", "hops", 3, THREE_HOP_QUESTION, chain="off")
+    assert titles(client, "three", "hops", 3, THREE_HOP_QUESTION) == [FILM, DIRECTOR, SPOUSE]
+    trace = client.query("three", THREE_HOP_QUESTION, method="hops", k=3).trace
+    assert [step["hop"] for step in trace["chain"]] == [3]
+    assert trace["chain"][0]["seeds"] == ["d1"]  # the director's page
+
+
+def test_a_two_hop_question_is_not_diluted_by_a_third_hop(client: LocalClient) -> None:
+    """Asked for the director's birthplace, the answer stays second: the third hop's
+    list (the wife's page) enters the fusion too lightly to pass it or the film."""
+    assert titles(client, "three", "hops", 2) == [FILM, DIRECTOR]
+    assert titles(client, "three", "hops", 2) == titles(client, "three", "hops", 2,
+                                                        chain="off")
