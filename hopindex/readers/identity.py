@@ -34,25 +34,27 @@ class Admitted:
 
 @dataclass(slots=True)
 class RecordIdentities:
-    """The ids of one input's records so far, in input order."""
+    """The ids of one input's records so far, in input order.
+
+    Per record it keeps the id with the first origin, and for a title its first text's
+    16-byte digest; the other texts of a title (rare) in a dict of their own. A
+    million records stream through in a few hundred bytes each."""
 
     _first_seen: dict[str, str] = field(default_factory=dict)  # id -> origin
-    _texts: dict[str, dict[bytes, str]] = field(default_factory=dict)  # title id -> texts
+    _first_text: dict[str, bytes] = field(default_factory=dict)  # title id -> digest
+    _more_texts: dict[str, dict[bytes, str]] = field(default_factory=dict)
 
     def admit(self, record: RawDocument) -> Admitted:
         doc_id = (record.doc_id or "").strip()
         title = " ".join(record.title.split())
         if not doc_id and title:
             title_id = doc_id_from_title(title)
-            texts = self._texts.setdefault(title_id, {})
-            digest = _text_digest(record.text)
-            earlier = texts.get(digest)
-            if earlier is not None:
+            doc_id, same_text_at = self._title_id(title_id, record)
+            if same_text_at:
                 return Admitted(record, f"duplicate record: title {record.title!r} with the "
-                                        f"same text was first seen at {earlier}; kept that one")
-            texts[digest] = record.origin
-            doc_id = title_id if len(texts) == 1 else f"{title_id}#{len(texts)}"
-            if len(texts) > 1:
+                                        f"same text was first seen at {same_text_at}; kept "
+                                        "that one")
+            if doc_id != title_id:
                 record = replace(record, doc_id=doc_id)
         if not doc_id:
             return Admitted(record)  # nothing identifies it: validation says so
@@ -62,3 +64,18 @@ class RecordIdentities:
                                     "kept that one")
         self._first_seen[doc_id] = record.origin
         return Admitted(record)
+
+    def _title_id(self, title_id: str, record: RawDocument) -> tuple[str, str]:
+        """The id of this text under the title, or the origin of the same text before."""
+        digest = _text_digest(record.text)
+        first = self._first_text.get(title_id)
+        if first is None:
+            self._first_text[title_id] = digest
+            return title_id, ""
+        if digest == first:
+            return title_id, self._first_seen.get(title_id, record.origin)
+        more = self._more_texts.setdefault(title_id, {})
+        if digest in more:
+            return title_id, more[digest]
+        more[digest] = record.origin
+        return f"{title_id}#{len(more) + 1}", ""
