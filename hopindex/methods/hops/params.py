@@ -1,4 +1,4 @@
-"""The ``hops`` query method's parameters, with the defaults chosen on the two
+"""The ``hops`` query method's parameters, with the defaults chosen on the three
 development sets (docs/methods.md, "Second hops without an LLM")."""
 
 from __future__ import annotations
