@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from hopindex.api.client.local import LocalClient
@@ -20,7 +19,13 @@ from hopindex.core.provider_batches import BatchState
 from hopindex.testing.llm_server import LlmTestServer, ReplyStyle
 from tests import waiting
 from tests.conftest import llm_settings, local_client
-from tests.workers.conftest import INDEX, embedder_settings, hotpot_corpus, kinds_and_texts
+from tests.workers.conftest import (
+    INDEX,
+    assert_batches_cancelled,
+    embedder_settings,
+    hotpot_corpus,
+    kinds_and_texts,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -174,15 +179,7 @@ def test_cancelling_a_job_waiting_on_its_batch_cancels_the_batch(
     client.jobs.cancel_job(JOB_ID)
     ingest.join(120)
     done = client.jobs.get_job(JOB_ID)
-    assert done.state is JobState.CANCELLED
-    assert not any(b.outstanding for b in done.provider_batches)
-    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
-    # A batch recorded but not yet created when the cancel came has no id: it is
-    # settled with the job, and nothing was sent for it.
-    sent = [batch for batch in done.provider_batches if batch.batch_id]
-    assert sent
-    for batch in sent:
-        assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+    assert_batches_cancelled(done, server)
 
 
 def test_an_expired_batch_sends_again_only_the_lines_it_did_not_run(

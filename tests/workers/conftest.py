@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
+import openai
 import pytest
 import redis
 
@@ -241,6 +242,19 @@ def kinds_and_texts(client: LocalClient) -> dict[str, tuple[str, str]]:
     state = client.service.backends.state
     doc_ids = sorted(state.document_hashes(INDEX))
     return {u.unit_id: (u.kind.value, u.text) for u in state.units_of_documents(INDEX, doc_ids)}
+
+
+def assert_batches_cancelled(job: Job, server: LlmTestServer) -> None:
+    """A cancelled job left no batch outstanding, and the provider was asked to cancel
+    every batch it had created (a batch recorded but not yet created when the cancel
+    came has no id: it is settled with the job, and nothing was sent for it)."""
+    assert job.state is JobState.CANCELLED
+    assert not any(b.outstanding for b in job.provider_batches)
+    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+    sent = [batch for batch in job.provider_batches if batch.batch_id]
+    assert sent
+    for batch in sent:
+        assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
 
 
 def eager_reference(tmp_path: Path, server: LlmTestServer, corpus: Path

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import openai
 import pytest
 
 from hopindex.core.models import Job, JobState
@@ -18,6 +17,8 @@ from tests.workers.conftest import (
     INDEX,
     JOB_TIMEOUT_S,
     Cluster,
+    assert_batches_cancelled,
+    eager_reference,
     embedder_settings,
     hotpot_corpus,
     kinds_and_texts,
@@ -31,18 +32,6 @@ DOCS = 12
 BATCH_SETTINGS: dict[str, object] = {"llm_mode": "batch", "llm_batch_min_items": 1,
                                      "llm_batch_poll_interval_s": 0.2,
                                      "stage1_batch_docs": 6}
-
-
-def _reference(tmp_path: Path, server: LlmTestServer, corpus: Path
-               ) -> dict[str, tuple[str, str]]:
-    """The synchronous build's units, made in this process (no broker)."""
-    from tests.conftest import llm_settings
-
-    with local_client(llm_settings(tmp_path / "sync", server,
-                                   **embedder_settings(server))) as client:
-        job = client.ingest(INDEX, [corpus])
-        assert job.state is JobState.SUCCEEDED and not job.errors
-        return kinds_and_texts(client)
 
 
 def _cluster(cluster: Callable[..., Cluster], server: LlmTestServer) -> Cluster:
@@ -72,7 +61,7 @@ def test_a_batch_build_with_failed_lines_equals_the_synchronous_build(
     the units are the synchronous build's."""
     server = start_server(batch_fail_lines=0.25)
     corpus = hotpot_corpus(tmp_path, limit=DOCS)
-    expected = _reference(tmp_path, server, corpus)
+    expected = eager_reference(tmp_path, server, corpus)
     server.reset()
     c = _cluster(cluster, server)
     with local_client(c.settings) as client:
@@ -102,7 +91,7 @@ def test_the_stage_worker_and_the_poller_killed_while_a_batch_is_out(
     record, no line is sent twice, and the build equals the clean one."""
     server = start_server(batch_completion_s=2.0)
     corpus = hotpot_corpus(tmp_path, limit=DOCS)
-    expected = _reference(tmp_path, server, corpus)
+    expected = eager_reference(tmp_path, server, corpus)
     server.reset()
     c = _cluster(cluster, server)
     with local_client(c.settings) as client:
@@ -136,12 +125,4 @@ def test_cancelling_a_waiting_job_cancels_its_batch(
             what="a batch recorded with its id", timeout_s=JOB_TIMEOUT_S)
         client.jobs.cancel_job(job.job_id)
         done = client.jobs.wait_for_job(job.job_id, timeout_s=JOB_TIMEOUT_S)
-    assert done.state is JobState.CANCELLED
-    assert not any(b.outstanding for b in done.provider_batches)
-    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
-    # A batch recorded but not yet created when the cancel came has no id: it is
-    # settled with the job, and nothing was sent for it.
-    sent = [batch for batch in done.provider_batches if batch.batch_id]
-    assert sent
-    for batch in sent:
-        assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+    assert_batches_cancelled(done, server)

@@ -84,6 +84,12 @@ class Api:
 ApiFactory = Callable[..., Api]
 
 
+def llm_settings_of(llm: LlmTestServer) -> dict[str, Any]:
+    """A server's settings for ``llm``: its chat model and its embeddings."""
+    return {"llm_model": llm.config.model, "llm_base_url": llm.base_url,
+            "llm_api_key": "test-key", "embedder_url": f"openai://{llm.config.embedding_model}"}
+
+
 @pytest.fixture(scope="module")
 def llm() -> Iterator[LlmTestServer]:
     """The local OpenAI-compatible test server (chat and embeddings), for servers that

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from hopindex.testing.llm_server import LlmTestServer
-from tests.api.http.conftest import JOB_TIMEOUT_S, Api, ApiFactory, sample_documents
+from tests.api.http.conftest import (
+    JOB_TIMEOUT_S,
+    Api,
+    ApiFactory,
+    llm_settings_of,
+    sample_documents,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -19,9 +25,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
-    return make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
-                    llm_api_key="test-key", embedder_url=f"openai://{llm.config.embedding_model}",
-                    llm_price_input_per_mtok=1.0, llm_price_output_per_mtok=2.0)
+    return make_api(**llm_settings_of(llm), llm_price_input_per_mtok=1.0,
+                    llm_price_output_per_mtok=2.0)
 
 
 def _until(api: Api, job_id: str, state: str) -> dict[str, Any]:

@@ -15,16 +15,14 @@ from hopindex.api.cli import main
 from hopindex.api.exit_codes import ExitCode
 from hopindex.testing.llm_limits import Endpoint
 from hopindex.testing.llm_server import LlmTestServer
-from tests.api.http.conftest import KEYS, Api, ApiFactory, sample_documents
+from tests.api.http.conftest import KEYS, Api, ApiFactory, llm_settings_of, sample_documents
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
-    return make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
-                    llm_api_key="test-key",
-                    embedder_url=f"openai://{llm.config.embedding_model}")
+    return make_api(**llm_settings_of(llm))
 
 
 def test_dry_run_answers_the_plan_and_writes_nothing(api: Api, llm: LlmTestServer) -> None:

@@ -12,16 +12,14 @@ from click.testing import CliRunner
 
 from hopindex.api.cli import main
 from hopindex.testing.llm_server import LlmTestServer
-from tests.api.http.conftest import KEYS, Api, ApiFactory, sample_documents
+from tests.api.http.conftest import KEYS, Api, ApiFactory, llm_settings_of, sample_documents
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
-    return make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
-                    llm_api_key="test-key",
-                    embedder_url=f"openai://{llm.config.embedding_model}")
+    return make_api(**llm_settings_of(llm))
 
 
 def test_the_job_view_carries_the_corpus_and_its_multiplier(api: Api,

@@ -17,7 +17,7 @@ from hopindex.api.client.local import LocalClient
 from hopindex.api.exit_codes import ExitCode
 from hopindex.methods.kgbridge.operations import MAX_BY_CHARS
 from hopindex.testing.llm_server import LlmTestServer
-from tests.api.http.conftest import KEYS, Api, ApiFactory
+from tests.api.http.conftest import KEYS, Api, ApiFactory, llm_settings_of
 from tests.methods.kgbridge.corpus import CORPUS, LINKED_KEYS
 
 pytestmark = pytest.mark.integration
@@ -29,8 +29,7 @@ DOCS = [{"id": d.doc_id, "title": d.title, "text": d.text} for d in CORPUS]
 @pytest.fixture(scope="module")
 def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
     """A server with an LLM holding "plain", an empty extractive index."""
-    api = make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
-                   llm_api_key="test-key", embedder_url=f"openai://{llm.config.embedding_model}")
+    api = make_api(**llm_settings_of(llm))
     created = api.call("POST", "/v1/indexes", json={"name": "plain", "method": "extractive"})
     assert created.status_code == 201, created.text
     return api

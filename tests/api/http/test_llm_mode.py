@@ -17,7 +17,7 @@ from hopindex.core.provider_batches import BatchState, ProviderBatch
 from hopindex.core.settings import LlmMode
 from hopindex.testing.contracts.state_records import new_job
 from hopindex.testing.llm_server import LlmTestServer
-from tests.api.http.conftest import Api, ApiFactory, sample_documents
+from tests.api.http.conftest import Api, ApiFactory, llm_settings_of, sample_documents
 from tests.plugin_method.fixtures import sentences_plugin  # noqa: F401  # a fixture
 
 pytestmark = pytest.mark.integration
@@ -25,9 +25,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def api(make_api: ApiFactory, llm: LlmTestServer) -> Api:
-    return make_api(llm_model=llm.config.model, llm_base_url=llm.base_url,
-                    llm_api_key="test-key", embedder_url=f"openai://{llm.config.embedding_model}",
-                    llm_price_input_per_mtok=1.0, llm_price_output_per_mtok=2.0)
+    return make_api(**llm_settings_of(llm), llm_price_input_per_mtok=1.0,
+                    llm_price_output_per_mtok=2.0)
 
 
 def _accepted(api: Api, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
