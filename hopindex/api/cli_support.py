@@ -8,6 +8,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +29,8 @@ from hopindex.api.render_batches import waiting_line
 from hopindex.api.render_pause import pause_lines, pause_notice, resume_command
 from hopindex.core.errors import HopindexError
 from hopindex.core.models import Job, JobState, Stage
+from hopindex.core.tracing import configure_tracing
+from hopindex.core.tracing.spans import command_span
 
 if TYPE_CHECKING:
     from hopindex.api.cli_context import CliClient
@@ -42,6 +45,9 @@ console = CliConsole()
 err_console = Console(stderr=True)
 
 
+LONG_RUNNING = frozenset({"serve", "worker", "beat", "mcp"})
+
+
 def handle_errors(func: F) -> F:
     """Every error a command raises ends it as ``print_error`` says, with its exit code;
     the command's ``--json`` flag (parameter ``as_json``) picks the form."""
@@ -49,7 +55,8 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         as_json = bool(kwargs.get(JSON_PARAM))
         try:
-            return func(*args, **kwargs)
+            with _traced_command():
+                return func(*args, **kwargs)
         except HopindexError as exc:
             fail(exc, as_json=as_json)
         except (click.exceptions.Exit, click.Abort, BrokenPipeError):
@@ -64,6 +71,18 @@ def handle_errors(func: F) -> F:
             fail_unexpected(exc, as_json=as_json)
 
     return wrapper  # type: ignore[return-value]  # wraps keeps the signature
+
+
+def _traced_command() -> AbstractContextManager[Any]:
+    """A command's root span, when tracing is on (``OTEL_*``): what it calls, a server's
+    handling of its requests included, is one trace. Not for the commands that run until
+    stopped (``serve``, ``worker``, ``beat``, ``mcp``): their requests and tasks are each
+    a trace of their own."""
+    context = click.get_current_context(silent=True)
+    if context is None or context.info_name in LONG_RUNNING:
+        return nullcontext()
+    configure_tracing()
+    return command_span(context.command_path)
 
 
 def report_job(job: Job, *, as_json: bool, max_errors: int = 20) -> None:

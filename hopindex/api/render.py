@@ -70,8 +70,7 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
         console.print(line, markup=False, soft_wrap=True)
     if job.budget.is_limited and not paused:
         console.print(f"LLM budget: {budget_text(job.budget.as_dict())}", markup=False)
-    for note in job.redrives:
-        console.print(f"re-driven: {note}", markup=False, soft_wrap=True)
+    _render_runtime_notes(console, job)
     for error in job.errors[:max_errors]:
         where = f" ({error.where})" if error.where and error.where != error.item else ""
         console.print(f"  failed {error.stage}: {error.item}{where}: {error.reason}",
@@ -79,6 +78,14 @@ def render_job(console: Console, job: Job, *, max_errors: int = 20) -> None:
     if len(job.errors) > max_errors:
         console.print(f"  … and {len(job.errors) - max_errors} more errors "
                       f"(hopindex jobs {job.job_id} --json)")
+
+
+def _render_runtime_notes(console: Console, job: Job) -> None:
+    """What the runtime did with the job (re-drives) and where its trace is."""
+    for note in job.redrives:
+        console.print(f"re-driven: {note}", markup=False, soft_wrap=True)
+    if job.trace_id:
+        console.print(f"trace: {job.trace_id}", markup=False)
 
 
 # Passages sit under their rank and title.

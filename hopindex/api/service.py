@@ -36,6 +36,7 @@ from hopindex.core.memory import limit_malloc_arenas
 from hopindex.core.models import Document, Job, UnitKind
 from hopindex.core.settings import LlmMode, Settings
 from hopindex.core.text import unstorable_field
+from hopindex.core.tracing import current_trace_id, span, spans
 from hopindex.methods.base import AnswerListener, QueryOptions, QueryResult, SearchContext
 from hopindex.methods.registry import (
     check_fit,
@@ -194,7 +195,20 @@ class Hopindex:
         that cannot read the index is refused, naming those that can. Every query,
         answered or failed, goes into the query metrics with the numbers its response
         carries. ``listener`` hears the query stream: its passages, then its answer's
-        text as it is written (``api/query_platform.py``)."""
+        text as it is written (``api/query_platform.py``). With tracing on it is one
+        span (its steps and LLM calls inside), whose trace id the result carries."""
+        with span("query", {spans.INDEX: index, spans.METHOD: method}) as traced:
+            result = self._query(index, question, method, options, listener=listener)
+            if traced.is_recording():
+                traced.set_attribute(spans.METHOD, result.method)
+                traced.set_attribute("hopindex.query.passages", len(result.passages))
+                traced.set_attribute("hopindex.query.degraded",
+                                     [d.step for d in result.degraded])
+            return result
+
+    def _query(self, index: str, question: str, method: str | None,
+               options: QueryOptions | None, *,
+               listener: AnswerListener | None) -> QueryResult:
         try:
             if (bad := unstorable_field([("question", question)])) is not None:
                 # The CLI passes undecodable argument bytes as lone surrogates; the HTTP
@@ -240,6 +254,7 @@ class Hopindex:
             if not embedding.is_empty:  # else the embedder may be unopened: leave it so
                 report_embedding_usage(self.settings, self.backends.embedder.model_name,
                                        embedding)
+            result.trace_id = current_trace_id() or ""
             if heard is not None:
                 heard.finish(result)
         except QueryCancelledError:

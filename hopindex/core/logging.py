@@ -22,6 +22,7 @@ import structlog
 
 from hopindex.core.redact import redact_values
 from hopindex.core.settings import LogFormat, LogLevel, Settings
+from hopindex.core.tracing import configure_tracing, current_ids
 
 # hopindex's loggers speak at the configured level; every library logs from WARNING up
 # whatever the level: at INFO the HTTP clients (the LLM SDK's among them) log every
@@ -56,7 +57,11 @@ def level_number(level: LogLevel) -> int:
 def configure_logging(settings: Settings) -> None:
     """Route structlog and the standard library through one stderr handler rendering
     ``settings.log_format``. Safe to call again (each service does): the handler is
-    replaced, not added twice."""
+    replaced, not added twice.
+
+    A process's traces are set up here too, once (core/tracing: off unless the
+    ``OTEL_*`` variables ask): every process that logs sets its logging up first, and
+    with tracing on each line carries the ids of the span it was logged in."""
     level = level_number(settings.log_level)
     stamped: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -64,6 +69,8 @@ def configure_logging(settings: Settings) -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso"),
     ]
+    if configure_tracing():
+        stamped.append(add_trace_ids)
     structlog.configure(
         # Redacted here too, not only when rendered: a record reaches every handler on
         # the root logger (a test's capture, an operator's own) as its event dict.
@@ -229,6 +236,17 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
     thread = args.thread.name if args.thread is not None else None
     get_logger(__name__).error("uncaught_exception", thread=thread,
                                exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+
+def add_trace_ids(_logger: object, _method: str, event: MutableMapping[str, Any]
+                  ) -> MutableMapping[str, Any]:
+    """``trace_id`` and ``span_id`` of the span current where the line was logged, so a
+    log search and a trace view find each other."""
+    ids = current_ids()
+    if ids is not None:
+        event.setdefault("trace_id", ids[0])
+        event.setdefault("span_id", ids[1])
+    return event
 
 
 def _redact(_logger: object, _method: str, event: MutableMapping[str, Any]

@@ -15,6 +15,7 @@ from hopindex.core.provider_batches import ProviderBatch
 from hopindex.core.redact import redact_text
 from hopindex.core.settings import LlmMode
 from hopindex.core.token_multiplier import multiplier_record
+from hopindex.core.tracing.propagation import SAMPLED, parse_traceparent
 
 
 class UnitKind(enum.StrEnum):
@@ -374,6 +375,19 @@ class Job:
     # How its index-time LLM calls are made, and the provider batches it sent.
     llm_mode: LlmMode = LlmMode.SYNC
     provider_batches: list[ProviderBatch] = field(default_factory=list)
+    # Its trace (core/tracing/propagation.py), empty when tracing was off at submit:
+    # the job span's traceparent, its parent span and start, so the work done for it in
+    # any process and at any later time (a re-drive, a resume) joins the same trace.
+    trace: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def trace_id(self) -> str:
+        """The id of the job's trace, as trace views search it: "" when it has none, or
+        when the sampler left it out (its spans are not kept)."""
+        parsed = parse_traceparent(self.trace.get("traceparent"))
+        if parsed is None or not parsed[2] & SAMPLED:
+            return ""
+        return f"{parsed[0]:032x}"
 
     def as_dict(self) -> dict[str, Any]:
         progress = self.progress()
@@ -416,6 +430,8 @@ class Job:
             "staged": self.staged,
             "llm_mode": self.llm_mode.value,
             "provider_batches": [b.as_dict() for b in self.provider_batches],
+            "trace_id": self.trace_id,
+            "trace": dict(self.trace),
         }
 
     def view(self) -> dict[str, Any]:
@@ -497,6 +513,7 @@ class Job:
             llm_mode=LlmMode(data.get("llm_mode", LlmMode.SYNC.value)),
             provider_batches=[ProviderBatch.from_dict(b)
                               for b in data.get("provider_batches", [])],
+            trace={str(k): str(v) for k, v in data.get("trace", {}).items()},
         )
 
 

@@ -222,6 +222,9 @@ class QueryResult:
     # that a 20 ms query does not read as 5 s (backends/embedder/loading.py).
     embedder_load_s: float = 0.0
     warnings: list[QueryWarning] = field(default_factory=list)
+    # The query's OpenTelemetry trace id (hex; "" with tracing off): ``trace`` above is
+    # the method's decisions, this is where to find its spans.
+    trace_id: str = ""
 
     def __post_init__(self) -> None:
         self.trace.update(self._trace_notes())
@@ -260,6 +263,7 @@ class QueryResult:
             "latency_s": round(self.latency_s, 6),
             "embedder_load_s": round(self.embedder_load_s, 6),
             "warnings": [w.as_dict() for w in self.warnings],
+            "trace_id": self.trace_id,
         }
 
 

@@ -14,6 +14,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from hopindex.backends.embedder.loading import loads_so_far
+from hopindex.core.tracing import span
+
+QUERY_PHASE = "hopindex.query.phase"
 
 
 class QueryPhase(enum.StrEnum):
@@ -45,10 +48,13 @@ class PhaseTimer:
 
     @contextmanager
     def phase(self, phase: QueryPhase) -> Iterator[None]:
+        """Time the block as ``phase``; with tracing on it is a span of that name too
+        (the query's steps in its trace: embed, dense_search, walk, judge, answer...)."""
         loaded_before = loads_so_far()
         started = time.perf_counter()
         try:
-            yield
+            with span(phase.value, {QUERY_PHASE: phase.value}):
+                yield
         finally:
             # The embedding model's first use loads it inside the step that needed it:
             # that is reported as the query's embedder_load_s, not as the step's time.

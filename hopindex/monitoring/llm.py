@@ -10,6 +10,7 @@ a query response reports.
 from __future__ import annotations
 
 from hopindex.backends.llm.observer import CacheOperation, LlmOutcome, ReplyFix
+from hopindex.core.tracing.spans import trace_exemplar
 from hopindex.monitoring import metrics as m
 from hopindex.monitoring.labels import CacheResult, TokenKind
 
@@ -29,7 +30,8 @@ class PrometheusLlmObserver:
                         *, prompt_tokens: int = 0, completion_tokens: int = 0,
                         cost: float | None = None) -> None:
         m.LLM_REQUESTS.labels(stage=stage, model=model, outcome=outcome.value).inc()
-        m.LLM_REQUEST_DURATION.labels(stage=stage, model=model).observe(duration_s)
+        m.LLM_REQUEST_DURATION.labels(stage=stage, model=model).observe(
+            duration_s, exemplar=trace_exemplar())
         if prompt_tokens:
             m.LLM_TOKENS.labels(stage=stage, model=model,
                                 kind=TokenKind.PROMPT.value).inc(prompt_tokens)

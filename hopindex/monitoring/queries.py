@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Protocol
 
 from hopindex.core.settings import MetricsMode, Settings
+from hopindex.core.tracing.spans import trace_exemplar
 from hopindex.methods.phases import PHASES
 from hopindex.methods.registry import query_method_names
 from hopindex.monitoring.labels import QueryOutcome, TokenKind
@@ -88,7 +89,7 @@ class PrometheusQueryRecorder:
         series = self._series_of(result.method)
         usage = result.usage
         series.ok.inc()
-        series.duration.observe(result.latency_s)
+        series.duration.observe(result.latency_s, exemplar=trace_exemplar())
         series.calls.observe(usage.llm_calls)
         series.prompt.observe(usage.prompt_tokens)
         series.completion.observe(usage.completion_tokens)

@@ -19,6 +19,7 @@ from celery.canvas import Signature
 
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Dispatch, Job
+from hopindex.scheduler.job_traces import trace_step
 from hopindex.scheduler.progress import settle
 from hopindex.scheduler.runtime import Runtime
 
@@ -42,6 +43,7 @@ def fan_out(runtime: Runtime, job_id: str, phase: str, header: list[Signature],
     if recorded and not _first_fan_out(runtime, job_id, phase):
         log.info("fan_out_repeated", job_id=job_id, phase=phase)
         return
+    trace_step(runtime, job_id, phase, header, callback)
     if not header:
         body = callback.clone()
         body.freeze()

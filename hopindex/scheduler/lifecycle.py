@@ -18,6 +18,7 @@ from hopindex.core.models import Job, JobState, Stage
 from hopindex.core.redact import redact_values
 from hopindex.scheduler.events import emit_event
 from hopindex.scheduler.failed_items import keep_stale_units
+from hopindex.scheduler.job_traces import end_trace
 from hopindex.scheduler.progress import claim_phase, settle
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.staging import drop_staged
@@ -120,6 +121,7 @@ def fail_job(runtime: Runtime, job_id: str, reason: str) -> Job | None:
     if failed:
         _keep_stale(runtime, job)
         log.error("job_failed", job_id=job_id, index=job.index, reason=reason)
+        end_trace(job)
         publish(runtime, EventType.JOB_FAILED, job, {**progress_data(job), "reason": reason})
         _forget_job_records(runtime, job)
     return job
@@ -208,6 +210,7 @@ def finish_cancel(runtime: Runtime, job_id: str, note: str = "") -> Job | None:
     if cancelled:
         _keep_stale(runtime, job)
         log.info("job_cancelled", job_id=job_id, index=job.index)
+        end_trace(job)
         publish(runtime, EventType.JOB_CANCELLED, job, progress_data(job))
         _forget_job_records(runtime, job)
     return job
@@ -240,6 +243,7 @@ def job_succeeded(runtime: Runtime, job_id: str, index: str) -> Job:
              missing=job.missing(),
              duration_s=round((job.finished_at or time.time()) - job.created_at, 3))
     if succeeded:
+        end_trace(job)
         failed_items = sorted({e.item for e in job.errors})
         publish(runtime, EventType.INDEX_READY, job, {
             "state": job.state.value, "units": units,

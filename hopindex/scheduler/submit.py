@@ -41,6 +41,7 @@ from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.corpus import corpus_tokens
 from hopindex.scheduler.dry_run_plan import estimate_ingest
 from hopindex.scheduler.file_documents import refresh_layouts, stale_documents
+from hopindex.scheduler.job_traces import begin_trace
 from hopindex.scheduler.lifecycle import fail_job, job_started
 from hopindex.scheduler.pipeline import start_step
 from hopindex.scheduler.progress import batched
@@ -188,7 +189,8 @@ def _fail(runtime: Runtime, job_id: str, reason: str) -> Job | None:
 def new_job(job_id: str, index: str, kind: JobKind, owner: dict[str, Any]) -> Job:
     """A job of any kind as submitted: queued until its turn on the index
     (scheduler/writers.py)."""
-    return Job(job_id=job_id, index=index, kind=kind, state=JobState.QUEUED, owner=owner)
+    return Job(job_id=job_id, index=index, kind=kind, state=JobState.QUEUED, owner=owner,
+               trace=begin_trace(kind))
 
 
 def submit_ingest(runtime: Runtime, index: str, raw: Sequence[RawDocument],

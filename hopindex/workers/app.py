@@ -27,6 +27,7 @@ from hopindex.core.logging import configure_process_logging, level_number
 from hopindex.core.settings import LogLevel, Settings
 from hopindex.methods.plugin import PhaseKind
 from hopindex.methods.registry import load_settings
+from hopindex.monitoring.task_traces import install_trace_hooks
 from hopindex.monitoring.tasks import install_task_hooks
 from hopindex.scheduler.task_names import PHASE_TASKS, POLL_BATCHES, QUERY_TASK, REAP
 from hopindex.workers.base import HopindexTask, process_runtime
@@ -98,8 +99,9 @@ def configure_app(settings: Settings) -> Celery:
     _state.settings = settings
     app.conf.update(celery_config(settings))
     drop_connections()
-    # Every task run is timed, counted and logged with its job's context.
+    # Every task run is timed, counted and logged with its job's context, and traced.
     install_task_hooks(settings, process_runtime)
+    install_trace_hooks()
     return app
 
 
@@ -174,6 +176,7 @@ def _config_from_environment() -> dict[str, Any]:
     settings = load_settings()
     _state.settings = settings
     install_task_hooks(settings, process_runtime)
+    install_trace_hooks()
     return celery_config(settings)
 
 

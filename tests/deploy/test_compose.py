@@ -5,7 +5,8 @@ engine needed); the resolved services are then checked against hopindex itself:
 every HOPINDEX_* variable is a setting it reads (and parses), every command is a
 ``hopindex`` subcommand with flags it accepts, every queue has a worker, the
 Prometheus config scrapes the services the file defines and alerts its Alertmanager,
-and nothing secret has a default.
+every hopindex service sends its traces to the stack's Jaeger and nowhere else, and
+nothing secret has a default.
 """
 
 from __future__ import annotations
@@ -17,13 +18,22 @@ import subprocess
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
+import opentelemetry.environment_variables
+import opentelemetry.sdk.environment_variables
 import pytest
 import yaml
 
 from hopindex.api.cli import main
 from hopindex.core.settings import Settings
+from hopindex.core.tracing.settings import (
+    OTLP_PROTOCOL,
+    SamplerName,
+    TracesExporter,
+    TracingSettings,
+)
 from hopindex.workers.launch import parse_queues
 from hopindex.workers.queues import Queue
 
@@ -38,8 +48,17 @@ REQUIRED = {"HOPINDEX_API_KEYS": "compose-test-key-0123456789:write",
 EXPECTED_SERVICES = {"redis", "qdrant", "elasticsearch", "api", "worker-stage1",
                      "worker-stage2", "worker-embed", "worker-judge", "worker-control",
                      "worker-webhooks", "beat",
-                     "prometheus", "alertmanager", "grafana"}
+                     "prometheus", "alertmanager", "grafana", "jaeger"}
 MONITORING = ROOT / "hopindex" / "monitoring"
+# The trace backend: its service, and the port it takes OTLP over HTTP on (the one
+# protocol hopindex exports).
+TRACES = "jaeger"
+OTLP_HTTP_PORT = 4318
+# The OTEL_* variables the OpenTelemetry SDK (and hopindex, core/tracing/settings.py) reads.
+OTEL_NAMES = {value for module in (opentelemetry.environment_variables,
+                                   opentelemetry.sdk.environment_variables)
+              for name, value in vars(module).items()
+              if name.startswith("OTEL_") and isinstance(value, str)}
 
 
 def _install_docker_compose() -> str | None:
@@ -66,7 +85,8 @@ def docker_compose() -> str:
 
 
 def compose_config(binary: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPINDEX_")}
+    # The caller's own settings would win over .env.example: left out.
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HOPINDEX_", "OTEL_"))}
     return subprocess.run([binary, "--env-file", str(ENV_EXAMPLE), "config"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False,
                           env={**clean, **env})
@@ -83,6 +103,33 @@ def resolved(docker_compose: str) -> dict[str, Any]:
 def hopindex_services(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: service for name, service in config["services"].items()
             if service.get("command", [None])[0] == "hopindex"}
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    return {k: "" if v is None else str(v)
+            for k, v in (service.get("environment") or {}).items()}
+
+
+def traces_endpoint(env: dict[str, str]) -> str:
+    """Where the OTLP/HTTP exporter posts spans under ``env``: the traces endpoint as
+    given, else the base endpoint with the signal's path (the specification's rule)."""
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    assert base, "no OTLP endpoint: the exporter would post to its localhost default"
+    return base.rstrip("/") + "/v1/traces"
+
+
+def published(service: dict[str, Any]) -> dict[int, str]:
+    """Container port -> the host address it is published on ("" for every address)."""
+    found: dict[int, str] = {}
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            found[int(port["target"])] = str(port.get("host_ip") or "")
+            continue
+        parts = str(port).split("/")[0].split(":")
+        found[int(parts[-1])] = parts[0] if len(parts) == 3 else ""
+    return found
 
 
 def test_docker_compose_config_accepts_the_file(resolved: dict[str, Any]) -> None:
@@ -252,3 +299,137 @@ def test_dockerfile_is_slim_non_root_with_cpu_torch() -> None:
     assert users and users[-1] not in ("root", "0")
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", ".git", "tests", ".env"} <= set(ignored)
+
+
+def test_the_trace_backend_takes_otlp_over_http_and_serves_its_ui_on_loopback(
+        resolved: dict[str, Any]) -> None:
+    """Jaeger v2 (pinned, the tag .env.example names too) with a memory limit and a cap
+    on the traces it keeps in memory, a healthcheck on its collector's health endpoint,
+    its UI and OTLP/HTTP port published on loopback only, like the other UIs."""
+    jaeger = resolved["services"][TRACES]
+    assert re.fullmatch(r"jaegertracing/jaeger:2\.\d+\.\d+", jaeger["image"]), jaeger["image"]
+    assert any(line == f"IMAGE_JAEGER={jaeger['image']}"
+               for line in ENV_EXAMPLE.read_text().splitlines())
+    assert jaeger["mem_limit"]
+    kept = [a for a in jaeger["command"] if ".memory.max_traces=" in str(a)]
+    assert len(kept) == 1 and 0 < int(str(kept[0]).rsplit("=", 1)[1]) < 100_000, kept
+    assert "http://127.0.0.1:13133/status" in jaeger["healthcheck"]["test"]
+    ports = published(jaeger)
+    assert ports == {16686: "127.0.0.1", OTLP_HTTP_PORT: "127.0.0.1"}, ports
+    assert published(resolved["services"]["grafana"]) == {3000: "127.0.0.1"}
+
+
+def test_every_hopindex_service_sends_its_traces_to_the_stacks_jaeger(
+        resolved: dict[str, Any]) -> None:
+    """Each hopindex service exports over OTLP/HTTP (the one protocol hopindex sends) to
+    the trace backend's port 4318, under a service name of its own; its OTEL_* variables
+    are ones the SDK reads and parse as hopindex reads them."""
+    services = hopindex_services(resolved)
+    assert len(services) == 8
+    names = set()
+    for name, service in services.items():
+        env = environment(service)
+        unknown = {k for k in env if k.startswith("OTEL_")} - OTEL_NAMES
+        assert not unknown, f"{name} sets variables the SDK does not read: {unknown}"
+        settings = TracingSettings.from_env(env)
+        assert settings.exporter is TracesExporter.OTLP, name
+        assert settings.sampler is SamplerName.PARENT_ALWAYS_ON, name
+        assert settings.service_name == f"hopindex-{name}", name
+        names.add(settings.service_name)
+        for protocol in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
+            assert env.get(protocol, OTLP_PROTOCOL) == OTLP_PROTOCOL, name
+        endpoint = urlsplit(traces_endpoint(env))
+        assert (endpoint.scheme, endpoint.hostname, endpoint.port, endpoint.path) == (
+            "http", TRACES, OTLP_HTTP_PORT, "/v1/traces"), f"{name}: {endpoint.geturl()}"
+    assert len(names) == len(services)
+
+
+def test_no_service_sends_telemetry_off_the_compose_network(
+        resolved: dict[str, Any]) -> None:
+    """Every OTLP endpoint any service is given (traces, metrics or logs) names a service
+    of this file over plain HTTP on the compose network: not a host outside it, not
+    localhost (inside a container, the container itself). Every hopindex service has
+    one, so none falls back to the exporter's localhost default."""
+    services = resolved["services"]
+    endpoints = {(name, key): value for name, service in services.items()
+                 for key, value in environment(service).items()
+                 if key.startswith("OTEL_EXPORTER_OTLP") and key.endswith("ENDPOINT")}
+    assert {name for name, _ in endpoints} == set(hopindex_services(resolved))
+    for (name, key), value in endpoints.items():
+        endpoint = urlsplit(value)
+        assert endpoint.hostname in services, f"{name}: {key}={value} is off the stack"
+        assert endpoint.scheme == "http", f"{name}: {key}={value}"
+
+
+def test_each_service_is_one_resource_its_replicas_tell_apart(
+        resolved: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resource each process's spans carry, as the SDK builds it from the service's
+    variables: its service name, the stack's namespace, and host.name (a replica's
+    container) beside the per-process service.instance.id."""
+    from opentelemetry.sdk.resources import Resource
+
+    for name, service in hopindex_services(resolved).items():
+        with monkeypatch.context() as patched:
+            for key in [k for k in os.environ if k.startswith("OTEL_")]:
+                patched.delenv(key)
+            for key, value in environment(service).items():
+                if key.startswith("OTEL_"):
+                    patched.setenv(key, value)
+            settings = TracingSettings.from_env()
+            attributes = Resource.create({"service.name": settings.service_name}).attributes
+        assert attributes["service.name"] == f"hopindex-{name}"
+        assert attributes["service.namespace"] == "hopindex", name
+        assert attributes.get("host.name"), name
+        assert attributes.get("service.instance.id"), name
+
+
+@pytest.mark.parametrize(("variables", "expected"), [
+    ({"OTEL_TRACES_EXPORTER": "none"}, TracingSettings()),
+    ({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
+     TracingSettings(exporter=TracesExporter.OTLP,
+                     sampler=SamplerName.PARENT_TRACE_ID_RATIO, sampler_ratio=0.1)),
+])
+def test_env_turns_traces_off_or_samples_them(
+        docker_compose: str, variables: dict[str, str], expected: TracingSettings) -> None:
+    """What .env sets reaches every hopindex service: none turns tracing off, a sampler
+    and its ratio apply everywhere."""
+    done = compose_config(docker_compose, **REQUIRED, **variables)
+    assert done.returncode == 0, done.stderr
+    for name, service in hopindex_services(yaml.safe_load(done.stdout)).items():
+        settings = TracingSettings.from_env(environment(service))
+        assert settings.enabled is expected.enabled, name
+        assert (settings.exporter, settings.sampler, settings.sampler_ratio) == (
+            expected.exporter, expected.sampler, expected.sampler_ratio), name
+
+
+def test_prometheus_keeps_the_exemplars_that_lead_to_traces(
+        resolved: dict[str, Any]) -> None:
+    """Histogram exemplars (trace ids) are stored only with Prometheus's exemplar
+    storage on; without it an OpenMetrics scrape drops them."""
+    assert "--enable-feature=exemplar-storage" in resolved["services"]["prometheus"]["command"]
+
+
+def test_the_image_installs_the_otlp_exporter_the_stack_turns_on() -> None:
+    """The stack exports traces by default, so the image has the SDK and its OTLP/HTTP
+    exporter: required dependencies of the project, or an extra the Dockerfile installs.
+    Without them every hopindex service would fail to start."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = set(re.findall(r"pip install [^\n]*?\.\[([\w,-]+)\]",
+                            (ROOT / "Dockerfile").read_text()))
+    installed = list(project["dependencies"]) + [
+        dependency for group in extras for extra in group.split(",")
+        for dependency in project.get("optional-dependencies", {}).get(extra, [])]
+    names = {re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].lower().replace("_", "-")
+             for d in installed}
+    missing = {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} - names
+    assert not missing, f"the image would not install {sorted(missing)}"
+
+
+def test_env_example_pins_the_images_compose_defaults_to() -> None:
+    """Each IMAGE_* of .env.example is the image the compose file uses without it."""
+    defaults = dict(re.findall(r"\$\{(IMAGE_[A-Z0-9_]+):-([^}]+)\}", COMPOSE.read_text()))
+    example = dict(line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines()
+                   if line.startswith("IMAGE_"))
+    assert defaults == example

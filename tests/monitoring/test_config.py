@@ -209,13 +209,20 @@ def test_the_dashboard_json_loads_as_grafana_expects(dashboard: dict[str, Any]) 
 
 
 def test_grafana_provisioning_points_at_prometheus_and_the_dashboard() -> None:
-    """The datasource is the compose stack's Prometheus under the dashboard's default uid;
-    the dashboard provider reads the folder the JSON ships in, as mounted."""
+    """The datasource is the compose stack's Prometheus under the dashboard's default uid,
+    its exemplars linked to the stack's Jaeger; the dashboard provider reads the folder
+    the JSON ships in, as mounted."""
     sources = yaml.safe_load((GRAFANA_DIR / "datasources" / "prometheus.yml").read_text())
     (source,) = sources["datasources"]
     assert source["type"] == "prometheus"
     assert source["url"] == "http://prometheus:9090"
     assert source["uid"] == DATASOURCE_UID
+    # Exemplars' trace ids open in the stack's Jaeger, provisioned beside it.
+    traces = yaml.safe_load((GRAFANA_DIR / "datasources" / "jaeger.yml").read_text())
+    (jaeger,) = traces["datasources"]
+    assert (jaeger["type"], jaeger["url"]) == ("jaeger", "http://jaeger:16686")
+    assert source["jsonData"]["exemplarTraceIdDestinations"] == [
+        {"name": "trace_id", "datasourceUid": jaeger["uid"]}]
     providers = yaml.safe_load((GRAFANA_DIR / "dashboards" / "hopindex.yml").read_text())
     (provider,) = providers["providers"]
     assert provider["type"] == "file"

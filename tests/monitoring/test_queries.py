@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
 from hopindex.core.settings import MetricsMode, Settings
+from hopindex.core.tracing import span
+from hopindex.core.tracing.spans import trace_exemplar
 from hopindex.methods.base import QueryResult, QueryUsage
+from hopindex.monitoring.exposition import render_metrics
 from hopindex.monitoring.queries import (
     NullQueryRecorder,
     PrometheusQueryRecorder,
     query_recorder,
 )
+from tests.tracing import traced  # noqa: F401  # a fixture
 
 
 def sample(name: str, **labels: str) -> float:
@@ -95,3 +100,19 @@ def test_metrics_off_records_nothing() -> None:
     before = snapshot("naive")
     NullQueryRecorder().record_query(result("naive"))
     assert snapshot("naive") == before
+
+
+def test_a_traced_query_latency_names_its_trace_as_an_exemplar(
+        traced: InMemorySpanExporter) -> None:  # noqa: F811  # the fixture
+    """Recorded inside a sampled span, the latency observation carries the trace's id
+    as an exemplar, which the OpenMetrics exposition shows on its bucket; outside a
+    span there is none to give."""
+    with span("query") as current:
+        PrometheusQueryRecorder().record_query(result("naive"))
+    trace_id = f"{current.get_span_context().trace_id:032x}"  # type: ignore[attr-defined]
+    body, _ = render_metrics(REGISTRY, "application/openmetrics-text")
+    bucket = next(line for line in body.decode().splitlines()
+                  if line.startswith("hopindex_query_duration_seconds_bucket{")
+                  and 'method="naive"' in line and 'le="0.5"' in line)
+    assert f'# {{trace_id="{trace_id}"}} 0.3125' in bucket
+    assert trace_exemplar() is None

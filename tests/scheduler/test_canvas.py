@@ -5,20 +5,27 @@ twice."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 import redis
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hopindex.api.client.local import LocalClient
 from hopindex.core.models import Job, JobKind
+from hopindex.core.tracing import span
+from hopindex.core.tracing.propagation import parse_traceparent, traceparent
+from hopindex.core.tracing.span_ids import step_span_id
 from hopindex.scheduler.canvas import fan_out
 from hopindex.scheduler.progress import settle
+from hopindex.scheduler.redrive import plan_redrive
 from hopindex.scheduler.submit import new_job
 from hopindex.scheduler.task_names import FINALIZE, PURGE
 from hopindex.workers.queues import Queue
 from tests.methods.indexrag.conftest import ClientFactory
 from tests.redis_server import private_redis_server
+from tests.tracing import traced  # noqa: F401  # a fixture
 
 pytestmark = pytest.mark.integration
 
@@ -88,3 +95,44 @@ def test_a_fan_out_marked_but_never_recorded_is_sent_by_the_next_run(
     assert _sent(broker_url) == 3
     dispatch = state.last_dispatch("job-c")
     assert dispatch is not None and dispatch.phase == "purge"
+
+
+def test_a_traced_fan_out_records_its_step_context_for_whatever_sends_it_again(
+        broker_url: str, make_client: ClientFactory,
+        traced: InMemorySpanExporter) -> None:  # noqa: F811  # the fixture
+    """With tracing on, each task of a recorded fan-out carries its step span's context
+    (a child of the job's span, in the job's trace) in its message headers, and the
+    callback also what writing the step span needs: a re-drive or a resume sends the
+    records as they are, so what it sends joins the same trace under the same step."""
+    redis.Redis.from_url(broker_url).flushdb()
+    client = make_client(broker_url=broker_url)
+    state = client.service.backends.state
+    with span("submitter"):
+        job = new_job("job-t", INDEX, JobKind.INGEST, {})
+    state.create_job(job)
+    trace_id, job_span, _ = parse_traceparent(job.trace["traceparent"]) or (0, 0, 0)
+    assert trace_id and job.trace_id == f"{trace_id:032x}"
+    _fan_out_purges(client, "job-t", "purge")
+    dispatch = state.last_dispatch("job-t")
+    assert dispatch is not None
+    step = traceparent(trace_id, step_span_id(trace_id, "job-t", "purge"), 1)
+    plan = plan_redrive(client.service.runtime.app, state.get_job("job-t") or job,
+                        dispatch)
+    assert [t["options"]["headers"]["traceparent"] for t in plan.tasks] == [step] * 3
+    callback = dispatch.callback["options"]["headers"]
+    assert callback["traceparent"] == step and callback["hopindex_step"] == "purge"
+    assert callback["hopindex_job_span"] == f"{job_span:016x}"
+    waiting = redis.Redis.from_url(broker_url).lrange(Queue.EMBED.value, 0, -1)
+    assert {json.loads(m)["headers"]["traceparent"] for m in waiting} == {step}
+
+
+def test_an_untraced_fan_out_carries_no_trace_headers(
+        broker_url: str, make_client: ClientFactory) -> None:
+    redis.Redis.from_url(broker_url).flushdb()
+    client = make_client(broker_url=broker_url)
+    state = client.service.backends.state
+    state.create_job(new_job("job-u", INDEX, JobKind.INGEST, {}))
+    _fan_out_purges(client, "job-u", "purge")
+    dispatch = state.last_dispatch("job-u")
+    assert dispatch is not None
+    assert all("traceparent" not in t["options"].get("headers", {}) for t in dispatch.tasks)

@@ -25,6 +25,7 @@ from hopindex.api.client.wire import EventView
 from hopindex.core.budget import BudgetLimits
 from hopindex.core.errors import HopindexError, InvalidInputError, error_type_for
 from hopindex.core.events import Event
+from hopindex.core.tracing.propagation import current_carrier
 from hopindex.readers.options import Reading
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -114,8 +115,10 @@ class Transport:
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items()
                                         if v is not None})
         url = f"{self.base_url}{path}" + (f"?{query}" if query else "")
+        # The caller's span (an application's, the CLI command's) is the request's parent
+        # on the server: one trace across the two processes.
         request = urllib.request.Request(url, data=body, method=method,
-                                         headers=dict(headers or {}))
+                                         headers={**current_carrier(), **(headers or {})})
         if content_type:
             request.add_header("Content-Type", content_type)
         if self._api_key:

@@ -263,6 +263,10 @@ class JobView(_Wire):
                     "batch, through the provider's Batch API")]
     provider_batches: Annotated[list[ProviderBatchView], Field(
         description="in batch mode, the batches it sent, oldest first; empty in sync mode")]
+    trace_id: Annotated[str, Field(
+        description="the id of its OpenTelemetry trace (hex); empty when tracing was off "
+                    "when it was submitted")] = ""
+    trace: Annotated[dict[str, str], Field(description=_BOOKKEEPING)] = {}
 
     def to_runtime(self) -> Job:
         return Job(
@@ -285,7 +289,8 @@ class JobView(_Wire):
             estimate={phase: dict(figures) for phase, figures in self.estimate.items()},
             waits_for=self.waits_for, queue_position=self.queue_position,
             staged=self.staged, llm_mode=self.llm_mode,
-            provider_batches=[b.to_runtime() for b in self.provider_batches])
+            provider_batches=[b.to_runtime() for b in self.provider_batches],
+            trace=dict(self.trace))
 
 
 # -- an event -------------------------------------------------------------------------
@@ -426,6 +431,9 @@ class QueryResultView(_Wire):
         description="what the answer rests on that the caller should know: an index that "
                     "is partial or building still answers, with a warning naming its "
                     "status and the fix; empty when there is none")]
+    trace_id: Annotated[str, Field(
+        description="the id of the query's OpenTelemetry trace (hex); empty when tracing "
+                    "is off")] = ""
 
     def to_runtime(self) -> QueryResult:
         return QueryResult(question=self.question, method=self.method, index=self.index,
@@ -435,4 +443,5 @@ class QueryResultView(_Wire):
                            degraded=[d.to_runtime() for d in self.degraded],
                            answer_truncated=self.answer_truncated,
                            embedder_load_s=self.embedder_load_s,
-                           warnings=[w.to_runtime() for w in self.warnings])
+                           warnings=[w.to_runtime() for w in self.warnings],
+                           trace_id=self.trace_id)

@@ -7,6 +7,7 @@ import asyncio
 import re
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import structlog
@@ -45,6 +46,8 @@ from hopindex.api.http.routing import (
 )
 from hopindex.core.errors import HopindexError
 from hopindex.core.logging import get_logger
+from hopindex.core.tracing import NO_SPAN, set_error
+from hopindex.core.tracing.spans import server_span
 
 log = get_logger(__name__)
 
@@ -93,6 +96,9 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> ApiErr
                     headers=headers)
 
 
+UNTRACED_ROUTES = frozenset({"/healthz", "/metrics"})
+
+
 @web.middleware
 async def answer_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Request id, request timeout, every error as JSON, one ``http_request`` log event."""
@@ -101,7 +107,11 @@ async def answer_middleware(request: web.Request, handler: Handler) -> web.Strea
     started = time.perf_counter()
     route = route_of(request)
     status = 500
-    with structlog.contextvars.bound_contextvars(request_id=request_id):
+    template = route.path if route is not None else "unmatched"
+    # Probes and scrapes come every few seconds: as traces they would bury the requests.
+    tracing = (nullcontext(NO_SPAN) if template in UNTRACED_ROUTES else
+               server_span(request.method, template, request.path, request.headers))
+    with structlog.contextvars.bound_contextvars(request_id=request_id), tracing as traced:
         try:
             if route is not None and route.kind is RouteKind.STREAM:
                 response = await handler(request)
@@ -131,6 +141,11 @@ async def answer_middleware(request: web.Request, handler: Handler) -> web.Strea
                       traceback=plain_traceback(exc))
             response = error_response(internal_error(), request_id)
         status = response.status
+        if traced.is_recording():
+            traced.set_attribute("http.response.status_code", status)
+            traced.set_attribute("hopindex.request_id", request_id)
+            if status >= 500:  # the server's fault, by HTTP's classes
+                set_error(traced, str(status))
         if not response.prepared:
             response.headers[REQUEST_ID_HEADER] = request_id
         who = request.get(PRINCIPAL_KEY)

@@ -83,6 +83,8 @@ class ChatResult:
     attempts: int = 0
     # The provider's reason for ending the reply; "length" is a reply cut at its budget.
     finish_reason: str | None = None
+    # The model that answered, as the provider names it (None: a cache hit, a stream).
+    model: str | None = None
 
     @property
     def truncated(self) -> bool:

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import openai
 
@@ -97,6 +98,9 @@ from hopindex.core.errors import (
 )
 from hopindex.core.logging import get_logger
 from hopindex.core.redact import redact_url
+from hopindex.core.tracing import genai
+from hopindex.core.tracing.genai import llm_span
+from hopindex.core.tracing.spans import SpanLike
 
 log = get_logger(__name__)
 
@@ -126,6 +130,8 @@ class LlmClient:
         self._reach = Reachability(settings.base_url, settings.connect_give_up_s,
                                    backoff_base_s=settings.backoff_base_s)
         self._stream_habits = StreamHabits()
+        # server.address on each request's span: the host only, never credentials.
+        self._server = urlsplit(settings.base_url).hostname
         # Our own retry loop decides, with the shared limiter; the SDK's would not.
         self._client = client or openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=sdk_api_key(settings.api_key), max_retries=0,
@@ -226,9 +232,16 @@ class LlmClient:
         cached = await self._replies.read(request.stage, key)
         if cached is None:
             return None
-        usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
+        self._cache_hit(request.stage, usage)
         return ChatResult(content=answer_text(cached), prompt_tokens=0, completion_tokens=0,
                           cached=True)
+
+    def _cache_hit(self, stage: str, usage: UsageMeter) -> None:
+        """A reply the cache gave: counted, and a span of its own (no request sent)."""
+        usage.record_cache_hit(stage, cost=self.settings.prices.cost_of(0, 0))
+        with llm_span(stage, self.settings.model, server=self._server,
+                      attributes={genai.CACHE_HIT: True}):
+            pass
 
     async def _kept_text(self, stage: str, key: str, result: ChatResult) -> ChatResult:
         """A text reply as its answer, cached when it is one."""
@@ -246,7 +259,7 @@ class LlmClient:
         key = self._key(request)
         found = parse_cached(request.stage, await self._replies.read(request.stage, key), parse)
         if found is not None:
-            usage.record_cache_hit(request.stage, cost=self.settings.prices.cost_of(0, 0))
+            self._cache_hit(request.stage, usage)
             self._record_reading(request.stage, usage, found.notes)
             return found.value
         result = await self._call(request, usage)
@@ -317,13 +330,15 @@ class LlmClient:
         held = await self._gate.hold(request, usage, scope)
         result: ChatResult | None = None
         try:
-            result = await self._attempts(request, usage, repair=repair, reader=reader)
+            result = await self._attempts(request, usage, repair=repair, reader=reader,
+                                          held=held)
             return result
         finally:
             await self._gate.settle(request.stage, scope, held, result)
 
     async def _attempts(self, request: ChatRequest, usage: UsageMeter, *,
-                        repair: bool = False, reader: StreamReader | None = None) -> ChatResult:
+                        repair: bool = False, reader: StreamReader | None = None,
+                        held: BudgetCharge | None = None) -> ChatResult:
         model = self.settings.model
         estimate = request.estimated_tokens()
         mode = await self._first_mode(request)
@@ -332,59 +347,74 @@ class LlmClient:
         attempt = connect_tries = 0
         while attempt < self.settings.max_attempts:
             attempt += 1
-            reservation = await self._admitted(request.stage, estimate)
-            waited_s += reservation.waited_s
-            started = time.perf_counter()
-            try:
-                result = await self._send(request, usage, mode, reader, CallAttempt(
-                    attempt, reservation, waited_s, started, repair))
-            except openai.AuthenticationError as exc:
-                self._observe_failure(request, LlmOutcome.UNAUTHORIZED, started)
-                await self._settle(request.stage, reservation, 0)
-                refused = ("refused the API key" if self.settings.api_key else
-                           "asks for an API key and none is set")
-                raise LlmAuthenticationError(
-                    f"the LLM provider at {redact_url(self.settings.base_url)} {refused} "
-                    "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
-            except openai.RateLimitError as exc:
-                self._observe_failure(request, LlmOutcome.RATE_LIMITED, started)
-                await self._settle(request.stage, reservation, 0)
-                retry_after_s = _retry_after_s(exc)
-                await self._penalize(request.stage, retry_after_s)
-                last_error = f"429 (retry after {retry_after_s:.1f}s)"
-                delay_s = max(retry_after_s, self._backoff_s(attempt))
-            except (openai.APITimeoutError, openai.APIConnectionError,
-                    openai.InternalServerError) as exc:
-                self._observe_failure(request, LlmOutcome.TIMEOUT if isinstance(
-                    exc, openai.APITimeoutError) else LlmOutcome.SERVER_ERROR, started)
-                await self._settle(request.stage, reservation, 0)
-                # Some servers crash on a structured-output mode they cannot compile (a
-                # 500 naming the grammar or the schema): that is the mode refused too.
-                if isinstance(exc, openai.InternalServerError) and (
-                        weaker := await self._step_down(request, mode, exc)) is not None:
+            # One span per request sent (tracing on): its number, its wait, its error.
+            with llm_span(request.stage, model, server=self._server, attributes={
+                    genai.ATTEMPT: attempt + connect_tries, genai.CACHE_HIT: False,
+                    genai.OUTPUT_MODE: mode.value,
+                    genai.REQUEST_MAX_TOKENS: request.max_tokens,
+                    genai.REQUEST_TEMPERATURE: request.temperature}) as span:
+                genai.set_budget(span, held.tokens if held else None,
+                                 held.cost if held else None)
+                reservation = await self._admitted(request.stage, estimate)
+                span.set_attribute(genai.WAITED_S, round(reservation.waited_s, 6))
+                waited_s += reservation.waited_s
+                started = time.perf_counter()
+                try:
+                    result = await self._send(request, usage, mode, reader, CallAttempt(
+                        attempt, reservation, waited_s, started, repair))
+                except openai.AuthenticationError as exc:
+                    await self._failed(span, request, LlmOutcome.UNAUTHORIZED, exc,
+                                       started=started, reservation=reservation)
+                    refused = ("refused the API key" if self.settings.api_key else
+                               "asks for an API key and none is set")
+                    raise LlmAuthenticationError(
+                        f"the LLM provider at {redact_url(self.settings.base_url)} {refused} "
+                        "(OPENAI_API_KEY / HOPINDEX_LLM_API_KEY)") from exc
+                except openai.RateLimitError as exc:
+                    await self._failed(span, request, LlmOutcome.RATE_LIMITED, exc,
+                                       started=started, reservation=reservation)
+                    retry_after_s = _retry_after_s(exc)
+                    await self._penalize(request.stage, retry_after_s)
+                    last_error = f"429 (retry after {retry_after_s:.1f}s)"
+                    delay_s = max(retry_after_s, self._backoff_s(attempt))
+                except (openai.APITimeoutError, openai.APIConnectionError,
+                        openai.InternalServerError) as exc:
+                    outcome = (LlmOutcome.TIMEOUT if isinstance(exc, openai.APITimeoutError)
+                               else LlmOutcome.SERVER_ERROR)
+                    await self._failed(span, request, outcome, exc, started=started,
+                                       reservation=reservation)
+                    # Some servers crash on a structured-output mode they cannot compile
+                    # (a 500 naming the grammar or the schema): that is the mode refused.
+                    if isinstance(exc, openai.InternalServerError) and (
+                            weaker := await self._step_down(request, mode, exc)) is not None:
+                        mode, attempt = weaker, attempt - 1
+                        continue
+                    last_error, delay_s = f"{type(exc).__name__}: {exc}", self._backoff_s(attempt)
+                    # No connection at all (a timeout is a slow provider, not that): quick
+                    # retries bounded in time, not the attempts (reachability.py).
+                    if not isinstance(exc, openai.APITimeoutError) and (
+                            retry := self._reach.retry(request.stage, exc, connect_tries + 1)):
+                        connect_tries, attempt, last_error, delay_s = (connect_tries + 1,
+                                                                       attempt - 1, *retry)
+                except openai.APIStatusError as exc:
+                    await self._failed(span, request, LlmOutcome.REJECTED, exc,
+                                       started=started, reservation=reservation)
+                    weaker = await self._step_down(request, mode, exc)
+                    if weaker is None:
+                        raise PermanentStageError(f"{request.stage}: the LLM provider "
+                                                  f"rejected the request ({exc.status_code})"
+                                                  f": {exc}") from exc
+                    # The mode was refused, not the request: at once, and not an attempt.
                     mode, attempt = weaker, attempt - 1
                     continue
-                last_error, delay_s = f"{type(exc).__name__}: {exc}", self._backoff_s(attempt)
-                # No connection at all (a timeout is a slow provider, not that): quick
-                # retries bounded in time, not the attempts (reachability.py).
-                if not isinstance(exc, openai.APITimeoutError) and (
-                        retry := self._reach.retry(request.stage, exc, connect_tries + 1)):
-                    connect_tries, attempt, last_error, delay_s = (connect_tries + 1,
-                                                                   attempt - 1, *retry)
-            except openai.APIStatusError as exc:
-                self._observe_failure(request, LlmOutcome.REJECTED, started)
-                await self._settle(request.stage, reservation, 0)
-                weaker = await self._step_down(request, mode, exc)
-                if weaker is None:
-                    raise PermanentStageError(f"{request.stage}: the LLM provider rejected "
-                                              f"the request ({exc.status_code}): {exc}") from exc
-                # The mode was refused, not the request: at once, and not an attempt.
-                mode, attempt = weaker, attempt - 1
-                continue
-            else:
-                await self._settle(request.stage, reservation,
-                                   result.prompt_tokens + result.completion_tokens)
-                return result
+                else:
+                    genai.record_reply(span, response_model=result.model,
+                                       input_tokens=result.prompt_tokens,
+                                       output_tokens=result.completion_tokens,
+                                       finish_reason=result.finish_reason)
+                    await self._settle(request.stage, reservation,
+                                       result.prompt_tokens + result.completion_tokens)
+                    return result
             log.warning("llm_call_retry", stage=request.stage, model=model,
                         attempt=attempt + connect_tries, error=last_error,
                         delay_s=round(delay_s, 3))
@@ -473,17 +503,22 @@ class LlmClient:
         content = message_text(choice.message.content if choice is not None else None)
         return ChatResult(content=content, prompt_tokens=prompt_tokens,
                           completion_tokens=completion_tokens, cached=False,
-                          waited_s=waited_s, attempts=attempt, finish_reason=finish_reason)
+                          waited_s=waited_s, attempts=attempt, finish_reason=finish_reason,
+                          model=getattr(response, "model", None) or None)
 
     def _timeout_s(self, usage: UsageMeter) -> float:
         deadline = usage.deadline
         return (self.settings.timeout_s if deadline is None
                 else deadline.call_timeout(self.settings.timeout_s))
 
-    def _observe_failure(self, request: ChatRequest, outcome: LlmOutcome,
-                         started: float) -> None:
+    async def _failed(self, span: SpanLike, request: ChatRequest, outcome: LlmOutcome,
+                      exc: BaseException, *, started: float, reservation: Reservation) -> None:
+        """A request that failed: on its span, to the observer, and its reservation
+        given back."""
+        genai.record_failure(span, exc)
         self._observer.observe_request(request.stage, self.settings.model, outcome,
                                        time.perf_counter() - started)
+        await self._settle(request.stage, reservation, 0)
 
     def _arguments(self, request: ChatRequest, mode: OutputMode) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": self.settings.model,

@@ -28,8 +28,9 @@ from hopindex.backends.protocols import Reranker
 from hopindex.core.errors import ConfigError, InvalidInputError, RerankError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Hit, Unit
+from hopindex.core.tracing import span, spans
 from hopindex.methods.base import ParamValue, QueryResult, SearchContext
-from hopindex.methods.phases import QueryPhase
+from hopindex.methods.phases import QUERY_PHASE, QueryPhase
 
 log = get_logger(__name__)
 
@@ -164,9 +165,12 @@ def rerank_hits(context: SearchContext, query: str, hits: Sequence[Hit],
     stage = context.rerank
     if stage is None:
         return list(hits)
-    return stage.reorder(query, hits, {h.unit_id: rerank_text(units[h.unit_id])
-                                       for h in hits[: stage.top_n] if h.unit_id in units},
-                         step=step)
+    with span(QueryPhase.RERANK.value, {QUERY_PHASE: QueryPhase.RERANK.value,
+                                        "hopindex.rerank.step": step,
+                                        spans.ITEMS: min(len(hits), stage.top_n)}):
+        return stage.reorder(query, hits, {h.unit_id: rerank_text(units[h.unit_id])
+                                           for h in hits[: stage.top_n] if h.unit_id in units},
+                             step=step)
 
 
 def rerank_scored(context: SearchContext, query: str, scored: Sequence[tuple[Unit, float]],

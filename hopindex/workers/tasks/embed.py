@@ -13,6 +13,7 @@ from hopindex.backends.protocols import KeywordRecord, UnitPayload, VectorRecord
 from hopindex.core.embedding_usage import EmbeddingUsage
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, Stage
+from hopindex.core.tracing import span, spans
 from hopindex.scheduler.failed_items import PURGE_PHASE
 from hopindex.scheduler.lifecycle import maybe_progress
 from hopindex.scheduler.progress import is_cancelled, settle
@@ -43,20 +44,24 @@ def embed(job_id: str, index: str, unit_ids: list[str]) -> int:
         # each distinct text is embedded once.
         distinct = list(dict.fromkeys(u.text for u in units))
         row_of = {text: row for row, text in enumerate(distinct)}
-        with metered_embeddings() as meter:
+        with metered_embeddings() as meter, span("embed_texts", {
+                spans.ITEMS: len(distinct),
+                "hopindex.embedder.model": backends.embedder.model_name}):
             vectors = backends.embedder.embed_texts(distinct)[[row_of[u.text] for u in units]]
         encode_s = time.perf_counter() - t0
         # Priced as the calls are made, so a later price change leaves the job's cost be.
         embedding = meter.usage(runtime.settings.embedding_price_per_mtok)
         report_embedding_usage(runtime.settings, backends.embedder.model_name, embedding)
-        backends.vectors.ensure_index(index, backends.embedder.dimension)
-        backends.keywords.ensure_index(index)
-        backends.vectors.upsert_vectors(index, [
-            VectorRecord(unit_id=u.unit_id, vector=v, payload=UnitPayload.of(u))
-            for u, v in zip(units, vectors, strict=True)])
-        backends.keywords.index_units(index, [
-            KeywordRecord(unit_id=u.unit_id, text=u.text, payload=UnitPayload.of(u))
-            for u in units])
+        with span("vector_write", {spans.ITEMS: len(units)}):
+            backends.vectors.ensure_index(index, backends.embedder.dimension)
+            backends.vectors.upsert_vectors(index, [
+                VectorRecord(unit_id=u.unit_id, vector=v, payload=UnitPayload.of(u))
+                for u, v in zip(units, vectors, strict=True)])
+        with span("keyword_write", {spans.ITEMS: len(units)}):
+            backends.keywords.ensure_index(index)
+            backends.keywords.index_units(index, [
+                KeywordRecord(unit_id=u.unit_id, text=u.text, payload=UnitPayload.of(u))
+                for u in units])
         state.mark_embedded(index, [u.unit_id for u in units])
 
     def change(job: Job) -> None:
