@@ -76,6 +76,7 @@ bench: setup
 	$(PY) benchmarks/query_latency.py
 	$(PY) benchmarks/bridgerag_overhead.py
 	$(PY) benchmarks/metrics_overhead.py
+	$(PY) benchmarks/tracing_overhead.py
 	$(PY) benchmarks/rerank_overhead.py
 	$(PY) benchmarks/api_overhead.py
 	$(PY) benchmarks/api_key_flood.py

@@ -3,6 +3,10 @@ ignore with a warning refused naming its variable."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from hopindex.core.errors import ConfigError
@@ -45,3 +49,25 @@ def test_a_value_the_sdk_would_ignore_is_refused_by_name(env: dict[str, str],
                                                           named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         TracingSettings.from_env(env)
+
+
+def test_tracing_off_imports_nothing_of_opentelemetry() -> None:
+    """A process that sets its logging up with no OTEL_* variable, opens spans, reads
+    the current ids and sends a request's headers has not imported OpenTelemetry."""
+    code = textwrap.dedent("""
+        import os, sys
+        for name in [n for n in os.environ if n.startswith("OTEL_")]:
+            del os.environ[name]
+        from hopindex.core.logging import configure_logging
+        from hopindex.core.settings import Settings
+        from hopindex.core.tracing import current_ids, span
+        from hopindex.core.tracing.propagation import current_carrier
+        configure_logging(Settings())
+        with span("work") as work:
+            assert not work.is_recording() and current_ids() is None
+            assert current_carrier() == {}
+        print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout
