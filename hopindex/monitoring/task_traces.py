@@ -26,7 +26,9 @@ from celery import signals
 
 from hopindex.core.tracing import flush_spans, spans
 from hopindex.core.tracing.propagation import (
+    JOB_SPAN_HEADER,
     STEP_HEADER,
+    STEP_STARTED_HEADER,
     TRACEPARENT,
     current_carrier,
     end_step_span,
@@ -81,8 +83,8 @@ def message_headers(request: Any) -> dict[str, Any]:
     """The custom headers of a task's message: on a worker Celery makes them attributes
     of the request; an eager run keeps them in ``request.headers``."""
     found = dict(getattr(request, "headers", None) or {})
-    for key in (TRACEPARENT, STEP_HEADER, "tracestate", "hopindex_step_started_ns",
-                "hopindex_job_span"):
+    for key in (TRACEPARENT, "tracestate", STEP_HEADER, STEP_STARTED_HEADER,
+                JOB_SPAN_HEADER):
         value = getattr(request, key, None)
         if value is not None and key not in found:
             found[key] = value

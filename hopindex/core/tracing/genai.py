@@ -37,7 +37,6 @@ WAITED_S = "hopindex.llm.rate_limit_wait_s"
 BUDGET_HELD_TOKENS = "hopindex.llm.budget_held_tokens"
 BUDGET_HELD_COST = "hopindex.llm.budget_held_cost"
 OUTPUT_MODE = "hopindex.llm.output_mode"
-BATCH = "hopindex.llm.batch"
 # An OpenAI-compatible endpoint: which provider is behind it is not known here.
 SYSTEM_VALUE = "openai"
 

@@ -11,15 +11,13 @@ the same context and they join the same trace.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from hopindex.core.tracing.provider import tracer
 from hopindex.core.tracing.spans import STEP, now_ns
 
 TRACEPARENT = "traceparent"
-TRACESTATE = "tracestate"
 # Headers a step's chord callback carries besides its traceparent: the step it ends,
 # when the step began and the job span that is the step span's parent.
 STEP_HEADER = "hopindex_step"
@@ -57,23 +55,6 @@ def current_carrier() -> dict[str, str]:
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return carrier
-
-
-@contextlib.contextmanager
-def attached(carrier: Mapping[str, Any] | None) -> Iterator[bool]:
-    """The context ``carrier`` names is the current one inside (True), or nothing
-    changes (no tracing, no traceparent in it)."""
-    if tracer() is None or not carrier or not carrier.get(TRACEPARENT):
-        yield False
-        return
-    from opentelemetry import context, propagate
-
-    token = context.attach(propagate.extract({k: str(v) for k, v in carrier.items()
-                                              if k in (TRACEPARENT, TRACESTATE)}))
-    try:
-        yield True
-    finally:
-        context.detach(token)
 
 
 def begin_job_trace(kind: str) -> dict[str, str]:

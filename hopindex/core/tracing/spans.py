@@ -10,12 +10,9 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from hopindex.core.tracing.provider import tracer
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import SpanKind
 
 
 class SpanLike(Protocol):
@@ -63,24 +60,14 @@ STEP = "hopindex.step"
 ITEMS = "hopindex.items"
 
 
-def span(name: str, attributes: Mapping[str, Any] | None = None, *,
-         kind: SpanKind | None = None) -> contextlib.AbstractContextManager[SpanLike]:
+def span(name: str, attributes: Mapping[str, Any] | None = None
+         ) -> contextlib.AbstractContextManager[SpanLike]:
     """A span around the ``with`` block, the current one inside it. An exception leaving
     the block is recorded on it and sets its status to error."""
     active = tracer()
     if active is None:
         return _OFF
-    if kind is None:
-        return active.start_as_current_span(name, attributes=_clean(attributes))
-    return active.start_as_current_span(name, attributes=_clean(attributes), kind=kind)
-
-
-def current_span() -> SpanLike:
-    if tracer() is None:
-        return NO_SPAN
-    from opentelemetry import trace
-
-    return trace.get_current_span()
+    return active.start_as_current_span(name, attributes=_clean(attributes))
 
 
 def current_ids() -> tuple[str, str] | None:
