@@ -183,6 +183,9 @@ def test_prometheus_reports_what_the_job_record_and_the_responses_report(
         prom.wait_for('sum(hopindex_llm_requests_total{stage="indexrag.stage2",outcome="ok"})',
                       lambda v: v == job.llm["indexrag.stage2"].calls)
         prom.wait_for("count(hopindex_state_exporter)", lambda v: v == 1)
+        # The Redis gauges come from whichever worker holds the exporter's lease, scraped
+        # on its own clock: its last scrape may predate the job's end by an interval.
+        prom.wait_for('max(hopindex_jobs{state="succeeded"})', lambda v: v == 1)
         _check_worker_series(prom, job)
 
         # The API's searches travel to the engine owner, which keeps running.
