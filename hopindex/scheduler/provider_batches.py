@@ -97,8 +97,12 @@ def send_batch(runtime: Runtime, job_id: str, phase: str, task_id: str,
                                                          sum(c.cost for c in held)),
                                     BudgetCharge(0))
         raise
-    job = _update_batch(runtime, job_id, token, batch_id=batch_id,
-                        state=BatchState.VALIDATING)
+    job, cancelled = _name_batch(runtime, job_id, token, batch_id)
+    if cancelled:
+        # The job was cancelled while the provider created the batch: the cancel settled
+        # a record without an id and asked the provider nothing, so ask now, or the
+        # batch runs (and is billed) for a job that has stopped.
+        _cancel_created(runtime, job_id, batch_id)
     log.info("llm_batch_sent", job_id=job_id, phase=phase, batch_id=batch_id,
              lines=len(fresh))
     if refused is not None:
@@ -331,6 +335,40 @@ def _update_batch(runtime: Runtime, job_id: str, token: str, **values: Any) -> J
         return runtime.backends.state.update_job(job_id, change)
     except NotFoundError:
         return None
+
+
+def _name_batch(runtime: Runtime, job_id: str, token: str, batch_id: str
+                ) -> tuple[Job | None, bool]:
+    """Write the id the provider gave the batch recorded under ``token``; True when the
+    record was settled meanwhile (the job cancelled while the batch was being created)."""
+    cancelled = False
+
+    def change(job: Job) -> None:
+        nonlocal cancelled
+        batch = _find(job, token)
+        if batch is None:
+            return
+        batch.batch_id = batch_id
+        cancelled = batch.settled
+        batch.state = BatchState.CANCELLING if cancelled else BatchState.VALIDATING
+
+    try:
+        return runtime.backends.state.update_job(job_id, change), cancelled
+    except NotFoundError:
+        return None, False
+
+
+def _cancel_created(runtime: Runtime, job_id: str, batch_id: str) -> None:
+    llm = runtime.backends.llm
+    if llm is None:
+        return
+    try:
+        llm.cancel_batch(batch_id)
+    except HopindexError as exc:
+        log.warning("llm_batch_not_cancelled", job_id=job_id, batch_id=batch_id,
+                    error=str(exc))
+        return
+    log.info("llm_batch_cancelled_on_creation", job_id=job_id, batch_id=batch_id)
 
 
 def _find(job: Job, token: str) -> ProviderBatch | None:

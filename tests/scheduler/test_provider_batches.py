@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from hopindex.api.client.local import LocalClient
@@ -255,3 +256,41 @@ def test_a_batch_recorded_but_never_sent_is_dropped(
     batch = job.provider_batches[0]
     assert batch.settled and batch.state is BatchState.FAILED and "never sent" in batch.error
     assert job.state is JobState.RUNNING
+
+
+def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cancel lands between the batch's record and its id: it settles a record with
+    no id and asks the provider nothing. Once the provider answers with the id, the
+    sender finds its record settled, keeps it so (cancelling, not validating) and asks
+    the provider to cancel: no batch runs on for a stopped job."""
+    from hopindex.backends.llm.batch_scope import PendingLine
+    from hopindex.core.models import JobKind
+    from hopindex.scheduler.provider_batches import cancel_provider_batches, send_batch
+
+    server = start_server(batch_completion_s=60.0)
+    with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
+        runtime = client.service.runtime
+        state = client.service.backends.state
+        state.create_job(Job(job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST,
+                             state=JobState.RUNNING))
+        llm = runtime.backends.llm
+        assert llm is not None
+        submit = llm.submit_batch
+
+        def submit_then_cancelled(*args: Any, **kwargs: Any) -> str:
+            batch_id = submit(*args, **kwargs)
+            job = state.get_job(JOB_ID)
+            assert job is not None and not job.provider_batches[0].batch_id
+            assert cancel_provider_batches(runtime, job) == 0  # no id: nothing to ask
+            return batch_id
+
+        monkeypatch.setattr(llm, "submit_batch", submit_then_cancelled)
+        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
+        send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
+                   [PendingLine("k1", "indexrag.stage1", body)])
+        batch = client.jobs.get_job(JOB_ID).provider_batches[0]
+    assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
+    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+    assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
