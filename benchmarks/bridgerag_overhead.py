@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, ROOT, WIKI_CORPUS, local_client, read_json, write_result
+from query_latency import wiki_questions
 
 from hopindex.api.client.local import LocalClient
 from hopindex.core.settings import CacheMode, Settings
@@ -43,8 +44,6 @@ from hopindex.readers import RawDocument, ReadResult
 TWOWIKI = "twowiki"
 HOTPOT = "hotpot"
 SAMPLE = ROOT / "hopindex" / "sample" / "hotpotqa-100"
-TEMPLATES = ("Who was the father of {}?", "Where was {} born?", "What is {} known for?",
-             "Who directed {}?", "When did {} die?")
 MODEL = "hopindex-test-llm"
 # The phases spent inside LLM calls: the SVO and entity calls, and the judge.
 LLM_PHASES = frozenset({QueryPhase.REWRITE.value, QueryPhase.JUDGE.value})
@@ -163,12 +162,10 @@ def main() -> None:
         wiki = llm_settings(OUT / "2wiki-data", base_url)
         ensure_2wiki(wiki)
         corpus = read_json(WIKI_CORPUS)
-        step = max(1, len(corpus) // args.queries)
-        wiki_questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
-                          for i, r in enumerate(corpus[::step][: args.queries])]
+        questions_2wiki = wiki_questions(corpus, args.queries)
         with local_client(settings=wiki) as client:
             for label, params in (("2wiki", {}), ("2wiki_merged", {"extraction": "merged"})):
-                figures[label] = measure(client, TWOWIKI, wiki_questions, params)
+                figures[label] = measure(client, TWOWIKI, questions_2wiki, params)
         hotpot = llm_settings(OUT / "bridgerag-hotpot-data", base_url)
         if (hotpot.data_dir / "state.sqlite3").exists():
             questions = [q["question"] for q in json.loads((SAMPLE / "questions.json").read_text())]

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, WIKI_CORPUS, local_client, read_json, write_result
-from query_latency import INDEX, TEMPLATES
+from query_latency import INDEX, wiki_questions
 
 from hopindex.api.client.local import LocalClient
 from hopindex.api.service import Hopindex
@@ -62,9 +62,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=600)
     args = parser.parse_args()
     corpus = read_json(WIKI_CORPUS)
-    step = max(1, len(corpus) // args.queries)
-    questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
-                 for i, r in enumerate(corpus[::step][: args.queries])]
+    questions = wiki_questions(corpus, args.queries)
     data_dir = OUT / "2wiki-data"
     ensure_index(data_dir, corpus)
     options = QueryOptions(k=10)

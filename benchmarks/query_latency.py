@@ -28,14 +28,20 @@ TEMPLATES = ("Who was the father of {}?", "Where was {} born?", "What is {} know
              "Who directed {}?", "When did {} die?")
 
 
+def wiki_questions(corpus: list[dict[str, str]], count: int) -> list[str]:
+    """``count`` questions about titles spread evenly over the 2Wiki corpus, the
+    templates in turn: the same list for every 2Wiki query benchmark."""
+    step = max(1, len(corpus) // count)
+    return [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
+            for i, r in enumerate(corpus[::step][:count])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     corpus = read_json(WIKI_CORPUS)
-    step = max(1, len(corpus) // args.queries)
-    questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
-                 for i, r in enumerate(corpus[::step][: args.queries])]
+    questions = wiki_questions(corpus, args.queries)
     data_dir = OUT / "2wiki-data"
     if not data_dir.exists():
         sys.exit(f"{data_dir} is missing: run benchmarks/ingest_2wiki.py first")

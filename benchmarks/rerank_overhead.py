@@ -45,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, WIKI_CORPUS, local_client, read_json, write_result
+from query_latency import wiki_questions
 
 from hopindex.api.client.local import LocalClient
 from hopindex.core.settings import CacheMode, Settings
@@ -54,8 +55,6 @@ from hopindex.testing.llm_limits import LlmServerConfig
 from hopindex.testing.llm_server import LlmTestServer
 
 INDEX = "twowiki"
-TEMPLATES = ("Who was the father of {}?", "Where was {} born?", "What is {} known for?",
-             "Who directed {}?", "When did {} die?")
 K = 10
 WARM_UP = 10
 
@@ -165,9 +164,7 @@ def main() -> None:
     args = parser.parse_args()
     methods = args.methods.split(",")
     corpus = read_json(WIKI_CORPUS)
-    step = max(1, len(corpus) // args.queries)
-    questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
-                 for i, r in enumerate(corpus[::step][: args.queries])]
+    questions = wiki_questions(corpus, args.queries)
     data_dir = args.data_dir
     if not data_dir.exists():
         sys.exit(f"{data_dir} is missing: run benchmarks/ingest_2wiki.py first")

@@ -52,7 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import OUT, ROOT, WIKI_CORPUS, local_client, read_json, write_result
-from query_latency import INDEX, TEMPLATES
+from query_latency import INDEX, wiki_questions
 
 # The last commit without the tracing code: the build ``base`` runs.
 BASE_COMMIT = "a6c3b6d"
@@ -521,9 +521,7 @@ def main() -> None:
     from metrics_overhead import ensure_index
 
     corpus = read_json(WIKI_CORPUS)
-    step = max(1, len(corpus) // args.queries)
-    questions = [TEMPLATES[i % len(TEMPLATES)].format(r["title"])
-                 for i, r in enumerate(corpus[::step][: args.queries])]
+    questions = wiki_questions(corpus, args.queries)
     data_dir = OUT / "2wiki-data"
     ensure_index(data_dir, corpus)
 

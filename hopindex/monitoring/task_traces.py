@@ -24,7 +24,7 @@ from typing import Any
 
 from celery import signals
 
-from hopindex.core.tracing import flush_spans, spans
+from hopindex.core.tracing import flush_spans, set_error, spans
 from hopindex.core.tracing.propagation import (
     JOB_SPAN_HEADER,
     STEP_HEADER,
@@ -152,11 +152,8 @@ def _on_failure(*, task_id: str | None = None, exception: BaseException | None =
     run = _hooks.runs.get(task_id or "")
     if run is None or exception is None:
         return
-    from opentelemetry.trace import Status, StatusCode
-
     run.span.record_exception(exception)
-    run.span.set_attribute("error.type", type(exception).__name__)
-    run.span.set_status(Status(StatusCode.ERROR, type(exception).__name__))
+    set_error(run.span, type(exception).__name__)
 
 
 def _on_process_shutdown(**_: Any) -> None:

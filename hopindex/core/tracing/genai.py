@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hopindex.core.tracing.provider import tracer
-from hopindex.core.tracing.spans import NO_SPAN, SpanLike, set_error
+from hopindex.core.tracing.spans import NO_SPAN, SpanLike, set_error, without_nones
 
 # The semantic conventions' names (gen-ai spans). gen_ai.system is the older name of
 # gen_ai.provider.name; both are set, for tools that read either.
@@ -56,7 +56,7 @@ def llm_span(stage: str, model: str, *, server: str | None = None,
             attributes={OPERATION: "chat", SYSTEM: SYSTEM_VALUE, PROVIDER: SYSTEM_VALUE,
                         REQUEST_MODEL: model, STAGE: stage,
                         **({SERVER_ADDRESS: server} if server else {}),
-                        **{k: v for k, v in (attributes or {}).items() if v is not None}},
+                        **(without_nones(attributes) or {})},
     ) as span:
         yield span
 

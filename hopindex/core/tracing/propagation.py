@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hopindex.core.tracing.provider import tracer
-from hopindex.core.tracing.spans import STEP, now_ns
+from hopindex.core.tracing.spans import STEP, now_ns, without_nones
 
 TRACEPARENT = "traceparent"
 # Headers a step's chord callback carries besides its traceparent: the step it ends,
@@ -144,8 +144,7 @@ def _write_span(name: str, *, trace_id: int, span_id: int, parent: tuple[int, in
             trace_flags=trace.TraceFlags(parent[1]))))
     with preset_ids(trace_id, span_id):
         written = active.start_span(name, context=context, start_time=started_ns,
-                                    attributes={k: v for k, v in attributes.items()
-                                                if v is not None})
+                                    attributes=without_nones(attributes))
     if error:
         written.set_attribute("error.type", error)
         written.set_status(Status(StatusCode.ERROR, error))

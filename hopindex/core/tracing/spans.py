@@ -67,7 +67,7 @@ def span(name: str, attributes: Mapping[str, Any] | None = None
     active = tracer()
     if active is None:
         return _OFF
-    return active.start_as_current_span(name, attributes=_clean(attributes))
+    return active.start_as_current_span(name, attributes=without_nones(attributes))
 
 
 def current_ids() -> tuple[str, str] | None:
@@ -112,7 +112,7 @@ def set_error(span_: SpanLike, error_type: str) -> None:
         set_status(Status(StatusCode.ERROR, error_type))
 
 
-def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def without_nones(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Attributes without the Nones (the SDK warns on each and drops it)."""
     if not attributes:
         return None
