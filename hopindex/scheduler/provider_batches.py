@@ -64,7 +64,15 @@ def send_batch(runtime: Runtime, job_id: str, phase: str, task_id: str,
     held, refused = _hold(runtime, job, fresh)
     fresh = fresh[:len(held)]
 
+    stopping = False
+
     def record(job: Job) -> None:
+        nonlocal stopping
+        if job.state.is_stopping:
+            # Cancelled (or failed) since the read above: a batch sent now would run,
+            # and be billed, for a job whose cancel has already settled its batches.
+            stopping = True
+            return
         outstanding = {key: batch for batch in job.provider_batches if batch.outstanding
                        for key in batch.keys}
         for line in lines:
@@ -81,6 +89,10 @@ def send_batch(runtime: Runtime, job_id: str, phase: str, task_id: str,
         job.updated_at = time.time()
 
     state.update_job(job_id, record)
+    if stopping:
+        log.info("llm_batch_not_sent_job_stopping", job_id=job_id, phase=phase,
+                 lines=len(lines))
+        return None
     if not fresh:
         if refused is not None:
             raise refused
@@ -271,26 +283,34 @@ def wait_for_batches(runtime: Runtime, job_id: str) -> Job | None:
 def cancel_provider_batches(runtime: Runtime, job: Job) -> int:
     """Ask the provider to cancel the job's outstanding batches; how many were asked.
     Their records are settled with nothing read: the job is stopping."""
-    llm = runtime.backends.llm
-    asked = 0
-    for batch in [b for b in job.provider_batches if b.outstanding]:
-        if batch.batch_id and llm is not None:
-            try:
-                llm.cancel_batch(batch.batch_id)
-                asked += 1
-            except HopindexError as exc:
-                log.warning("llm_batch_not_cancelled", job_id=job.job_id,
-                            batch_id=batch.batch_id, error=str(exc))
+    # Settled first, in one update, and the provider asked about exactly the ids that
+    # update saw: ``job`` may be older than a batch a task named meanwhile. A record
+    # still without an id is settled here, and its sender, naming it, cancels it.
+    to_cancel: list[str] = []
 
     def settle_all(job: Job) -> None:
+        to_cancel.clear()
         for batch in job.provider_batches:
             if batch.outstanding:
                 batch.settled, batch.ended_at = True, time.time()
                 batch.state = (BatchState.CANCELLING if batch.batch_id
                                else BatchState.CANCELLED)
+                if batch.batch_id:
+                    to_cancel.append(batch.batch_id)
 
     with contextlib.suppress(NotFoundError):
         runtime.backends.state.update_job(job.job_id, settle_all)
+    llm = runtime.backends.llm
+    asked = 0
+    for batch_id in to_cancel:
+        if llm is None:
+            break
+        try:
+            llm.cancel_batch(batch_id)
+            asked += 1
+        except HopindexError as exc:
+            log.warning("llm_batch_not_cancelled", job_id=job.job_id, batch_id=batch_id,
+                        error=str(exc))
     return asked
 
 

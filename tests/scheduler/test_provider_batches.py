@@ -294,3 +294,52 @@ def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
     assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
     provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
     assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+
+
+def test_a_cancel_holding_an_older_job_record_still_cancels_a_batch_named_since(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """The canceller read the job before a task sent and named its batch: the batch is
+    settled and cancelled at the provider all the same, since what is cancelled is
+    what the settling update saw, not the canceller's older copy."""
+    from hopindex.backends.llm.batch_scope import PendingLine
+    from hopindex.core.models import JobKind
+    from hopindex.scheduler.provider_batches import cancel_provider_batches, send_batch
+
+    server = start_server(batch_completion_s=60.0)
+    with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
+        runtime = client.service.runtime
+        state = client.service.backends.state
+        state.create_job(Job(job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST,
+                             state=JobState.RUNNING))
+        older = state.get_job(JOB_ID)
+        assert older is not None and not older.provider_batches
+        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
+        send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
+                   [PendingLine("k1", "indexrag.stage1", body)])
+        assert cancel_provider_batches(runtime, older) == 1
+        batch = client.jobs.get_job(JOB_ID).provider_batches[0]
+    assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
+    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+    assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+
+
+def test_a_task_of_a_stopping_job_sends_no_batch(
+        tmp_path: Path, start_server: Callable[..., LlmTestServer]) -> None:
+    """A task whose calls wait for a batch, of a job cancelled since it started, sends
+    nothing: its cancel has already settled the job's batches, so one sent now would
+    run, and be billed, with nobody to cancel it."""
+    from hopindex.backends.llm.batch_scope import PendingLine
+    from hopindex.core.models import JobKind
+    from hopindex.scheduler.provider_batches import send_batch
+
+    server = start_server(batch_completion_s=60.0)
+    with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
+        runtime = client.service.runtime
+        client.service.backends.state.create_job(Job(
+            job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST, state=JobState.CANCELLING))
+        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
+        sent = send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
+                          [PendingLine("k1", "indexrag.stage1", body)])
+        job = client.jobs.get_job(JOB_ID)
+    assert sent is None and not job.provider_batches
+    assert server.stats.batches.get("batches_created", 0) == 0
