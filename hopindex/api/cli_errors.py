@@ -1,6 +1,7 @@
 """How a ``hopindex`` command reports an error: one line on stderr (``error: …``), or
 with ``--json`` one JSON object there, ``{"error": {"code", "message", "exit_code",
-"field"?}}``, and the exit code ``exit_codes`` gives it.
+"field"?}}`` (and what the error's type adds for programs, as the HTTP API does: the
+oldest event id kept of ``events_gone``), and the exit code ``exit_codes`` gives it.
 
 Errors are written with ``click.echo``, not rich: rich wraps at the terminal's width
 (80 columns when piped), which breaks a message in the middle of a word or a path.
@@ -17,7 +18,7 @@ import click
 
 from hopindex.api.client.http_wire import RemoteApiError
 from hopindex.api.exit_codes import ExitCode, Outcome, outcome_of
-from hopindex.core.errors import HopindexError, InvalidInputError, NotFoundError
+from hopindex.core.errors import EventsGoneError, HopindexError, InvalidInputError, NotFoundError
 from hopindex.core.redact import redact_text
 from hopindex.core.settings import LogLevel
 
@@ -33,7 +34,7 @@ def one_line(message: str) -> str:
 
 
 def print_error(message: str, outcome: Outcome, *, as_json: bool,
-                field: str | None = None) -> None:
+                field: str | None = None, details: dict[str, Any] | None = None) -> None:
     text = one_line(redact_text(message))
     if not as_json:
         click.echo(f"error: {text}", err=True)
@@ -42,15 +43,18 @@ def print_error(message: str, outcome: Outcome, *, as_json: bool,
                              "exit_code": int(outcome.exit_code)}
     if field:
         error["field"] = field
+    error.update(details or {})
     click.echo(json.dumps({"error": error}), err=True)
 
 
 def fail(exc: HopindexError, *, as_json: bool) -> NoReturn:
     """Report one of hopindex's own errors and exit with its code."""
     outcome = outcome_of(exc)
-    field = (exc.where if isinstance(exc, InvalidInputError | NotFoundError)
+    named = InvalidInputError | NotFoundError | EventsGoneError
+    field = (exc.where if isinstance(exc, named)
              else exc.field if isinstance(exc, RemoteApiError) else None)
-    print_error(str(exc), outcome, as_json=as_json, field=field)
+    details = {name: getattr(exc, name, None) for name in type(exc).answer_fields}
+    print_error(str(exc), outcome, as_json=as_json, field=field, details=details)
     sys.exit(outcome.exit_code)
 
 

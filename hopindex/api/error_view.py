@@ -6,13 +6,14 @@ agent and a program read the same refusal."""
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
-from dataclasses import dataclass
 from typing import Any
 
 from hopindex.core.errors import (
     SERVER_FAULT,
     AccessDeniedError,
+    EventsGoneError,
     HopindexError,
     InvalidInputError,
     LlmAuthenticationError,
@@ -24,7 +25,7 @@ from hopindex.core.redact import redact_text
 RETRY_AFTER_S = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ErrorView:
     code: str
     message: str
@@ -32,11 +33,14 @@ class ErrorView:
     field: str | None = None
     retryable: bool = False
     retry_after_s: float | None = None
+    # The error's ``answer_fields`` (core/errors.py), e.g. the oldest event id kept.
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.field is not None:
             error["field"] = self.field
+        error.update(self.details)
         return error
 
 
@@ -51,13 +55,14 @@ def view_error(exc: HopindexError) -> ErrorView | None:
                if isinstance(exc, LlmAuthenticationError) else redact_text(str(exc)))
     # The argument the error names: InvalidInputError's message starts with "where: ",
     # and ``field`` repeats it for programs.
-    named = InvalidInputError | AccessDeniedError | NotFoundError
+    named = InvalidInputError | AccessDeniedError | NotFoundError | EventsGoneError
     field = (exc.where or None) if isinstance(exc, named) else None
     retry_after_s = None
     if status in (429, 503):
         retry_after_s = float(getattr(exc, "retry_after_s", RETRY_AFTER_S))
+    details = {name: getattr(exc, name, None) for name in type(exc).answer_fields}
     return ErrorView(code=code, message=message, http_status=status, field=field,
-                     retryable=exc.retryable, retry_after_s=retry_after_s)
+                     retryable=exc.retryable, retry_after_s=retry_after_s, details=details)
 
 
 def plain_traceback(exc: BaseException) -> str:

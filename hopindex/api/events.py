@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hopindex.backends.protocols import EventLog
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import EventsGoneError, InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.redact import redact_url
 from hopindex.scheduler.webhook_targets import check_webhook_url
@@ -19,28 +19,67 @@ from hopindex.scheduler.webhooks import new_secret, normalize_secret, standard_s
 PAGE = 100
 
 
+class Follower:
+    """One reader's place in the log, read a page at a time: ``cursor`` is the last
+    event handed out, what the reader resumes after. With an index filter it also keeps
+    its position, the newest id known to hold no unread event of the index: a quiet
+    index's reader then moves on with the log as other indexes' events pass, rather
+    than keep resuming from its last event until the retention trims past it. A
+    reader that does fall behind (events after its place were trimmed before it read
+    them) gets the log's ``EventsGoneError``, named by its cursor."""
+
+    def __init__(self, log: EventLog, index: str | None, after_id: str | None) -> None:
+        self._log = log
+        self._index = index
+        self.cursor = after_id
+        self._position = after_id
+
+    def _page(self, read: Callable[[str | None], list[Event]]) -> list[Event]:
+        # Taken before the read: every event up to it is visible to that read, so when
+        # the read finds none of the index, none of them is left unread.
+        head = self._log.last_event_id() if self._index is not None else None
+        try:
+            page = read(self._position)
+        except EventsGoneError as exc:
+            if self.cursor is None or exc.after_id == self.cursor:
+                raise
+            raise EventsGoneError(self.cursor, exc.oldest_id, exc.retention) from None
+        if page:
+            self.cursor = self._position = page[-1].event_id
+        elif head is not None:
+            self._position = head
+        return page
+
+    def read(self) -> list[Event]:
+        """The next page of events, at once (fewer than ``PAGE``: the log's end)."""
+        return self._page(lambda start: self._log.read_events(after_id=start, index=self._index,
+                                                              limit=PAGE))
+
+    def wait(self, timeout_s: float) -> list[Event]:
+        """The next page, waiting up to ``timeout_s`` for one to be appended."""
+        return self._page(lambda start: self._log.wait_events(start, self._index, timeout_s,
+                                                              limit=PAGE))
+
+
 def follow_events(log: EventLog, *, index: str | None, after_id: str | None, follow: bool,
                   poll_timeout_s: float = 1.0,
                   stop: Callable[[], bool] | None = None) -> Iterator[Event]:
     """Every event after ``after_id`` (None: from the oldest kept), oldest first; with
     ``follow``, then each new one as it is appended, until ``stop()`` is true or
     Ctrl-C. ``stop`` is checked between waits, so it takes effect within
-    ``poll_timeout_s``."""
-    cursor = after_id
+    ``poll_timeout_s``. A reader that falls behind the log's retention, at the start
+    or while following, gets ``EventsGoneError``."""
+    follower = Follower(log, index, after_id)
     while True:
-        batch = log.read_events(after_id=cursor, index=index, limit=PAGE)
-        for event in batch:
-            cursor = event.event_id
-            yield event
+        batch = follower.read()
+        yield from batch
         if len(batch) < PAGE:
             break
     if not follow:
         return
     try:
         while stop is None or not stop():
-            for event in log.wait_events(cursor, index, poll_timeout_s, limit=PAGE):
-                cursor = event.event_id
-                yield event
+            yield from follower.wait(poll_timeout_s)
     except KeyboardInterrupt:
         # Ctrl-C is how a follower is meant to end, not an error.
         return

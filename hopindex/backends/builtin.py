@@ -52,7 +52,8 @@ def _open_sqlite_events(url: str, settings: Settings) -> EventLog:
     """An SQLite file beside the state file (docs/architecture.md)."""
     from hopindex.backends.events.sqlite_log import SqliteEventLog
 
-    return SqliteEventLog(url_path(url).parent / "events.sqlite3")
+    return SqliteEventLog(url_path(url).parent / "events.sqlite3",
+                          retention=settings.event_retention)
 
 
 def _open_redis_state(url: str, settings: Settings) -> StateStore:
@@ -65,7 +66,7 @@ def _open_redis_events(url: str, settings: Settings) -> EventLog:
     """A Redis stream beside the Redis state."""
     from hopindex.backends.events.redis_log import RedisEventLog
 
-    return RedisEventLog(url, prefix=STATE_PREFIX)
+    return RedisEventLog(url, prefix=STATE_PREFIX, retention=settings.event_retention)
 
 
 BUILTIN_BACKENDS = (

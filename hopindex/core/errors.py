@@ -7,6 +7,8 @@ a subclass inherits its parent's unless it says otherwise."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from typing import Any
 
 
 class ExitCode(enum.IntEnum):
@@ -22,7 +24,8 @@ class ExitCode(enum.IntEnum):
     PARTIAL = 3
     # EX_DATAERR: the input is wrong: a record, a file, a name or a value given.
     DATA_ERROR = 65
-    # EX_NOINPUT: the index, job, document, link or webhook named does not exist.
+    # EX_NOINPUT: the index, job, document, link or webhook named does not exist, or
+    # the events after the event id named were trimmed from the log.
     NOT_FOUND = 66
     # EX_UNAVAILABLE: a service (Redis, an engine, the API server, the LLM or embedding
     # provider) is unreachable or failing, or a job failed for it.
@@ -50,13 +53,18 @@ class HopindexError(Exception):
     code: str = "internal"
     http_status: int = SERVER_FAULT
     exit_code: ExitCode = ExitCode.INTERNAL
+    # Attributes a program acts on that an error answer carries beside its code and
+    # message (``{"error": {..., "oldest_id": ...}}``), set again by ``from_answer``.
+    answer_fields: tuple[str, ...] = ()
 
     @classmethod
-    def from_answer(cls, message: str, *, where: str | None = None) -> HopindexError:
+    def from_answer(cls, message: str, *, where: str | None = None,
+                    details: Mapping[str, Any] | None = None) -> HopindexError:
         """The error a server answered with, rebuilt on the client's side: the same
         type, so a caller catches the same class through either transport, and the
         same message. Subclasses with required constructor arguments of their own are
-        rebuilt without running their constructor, their extra attributes defaulted."""
+        rebuilt without running their constructor, their extra attributes defaulted
+        (``answer_fields`` taken from the answer's ``details``)."""
         error = cls.__new__(cls)
         if issubclass(cls, InvalidInputError):
             # Messages read "where: what" wherever they were raised: a refusal the server
@@ -64,8 +72,10 @@ class HopindexError(Exception):
             if where and not message.startswith(f"{where}: "):
                 message = f"{where}: {message}"
             error.where = where or ""  # type: ignore[attr-defined]  # set on this subclass
-        elif issubclass(cls, NotFoundError):
+        elif issubclass(cls, NotFoundError | EventsGoneError):
             error.where = where or ""  # type: ignore[attr-defined]  # set on this subclass
+        for name in cls.answer_fields:
+            setattr(error, name, (details or {}).get(name))
         Exception.__init__(error, message)
         if issubclass(cls, RetryableStageError):
             error.retry_after_s = 1.0  # type: ignore[attr-defined]  # set on this subclass
@@ -118,6 +128,27 @@ class NotFoundError(HopindexError):
     def __init__(self, message: str, *, where: str = "") -> None:
         self.where = where
         super().__init__(message)
+
+
+class EventsGoneError(HopindexError):
+    """Events after the id a reader resumes from were trimmed from the event log, which
+    keeps the newest ``HOPINDEX_EVENT_RETENTION``: reading on would skip them without a
+    word. ``oldest_id`` is the oldest event still kept (None when none is), ``where``
+    the argument that named the id (``from``)."""
+
+    # 410: the events existed and are gone for good; no retry brings them back.
+    code, http_status, exit_code = "events_gone", 410, ExitCode.NOT_FOUND
+    answer_fields = ("after_id", "oldest_id", "retention")
+
+    def __init__(self, after_id: str, oldest_id: str | None, retention: int, *,
+                 where: str = "from") -> None:
+        self.where = where
+        self.after_id, self.oldest_id, self.retention = after_id, oldest_id, retention
+        kept = f"the oldest kept is {oldest_id}" if oldest_id is not None else "none is kept"
+        super().__init__(f"{where}: the events after {after_id} were trimmed from the event "
+                         f"log, which keeps the newest {retention:,} "
+                         f"(HOPINDEX_EVENT_RETENTION); {kept}. Read from the start (no id) "
+                         "for the events still kept")
 
 
 class AccessDeniedError(HopindexError):

@@ -220,6 +220,9 @@ class Settings:
     reaper_interval_s: int = 60
     # job.progress events are emitted at most this often per job (plus one per phase).
     progress_event_interval_s: float = 5.0
+    # Events the event log keeps, the newest; a reader resuming from an older id is told
+    # the events after it are gone (EventsGoneError) instead of skipping them.
+    event_retention: int = 100_000
 
     # HTTP API. Keys: comma-separated ``KEY[:read|write[:IDX+IDX|*]]``, or a
     # keys file (JSON/TOML, hashed); api_url/api_key are the CLI's remote mode.
@@ -409,6 +412,9 @@ class Settings:
                 raise ConfigError(f"{_PREFIX}{name.upper()} must be 0 or more")
         if self.progress_event_interval_s < 0:
             raise ConfigError(f"{_PREFIX}PROGRESS_EVENT_INTERVAL_S must be 0 or more")
+        if self.event_retention < 1:
+            raise ConfigError(f"{_PREFIX}EVENT_RETENTION must be 1 or more (events the event "
+                              f"log keeps), got {self.event_retention}")
         if not self.llm_batch_poll_interval_s > 0:
             raise ConfigError(f"{_PREFIX}LLM_BATCH_POLL_INTERVAL_S must be a positive number "
                               "of seconds")

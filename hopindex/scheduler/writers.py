@@ -23,6 +23,7 @@ Who starts a job at its turn depends on where it runs:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from typing import Any
 
 from hopindex.backends.engine_lock import EnginesOwnedError, OwnerRole
 from hopindex.backends.protocols import StateStore
-from hopindex.core.errors import IndexBusyError
+from hopindex.core.errors import EventsGoneError, IndexBusyError
 from hopindex.core.events import EventType
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Job, JobState
@@ -159,8 +160,10 @@ def wait_turn(runtime: Runtime, job: Job, policy: WaitPolicy,
                      behind=blocking.job_id, behind_state=blocking.state.value)
             if announce is not None:
                 announce(blocking)
-        # Woken by any event of the index: the job ahead ending publishes one.
-        runtime.backends.events.wait_events(after, job.index, timeout_s=WAKE_S, limit=1)
+        # Woken by any event of the index: the job ahead ending publishes one. More
+        # events than the log keeps since ``after`` (EventsGoneError) wake it too.
+        with contextlib.suppress(EventsGoneError):
+            runtime.backends.events.wait_events(after, job.index, timeout_s=WAKE_S, limit=1)
         if time.monotonic() - recovered_at >= RECOVER_EVERY_S:
             # A job ahead whose process died would hold the line for ever.
             recover_orphaned_jobs(runtime)

@@ -15,6 +15,8 @@ from hopindex.api.cli import main
 from hopindex.api.cli_errors import ErrorReportingGroup
 from hopindex.api.cli_support import handle_errors
 from hopindex.api.exit_codes import ExitCode
+from hopindex.backends.events.sqlite_log import SqliteEventLog
+from hopindex.core.events import EventType
 
 LONG_ID = "job-" + "x" * 120  # longer than any console: rich would break it
 
@@ -93,6 +95,25 @@ def test_bad_input_exits_65_naming_the_field(cli: CliRunner) -> None:
     assert text.stderr.startswith("error: index: invalid index name '../x'")
     error = json_error(cli.invoke(main, ["query", "--index", "../x", "--json", "q"]))
     assert (error["code"], error["field"]) == ("invalid_input", "index")
+
+
+def test_events_from_a_trimmed_id_exit_66_naming_the_oldest_kept(tmp_path: Path) -> None:
+    """``events --from`` an id whose successors the log's retention trimmed exits 66
+    (events_gone); the JSON error names ``from``, the id, the oldest id kept and the
+    retention, so a script can start again from what is left."""
+    data = tmp_path / "data"
+    log = SqliteEventLog(data / "events.sqlite3", retention=2)
+    events = [log.append_event(EventType.JOB_PROGRESS, "wiki", "job-1", {"n": n})
+              for n in range(5)]
+    log.close()
+    cli = CliRunner(env={"HOPINDEX_DATA_DIR": str(data), "HOPINDEX_EVENT_RETENTION": "2"})
+    text = cli.invoke(main, ["events", "--from", events[0].event_id])
+    assert text.exit_code == ExitCode.NOT_FOUND
+    assert text.stderr.startswith(f"error: from: the events after {events[0].event_id} were")
+    error = json_error(cli.invoke(main, ["events", "--from", events[0].event_id, "--json"]))
+    assert (error["code"], error["field"], error["after_id"], error["oldest_id"],
+            error["retention"]) == ("events_gone", "from", events[0].event_id,
+                                    events[-2].event_id, 2)
 
 
 def test_a_bad_setting_exits_78_naming_the_variable(tmp_path: Path) -> None:

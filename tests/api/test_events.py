@@ -1,5 +1,6 @@
-"""``hopindex events`` core: following the log from a cursor, one-line rendering, and
-webhook registration (over the SQLite event log)."""
+"""``hopindex events`` core: following the log from a cursor (and being told when the
+log's retention trimmed past it), one-line rendering, and webhook registration (over
+the SQLite event log)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hopindex.api.events import follow_events, register_webhook, render_event
+from hopindex.api.events import Follower, follow_events, register_webhook, render_event
 from hopindex.backends.events.sqlite_log import SqliteEventLog
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import EventsGoneError, InvalidInputError
 from hopindex.core.events import Event, EventType
 from tests.waiting import wait_until
 
@@ -87,6 +88,46 @@ def test_follow_from_an_unknown_id_is_an_error_naming_from(log: SqliteEventLog) 
     with pytest.raises(InvalidInputError) as caught:
         next(follow_events(log, index=None, after_id="12345", follow=True))
     assert caught.value.where == "from"
+
+
+def test_a_follower_that_falls_behind_the_retention_is_told(tmp_path: Path) -> None:
+    """A follower that read up to id X, when more events than the log keeps are appended
+    before its next read, gets EventsGoneError naming X and the oldest id kept instead
+    of the events past the gap; so does one started from X afterwards."""
+    log = SqliteEventLog(tmp_path / "events.sqlite3", retention=5)
+    try:
+        first = progress(log, 2)
+        follower = follow_events(log, index=INDEX, after_id=None, follow=True,
+                                 poll_timeout_s=0.2)
+        assert [next(follower), next(follower)] == first
+        later = progress(log, 7)
+        with pytest.raises(EventsGoneError) as caught:
+            next(follower)
+        assert (caught.value.after_id, caught.value.oldest_id) == (
+            first[-1].event_id, later[-5].event_id)
+        with pytest.raises(EventsGoneError):
+            next(follow_events(log, index=INDEX, after_id=first[-1].event_id, follow=False))
+    finally:
+        log.close()
+
+
+def test_a_quiet_index_follower_moves_on_with_the_log(tmp_path: Path) -> None:
+    """A follower of a quiet index is not behind merely because other indexes' events
+    passed the retention while it waited: each empty wait moves its place on to the
+    log's end, so it goes on and gets its index's next event."""
+    log = SqliteEventLog(tmp_path / "events.sqlite3", retention=5)
+    try:
+        [mine] = progress(log, 1)
+        follower = Follower(log, INDEX, None)
+        assert follower.read() == [mine]
+        for _ in range(4):  # 12 other events in all: ``mine`` is trimmed away
+            progress(log, 3, index="busy")
+            assert follower.wait(0.0) == []
+        ready = log.append_event(EventType.INDEX_READY, INDEX, "job-1", {})
+        assert follower.wait(5.0) == [ready]
+        assert follower.cursor == ready.event_id
+    finally:
+        log.close()
 
 
 def test_render_index_ready_shows_units_per_kind(log: SqliteEventLog) -> None:

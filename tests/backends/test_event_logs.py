@@ -1,5 +1,6 @@
-"""Both event logs against the shared contract, plus what only each one can show:
-SQLite's file across processes and a fork, Redis's stream keys and its outage error."""
+"""Both event logs against the shared contracts (the log's, and its retention's), plus
+what only each one can show: SQLite's file across processes and a fork, Redis's stream
+keys, its approximate trimming and its outage error."""
 
 from __future__ import annotations
 
@@ -17,9 +18,16 @@ import redis
 from hopindex.backends.events.redis_log import RedisEventLog
 from hopindex.backends.events.sqlite_log import SqliteEventLog
 from hopindex.backends.protocols import EventLog
-from hopindex.core.errors import BackendError, BackendUnavailableError
+from hopindex.backends.registry import open_event_log
+from hopindex.core.errors import BackendError, BackendUnavailableError, EventsGoneError
 from hopindex.core.events import EventType
+from hopindex.core.settings import Settings
 from hopindex.testing.contracts.event_log import EventLogContract, append, hook, ids, new_index
+from hopindex.testing.contracts.event_retention import (
+    RETENTION,
+    EventRetentionContract,
+    OpenLog,
+)
 from hopindex.testing.redis_server import free_port
 from tests.redis_server import redis_url, unique_key  # noqa: F401  # pytest fixture
 from tests.waiting import wait_until
@@ -27,7 +35,7 @@ from tests.waiting import wait_until
 ROUNDS = 30
 
 
-class TestSqliteEventLog(EventLogContract):
+class TestSqliteEventLog(EventLogContract, EventRetentionContract):
     unissued_id: ClassVar[str] = "999999999"
     before_all_id: ClassVar[str] = "0"
     read_method: ClassVar[str] = "_read"
@@ -50,9 +58,21 @@ class TestSqliteEventLog(EventLogContract):
     def reopen_log(self, path: Path) -> Callable[[], EventLog]:
         return lambda: SqliteEventLog(path)
 
+    @pytest.fixture
+    def open_retained_log(self, path: Path) -> Iterator[OpenLog]:
+        opened: list[EventLog] = []
+
+        def open_log() -> EventLog:
+            opened.append(SqliteEventLog(path, retention=RETENTION))
+            return opened[-1]
+
+        yield open_log
+        for log in opened:
+            log.close()
+
 
 @pytest.mark.integration
-class TestRedisEventLog(EventLogContract):
+class TestRedisEventLog(EventLogContract, EventRetentionContract):
     unissued_id: ClassVar[str] = "99999999999999-0"
     before_all_id: ClassVar[str] = "0-1"
     read_method: ClassVar[str] = "_scan"
@@ -80,6 +100,39 @@ class TestRedisEventLog(EventLogContract):
     def reopen_log(self, redis_url: str, prefix: str) -> Callable[[], EventLog]:  # noqa: F811  # the imported fixture
         return lambda: RedisEventLog(redis_url, prefix=prefix)
 
+    @pytest.fixture
+    def open_retained_log(self, redis_url: str, prefix: str) -> Iterator[OpenLog]:  # noqa: F811  # the imported fixture
+        opened: list[EventLog] = []
+
+        def open_log() -> EventLog:
+            # Exact trimming, so the contract can count what is kept.
+            opened.append(RedisEventLog(redis_url, prefix=prefix, retention=RETENTION,
+                                        approximate=False))
+            return opened[-1]
+
+        yield open_log
+        for log in opened:
+            log.close()
+
+    def test_approximate_trimming_keeps_about_the_retention_and_reports_gaps(
+            self, redis_url: str, prefix: str) -> None:  # noqa: F811  # the imported fixture
+        """With the default approximate trimming (whole macro-nodes) a log keeping 5
+        holds at least 5 and far fewer than the 300 appended, and what it reports is
+        exact: a read after the first id raises EventsGoneError naming the oldest entry
+        the stream still holds, and a read from the start returns every kept event."""
+        log = RedisEventLog(redis_url, prefix=prefix, retention=RETENTION)
+        try:
+            events = append(log, new_index(), 300)
+            kept = log.read_events(limit=300)
+            assert RETENTION <= len(kept) < 300
+            assert ids(kept) == ids(events[-len(kept):])
+            with pytest.raises(EventsGoneError) as caught:
+                log.read_events(after_id=events[0].event_id)
+            assert caught.value.oldest_id == kept[0].event_id
+            assert ids(log.read_events(after_id=kept[0].event_id, limit=300)) == ids(kept[1:])
+        finally:
+            log.close()
+
     def test_keys_are_a_stream_and_a_hash_under_the_prefix(self, log: EventLog,
                                                            redis_url: str,  # noqa: F811  # the imported fixture
                                                            prefix: str) -> None:
@@ -99,6 +152,28 @@ class TestRedisEventLog(EventLogContract):
             assert fields["type"] == "index.ready" and fields["index"] == index
             assert fields["data"] == '{"units":{"aku":2}}'
         finally:
+            client.close()
+
+    def test_entries_from_before_prev_was_recorded_still_report_gaps(
+            self, redis_url: str, prefix: str) -> None:  # noqa: F811  # the imported fixture
+        """A stream written before entries named the one before them (no ``prev``
+        field): untrimmed, a cursor older than everything reads from the start; once
+        trimmed, a cursor with trimmed entries after it is gone, never skipped."""
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        log = RedisEventLog(redis_url, prefix=prefix, retention=RETENTION)
+        try:
+            stream = f"{prefix}:events"
+            old = [str(client.xadd(stream, {"type": "job.progress", "index": "old",
+                                            "job_id": "j", "data": "{}", "created_at": "1.0"}))
+                   for _ in range(3)]
+            assert ids(log.read_events(after_id="0-1")) == old
+            client.xtrim(stream, maxlen=1, approximate=False)
+            with pytest.raises(EventsGoneError) as caught:
+                log.read_events(after_id=old[0])
+            assert caught.value.oldest_id == old[2]
+            assert log.read_events(after_id=old[2]) == []
+        finally:
+            log.close()
             client.close()
 
     def test_close_during_a_wait_ends_it_with_a_backend_error(
@@ -233,3 +308,22 @@ def test_redis_log_down_is_a_retryable_backend_error() -> None:
         log.close()
     assert caught.value.retryable
     assert "127.0.0.1" in str(caught.value) and "hunter2" not in str(caught.value)
+
+
+def test_opened_logs_keep_hopindex_event_retention(tmp_path: Path) -> None:
+    """The event log opened beside the state, SQLite or Redis, keeps as many events as
+    HOPINDEX_EVENT_RETENTION says; the SQLite one trims to exactly that on append."""
+    settings = Settings(data_dir=tmp_path, event_retention=3).resolved()
+    log = open_event_log(settings.state_url, settings)
+    try:
+        assert isinstance(log, SqliteEventLog) and log.retention == 3
+        events = append(log, "kept", 5)
+        assert ids(log.read_events()) == ids(events[-3:])
+    finally:
+        log.close()
+    # Opening connects to nothing, so a Redis that is not there is enough here.
+    remote = open_event_log(f"redis://127.0.0.1:{free_port()}/0", settings)
+    try:
+        assert isinstance(remote, RedisEventLog) and remote.retention == 3
+    finally:
+        remote.close()

@@ -141,3 +141,14 @@ def test_job_llm_usage_per_stage_round_trips() -> None:
     data = job.as_dict()
     assert data["llm"]["calls"] == 6 and data["llm"]["stages"]["stage2"]["retries"] == 1
     assert Job.from_dict(data).llm == job.llm
+
+
+def test_event_retention_is_a_count_of_one_or_more() -> None:
+    """HOPINDEX_EVENT_RETENTION is how many events the event log keeps (100,000 unless
+    set); 0, a negative count or a word stops the process naming the variable."""
+    assert Settings.from_env({}).event_retention == 100_000
+    assert Settings.from_env({"HOPINDEX_EVENT_RETENTION": "5"}).event_retention == 5
+    for value, message in (("0", "must be 1 or more"), ("-3", "must be 1 or more"),
+                           ("lots", "must be an integer")):
+        with pytest.raises(ConfigError, match=f"HOPINDEX_EVENT_RETENTION {message}"):
+            Settings.from_env({"HOPINDEX_EVENT_RETENTION": value})

@@ -31,6 +31,8 @@ from hopindex.readers.options import Reading
 DEFAULT_TIMEOUT_S = 120.0
 RECONNECT_S = 1.0
 _RETRYABLE_STATUSES = (429, 502, 503, 504)
+# The event stream's frame for a reader that fell behind the log's retention.
+GAP_EVENT = "gap"
 
 
 class RemoteApiError(HopindexError):
@@ -188,7 +190,7 @@ def error_from_answer(status: int, error: Mapping[str, Any],
         field = {**_CLIENT_NAMES, **names}.get(field, field)
     kind = error_type_for(code)
     if kind is not None and kind.http_status == status:
-        return kind.from_answer(message, where=field)
+        return kind.from_answer(message, where=field, details=error)
     remote = RemoteUnavailableError if status in _RETRYABLE_STATUSES else RemoteApiError
     return remote(status, code, message, field=field)
 
@@ -210,8 +212,12 @@ def sse_frames(lines: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
 
 def parse_sse(lines: Iterable[bytes]) -> Iterator[Event]:
     """Events from the event log's stream (``data:`` lines holding Event JSON); an
-    ``error`` event raises."""
+    ``error`` event raises, and so does a ``gap`` event (the stream fell behind the
+    log's retention), as the ``EventsGoneError`` it carries."""
     for name, payload in sse_frames(lines):
+        if name == GAP_EVENT:
+            error = payload.get("error") or {}
+            raise error_from_answer(int(error.get("status") or 410), error)
         if name == "error":
             error = payload.get("error") or {}
             raise RemoteUnavailableError(0, str(error.get("code", "stream_failed")),

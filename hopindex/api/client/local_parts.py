@@ -13,6 +13,7 @@ from hopindex.core.errors import NotFoundError
 from hopindex.core.ids import validate_index_name
 
 if TYPE_CHECKING:
+    from hopindex.api.events import Follower
     from hopindex.api.service import Hopindex
     from hopindex.core.events import Event
     from hopindex.methods.operations import MethodOperation
@@ -38,6 +39,15 @@ class LocalEvents:
             validate_index_name(index)
         return follow_events(self._client.service.backends.events, index=index,
                              after_id=after_id, follow=follow)
+
+    def follower(self, index: str | None, after_id: str | None) -> Follower:
+        """A reader of the log page by page (the HTTP API's event stream, which reads
+        each page on its thread pool instead of blocking in a wait)."""
+        from hopindex.api.events import Follower
+
+        if index is not None:
+            validate_index_name(index)
+        return Follower(self._client.service.backends.events, index, after_id)
 
 
 class LocalWebhooks:

@@ -197,7 +197,8 @@ class RemoteEvents:
     def iterate_events(self, index: str | None = None, after_id: str | None = None, *,
                        follow: bool = False) -> Iterator[Event]:
         """With ``follow``, a dropped connection is opened again from the last id seen
-        (Last-Event-ID)."""
+        (Last-Event-ID). A cursor the log's retention trimmed past, at the start or
+        while following (the stream's ``gap`` event), raises ``EventsGoneError``."""
         cursor = after_id
         while True:
             headers = {"Accept": "text/event-stream"}
@@ -206,8 +207,8 @@ class RemoteEvents:
             try:
                 with self._wire.open("GET", "/v1/events", headers=headers,
                                      params={"index": index,
-                                             "mode": "follow" if follow else "backlog"}
-                                     ) as resp:
+                                             "mode": "follow" if follow else "backlog"},
+                                     names={"Last-Event-ID": "from"}) as resp:
                     for event in parse_sse(resp):
                         cursor = event.event_id
                         yield event

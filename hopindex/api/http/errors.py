@@ -69,7 +69,7 @@ def from_hopindex_error(exc: HopindexError) -> ApiError | None:
     if view.retry_after_s is not None:
         headers["Retry-After"] = str(max(1, round(view.retry_after_s)))
     return ApiError(view.http_status, view.code, view.message, field=view.field,
-                    headers=headers)
+                    details=view.details, headers=headers)
 
 
 def internal_error() -> ApiError:

@@ -5,6 +5,11 @@ reconnects with ``Last-Event-ID`` (browsers' EventSource does it by itself)
 resumes strictly after the last event it saw. Comment lines keep idle proxies
 from closing the connection; the stream ends when the client leaves, when the
 server stops, or (``mode=backlog``) once the log is read to its end.
+
+A stream that falls behind the log's retention (events after its place were trimmed
+before it read them) sends one ``gap`` event, the ``events_gone`` error body with the
+oldest id kept and status 410, and ends: resuming would skip the trimmed events
+without a word, and a client that reconnects from its last id is answered 410.
 """
 
 from __future__ import annotations
@@ -12,16 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import itertools
 import json
 import time
 
 from aiohttp import web
 
-from hopindex.api.client.local import LocalEvents
-from hopindex.api.http.errors import ApiError
+from hopindex.api.client.http_wire import GAP_EVENT
+from hopindex.api.http.errors import ApiError, from_hopindex_error
 from hopindex.api.http.routing import REQUEST_ID_HEADER, REQUEST_ID_KEY, ApiContext
-from hopindex.core.errors import HopindexError
+from hopindex.core.errors import EventsGoneError, HopindexError
 from hopindex.core.events import Event
 from hopindex.core.logging import get_logger
 
@@ -43,10 +47,13 @@ def frame(event: Event) -> bytes:
     return f"id: {event.event_id}\nevent: {event.event_type.value}\ndata: {data}\n\n".encode()
 
 
-def read_page(events: LocalEvents, cursor: str | None, index: str | None) -> list[Event]:
-    """The next events after ``cursor``, at most a page: the client's backlog read, cut
-    off there (the rest is read once these are written)."""
-    return list(itertools.islice(events.iterate_events(index, cursor), PAGE))
+def gap_frame(exc: EventsGoneError) -> bytes:
+    """The ``gap`` event: the error body a 410 answer carries, with its status."""
+    answer = from_hopindex_error(exc)
+    assert answer is not None  # a 410, never the server's fault
+    body = answer.body()
+    body["error"]["status"] = answer.status
+    return f"event: {GAP_EVENT}\ndata: {json.dumps(body)}\n\n".encode()
 
 
 def comment(text: str) -> bytes:
@@ -60,14 +67,14 @@ class EventStream:
                  cursor: str | None, mode: StreamMode) -> None:
         self._ctx = ctx
         self._request = request
-        self._index = index
         self.cursor = cursor
         self._mode = mode
         self._written_at = time.monotonic()
+        self._follower = ctx.client.events.follower(index, cursor)
 
     async def read_page(self) -> list[Event]:
-        return await self._ctx.blocking.run(read_page, self._ctx.client.events, self.cursor,
-                                            self._index)
+        """The next page after what was read (the rest is read once it is written)."""
+        return await self._ctx.blocking.run(self._follower.read)
 
     async def _write(self, response: web.StreamResponse, data: bytes) -> None:
         await response.write(data)
@@ -125,6 +132,10 @@ async def serve_stream(ctx: ApiContext, request: web.Request, *, index: str | No
         await response.write_eof()
     except ConnectionResetError:
         log.info("event_stream_client_gone", cursor=stream.cursor)
+    except EventsGoneError as exc:
+        log.warning("event_stream_gap", cursor=stream.cursor, oldest_id=exc.oldest_id)
+        with contextlib.suppress(ConnectionResetError):
+            await response.write(gap_frame(exc))
     except HopindexError as exc:
         # Headers are sent: the error goes out as an event, then the stream ends.
         log.warning("event_stream_failed", error_type=type(exc).__name__, error=str(exc))

@@ -1,15 +1,28 @@
-"""The JSON both event log adapters store: event data and webhook records."""
+"""The JSON both event log adapters store (event data and webhook records), and the
+checks of what both are given."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from hopindex.core.errors import BackendError, InvalidInputError
+from hopindex.core.errors import BackendError, ConfigError, InvalidInputError
 from hopindex.core.events import Webhook
 
+# Events a log keeps when its opener names no retention (HOPINDEX_EVENT_RETENTION's
+# default).
+MAX_EVENTS = 100_000
 # One encoder for every call: json.dumps with non-default arguments builds a new one.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def check_retention(retention: int) -> int:
+    """``retention`` when a log can keep that many events: one at least, or every
+    append would trim itself away."""
+    if retention < 1:
+        raise ConfigError(f"HOPINDEX_EVENT_RETENTION must be 1 or more (events the event "
+                          f"log keeps), got {retention}")
+    return retention
 
 
 def encode_data(data: dict[str, Any]) -> str:

@@ -8,6 +8,11 @@ Ids are the ``AUTOINCREMENT`` row id as a decimal string. ``AUTOINCREMENT`` (not
 plain rowid) so an id is never issued twice, even after the newest rows are gone;
 and appends take the write lock up front, so ids are assigned in commit order and
 a reader that has seen id N can never later find an event below N appear.
+
+Each append trims the log to its newest ``retention`` events in the same transaction
+(a range delete on the row id: one row in the steady state), and records in
+``events_trimmed`` the highest id it deleted, so a reader resuming from an id with
+deleted events after it is told (``EventsGoneError``) instead of skipping them.
 """
 
 from __future__ import annotations
@@ -20,14 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from hopindex.backends.events.codec import (
+    MAX_EVENTS,
     check_limit,
+    check_retention,
     decode_allow_private,
     decode_data,
     encode_data,
     sorted_webhooks,
 )
 from hopindex.backends.sqlite import SqliteFile
-from hopindex.core.errors import BackendError, InvalidInputError
+from hopindex.core.errors import BackendError, EventsGoneError, InvalidInputError
 from hopindex.core.events import Event, EventType, Webhook
 from hopindex.core.logging import get_logger
 
@@ -51,6 +58,11 @@ _SCHEMA = (
         url TEXT NOT NULL,
         secret TEXT NOT NULL,
         created_at REAL NOT NULL)""",
+    # One row: the highest event id ever trimmed away. Every id up to it is gone (a
+    # trim deletes a prefix of the ids), and none after it was trimmed.
+    """CREATE TABLE IF NOT EXISTS events_trimmed (
+        one INTEGER PRIMARY KEY CHECK (one = 1),
+        through INTEGER NOT NULL)""",
 )
 _COLUMNS = "id, type, idx, job_id, data, created_at"
 # Added after the table: the registering process's decision on private targets
@@ -75,7 +87,8 @@ class SqliteEventLog:
     followers read during appends.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, retention: int = MAX_EVENTS) -> None:
+        self._retention = check_retention(retention)
         self._db = SqliteFile(path, _WHAT)
         try:
             with self._db.transaction("create schema", write=True) as conn:
@@ -95,6 +108,11 @@ class SqliteEventLog:
     def path(self) -> Path:
         return self._db.path
 
+    @property
+    def retention(self) -> int:
+        """How many events the log keeps, the newest."""
+        return self._retention
+
     def _transaction(self, operation: str, *,
                      write: bool) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.transaction(operation, write=write)
@@ -110,12 +128,41 @@ class SqliteEventLog:
                 "INSERT INTO events (type, idx, job_id, data, created_at) VALUES (?, ?, ?, ?, ?)",
                 (EventType(event_type).value, index, job_id, encoded, created_at))
             row_id = cursor.lastrowid
+            assert row_id is not None  # an INSERT into a rowid table always sets it
+            self._trim(conn, row_id - self._retention)
         # The stored data, not the caller's dict: a later change to it must not show.
         return Event(event_id=str(row_id), event_type=EventType(event_type), index=index,
                      job_id=job_id, data=decode_data(encoded), created_at=created_at)
 
+    @staticmethod
+    def _trim(conn: sqlite3.Connection, through: int) -> None:
+        """Delete every event up to id ``through``, and record ``through`` when that
+        deleted any. Ids are issued without holes (AUTOINCREMENT; a failed append rolls
+        its id back with it), so a position below the recorded id has deleted events
+        after it, and one at or above it has none."""
+        if through < 1:
+            return
+        deleted = conn.execute("DELETE FROM events WHERE id <= ?", (through,)).rowcount
+        if deleted:
+            conn.execute("INSERT INTO events_trimmed (one, through) VALUES (1, ?) "
+                         "ON CONFLICT (one) DO UPDATE SET "
+                         "through = max(through, excluded.through)", (through,))
+
+    def _check_kept(self, conn: sqlite3.Connection, position: int, asked: str | None) -> None:
+        """EventsGoneError when events after id ``position`` were trimmed away; the
+        reader asked for those after ``asked`` (None: from the start, where whatever is
+        kept is all there is to read)."""
+        if asked is None:
+            return
+        through, oldest = conn.execute("SELECT (SELECT through FROM events_trimmed), "
+                                       "(SELECT min(id) FROM events)").fetchone()
+        if through is not None and position < through:
+            raise EventsGoneError(asked, None if oldest is None else str(oldest),
+                                  self._retention)
+
     def _position(self, conn: sqlite3.Connection, after_id: str | None) -> int:
-        """The row id to read after; see the ``EventLog`` docstring for what is accepted."""
+        """The row id to read after; see the ``EventLog`` docstring for what is accepted.
+        Whether events after it were trimmed is ``_read``'s to say."""
         if after_id is None:
             return 0
         if not _ID.fullmatch(after_id):
@@ -131,7 +178,10 @@ class SqliteEventLog:
                                 where="from")
 
     def _read(self, conn: sqlite3.Connection, position: int, index: str | None,
-              limit: int) -> list[Event]:
+              limit: int, asked: str | None) -> list[Event]:
+        # At every read, not only the first: a waiter's position may be trimmed past
+        # between two polls.
+        self._check_kept(conn, position, asked)
         if index is None:
             rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE id > ? "
                                 "ORDER BY id LIMIT ?", (position, limit)).fetchall()
@@ -144,7 +194,7 @@ class SqliteEventLog:
                     limit: int = 100) -> list[Event]:
         check_limit(limit)
         with self._transaction("read_events", write=False) as conn:
-            return self._read(conn, self._position(conn, after_id), index, limit)
+            return self._read(conn, self._position(conn, after_id), index, limit, after_id)
 
     def wait_events(self, after_id: str | None, index: str | None, timeout_s: float,
                     limit: int = 100) -> list[Event]:
@@ -152,12 +202,12 @@ class SqliteEventLog:
         deadline = time.monotonic() + max(0.0, timeout_s)
         with self._transaction("wait_events", write=False) as conn:
             position = self._position(conn, after_id)
-            found = self._read(conn, position, index, limit)
+            found = self._read(conn, position, index, limit, after_id)
         # The lock is released between polls so appends and other readers go on.
         while not found and time.monotonic() < deadline:
             time.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
             with self._transaction("wait_events", write=False) as conn:
-                found = self._read(conn, position, index, limit)
+                found = self._read(conn, position, index, limit, after_id)
         return found
 
     def get_event(self, event_id: str) -> Event | None:

@@ -20,6 +20,8 @@ method's) own test class provides; subclassing it, with a name pytest collects
   ``groups.GroupsContract`` beside it for its groups and records.
 - ``event_log.EventLogContract``: an ``EventLog`` (``log``, ``reopen_log`` and the id
   hooks its docstring names).
+- ``event_retention.EventRetentionContract``: an ``EventLog``'s retention
+  (``open_retained_log``, and ``read_method`` as above).
 - ``embedder.EmbedderContract``: an ``Embedder`` backend.
 - ``reranker.RerankerContract``: a ``Reranker`` (``reranker`` fixture, reporting to the
   suite's ``observer``).
@@ -49,6 +51,7 @@ import pytest
 if TYPE_CHECKING:
     from hopindex.testing.contracts.embedder import EmbedderContract
     from hopindex.testing.contracts.event_log import EventLogContract
+    from hopindex.testing.contracts.event_retention import EventRetentionContract
     from hopindex.testing.contracts.groups import GroupsContract
     from hopindex.testing.contracts.index_method import IndexMethodContract
     from hopindex.testing.contracts.keyword_index import KeywordIndexContract
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 _MODULES = {
     "EmbedderContract": "embedder",
     "EventLogContract": "event_log",
+    "EventRetentionContract": "event_retention",
     "GroupsContract": "groups",
     "IndexMethodContract": "index_method",
     "KeywordIndexContract": "keyword_index",
@@ -74,10 +78,10 @@ _MODULES = {
     "VectorStoreContract": "vector_store",
 }
 
-__all__ = ["EmbedderContract", "EventLogContract", "GroupsContract", "IndexMethodContract",
-           "KeywordIndexContract", "QueryMethodContract", "RateLimiterContract",
-           "RerankerContract", "ResponseCacheContract", "StateStoreContract",
-           "VectorStoreContract"]
+__all__ = ["EmbedderContract", "EventLogContract", "EventRetentionContract", "GroupsContract",
+           "IndexMethodContract", "KeywordIndexContract", "QueryMethodContract",
+           "RateLimiterContract", "RerankerContract", "ResponseCacheContract",
+           "StateStoreContract", "VectorStoreContract"]
 
 # pytest rewrites the asserts of test modules only: registered before the contract
 # modules are imported, theirs report the values compared too.

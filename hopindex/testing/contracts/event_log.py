@@ -221,8 +221,9 @@ class EventLogContract:
             assert log.get_event(bad) is None
 
     def test_an_id_older_than_all_kept_reads_from_the_start(self, log: EventLog) -> None:
-        """A cursor older than every kept event (a log trimmed past it) resumes from the
-        oldest kept event rather than failing."""
+        """A cursor older than every kept event with nothing trimmed after it (an id from
+        before the first append) resumes from the oldest kept event rather than
+        failing; a cursor with trimmed events after it is EventRetentionContract's."""
         events = append(log, new_index(), 3)
         assert ids(log.read_events(after_id=self.before_all_id)) == ids(events)
 

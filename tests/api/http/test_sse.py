@@ -1,17 +1,23 @@
 """Server-sent events: ``id:`` lines, resuming after a disconnect from Last-Event-ID or
-``from``, keep-alive comments, a clean end when the client leaves, and JSON errors for
-cursors that are malformed or were never issued."""
+``from``, keep-alive comments, a clean end when the client leaves, JSON errors for
+cursors that are malformed or were never issued, and, past the log's retention, a 410
+for a trimmed cursor and a ``gap`` event for a stream that falls behind."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
 import requests
 
+from hopindex.api.client.remote import RemoteClient
+from hopindex.api.events import Follower
 from hopindex.api.http.routing import CONTEXT
+from hopindex.core.errors import EventsGoneError
 from hopindex.core.events import EventType
 from tests.api.http.conftest import KEYS, Api, ApiFactory
 from tests.waiting import wait_until
@@ -25,6 +31,15 @@ AUTH = {"Authorization": f"Bearer {KEYS['read']}"}
 @pytest.fixture(scope="module")
 def sse_api(make_api: ApiFactory) -> Api:
     return make_api(api_sse_keepalive_s=0.3)
+
+
+RETENTION = 5
+
+
+@pytest.fixture(scope="module")
+def retained_api(make_api: ApiFactory) -> Api:
+    """A server whose event log keeps only the newest five events."""
+    return make_api(api_sse_keepalive_s=0.3, event_retention=RETENTION)
 
 
 def append(api: Api, n: int, index: str = INDEX) -> list[str]:
@@ -119,3 +134,96 @@ def test_unknown_or_malformed_cursors_are_json_errors(sse_api: Api) -> None:
                              headers={"Last-Event-ID": "not-an-id"})
     assert malformed.status_code == 400
     assert malformed.json()["error"]["field"] == "Last-Event-ID"
+
+
+def test_a_trimmed_cursor_is_a_410_naming_the_oldest_kept(retained_api: Api) -> None:
+    """A cursor with trimmed events after it is answered 410 ``events_gone`` before any
+    stream starts, the body naming where the id came from, the id, the oldest id kept
+    and the retention; a remote client gets the same EventsGoneError, oldest id and
+    all; a kept cursor still streams the events after it."""
+    index = "gone-index"
+    ids = append(retained_api, 12, index=index)
+    gone = retained_api.call("GET", "/v1/events", key="read",
+                             params={"index": index, "from": ids[0]})
+    assert gone.status_code == 410
+    error = gone.json()["error"]
+    assert (error["code"], error["field"], error["after_id"], error["oldest_id"],
+            error["retention"]) == ("events_gone", "from", ids[0], ids[-RETENTION], RETENTION)
+    assert ids[-RETENTION] in error["message"] and "HOPINDEX_EVENT_RETENTION" in error["message"]
+    header = retained_api.call("GET", "/v1/events", key="read", params={"index": index},
+                               headers={"Last-Event-ID": ids[3]})
+    assert header.status_code == 410 and header.json()["error"]["field"] == "Last-Event-ID"
+    remote = RemoteClient(retained_api.url, KEYS["read"])
+    with pytest.raises(EventsGoneError) as caught:
+        list(remote.events.iterate_events(index, ids[0]))
+    assert (caught.value.oldest_id, caught.value.where) == (ids[-RETENTION], "from")
+    kept = read_events(retained_api, 2, params={"index": index, "from": ids[-3]}, headers=AUTH)
+    assert [e["id"] for e in kept] == ids[-2:]
+
+
+def hold_second_read(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event,
+                                                                threading.Event]:
+    """Make the next stream's second read (its first after the backlog) wait for
+    ``go``, setting ``held`` when it does: what the test appends meanwhile is appended
+    as if the stream were too slow to read it."""
+    held, go = threading.Event(), threading.Event()
+    reads = itertools.count(1)
+    original = Follower.read
+
+    def read(self: Follower) -> Any:
+        if next(reads) == 2:
+            held.set()
+            go.wait(30)
+        return original(self)
+
+    monkeypatch.setattr(Follower, "read", read)
+    return held, go
+
+
+def test_a_stream_that_falls_behind_gets_a_gap_event_and_ends(
+        retained_api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A following stream that sent up to id X, when more events than the log keeps are
+    appended before its next read, sends one ``gap`` event (the events_gone body with
+    X, the oldest id kept and status 410) and ends, instead of streaming on past the
+    trimmed events."""
+    index = "gap-index"
+    ids = append(retained_api, 3, index=index)
+    held, go = hold_second_read(monkeypatch)
+    sent: list[str] = []
+    with requests.get(f"{retained_api.url}/v1/events", stream=True, timeout=30, headers=AUTH,
+                      params={"index": index, "from": ids[0]}) as response:
+        assert response.status_code == 200
+        stream = frames(response.iter_lines(decode_unicode=True))
+        for frame in stream:
+            if "data" in frame:
+                sent.append(frame["data"]["id"])
+            if len(sent) == 2:
+                break
+        assert held.wait(30)
+        later = append(retained_api, 2 * RETENTION, index=index)
+        go.set()
+        rest = [frame for frame in stream if "comment" not in frame]
+    assert sent == ids[1:]
+    [gap] = rest  # the gap, then the end of the stream
+    assert gap["event"] == "gap" and "id" not in gap
+    error = gap["data"]["error"]
+    assert (error["code"], error["status"], error["after_id"], error["oldest_id"]) == (
+        "events_gone", 410, ids[-1], later[-RETENTION])
+
+
+def test_a_remote_follower_that_falls_behind_gets_events_gone(
+        retained_api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the remote client the stream's ``gap`` event is raised as the same
+    EventsGoneError a local follower gets, naming its last id and the oldest kept."""
+    index = "remote-gap-index"
+    ids = append(retained_api, 2, index=index)
+    held, go = hold_second_read(monkeypatch)
+    follower = RemoteClient(retained_api.url, KEYS["read"]).events.iterate_events(
+        index, ids[0], follow=True)
+    assert next(follower).event_id == ids[1]
+    assert held.wait(30)
+    later = append(retained_api, 2 * RETENTION, index=index)
+    go.set()
+    with pytest.raises(EventsGoneError) as caught:
+        next(follower)
+    assert (caught.value.after_id, caught.value.oldest_id) == (ids[1], later[-RETENTION])

@@ -165,6 +165,11 @@ ERROR = obj({"error": obj({
                "description": "every bad record (up to 100), each with where/line/field"},
     "error_count": {"type": "integer"},
     "request_id": {"type": "string", "description": "quote it when reporting a 5xx"},
+    "after_id": {"type": "string", "description": "events_gone: the event id asked for"},
+    "oldest_id": {"type": ["string", "null"],
+                  "description": "events_gone: the oldest event id the log keeps"},
+    "retention": {"type": "integer",
+                  "description": "events_gone: events the log keeps (HOPINDEX_EVENT_RETENTION)"},
 }, ("code", "message"))}, ("error",))
 
 FAILED_ITEM = obj({"phase": {"type": "string"}, "item": {"type": "string"},
@@ -245,7 +250,8 @@ DOCUMENT = obj({"id": _DOC_ID, "title": {"type": ["string", "null"]},
 
 # One frame of the event stream (OpenAPI 3.1 reads a text/event-stream schema per
 # event): ``data`` holds an Event as JSON, or an Error on the ``error`` event that
-# ends a stream the server could not go on with.
+# ends a stream the server could not go on with, or on the ``gap`` event that ends a
+# stream fallen behind the log's retention (events_gone, with ``oldest_id``).
 SERVER_SENT_EVENT = obj({
     "id": {"type": "string"}, "event": {"type": "string"}, "retry": {"type": "integer"},
     "data": {"type": "string", "contentMediaType": "application/json",

@@ -46,7 +46,10 @@ Operation = dict[str, Any]
 _DESCRIPTIONS = {
     400: "invalid input; `field` or `line` names it", 401: "no API key, or a wrong one",
     403: "the key's access or indexes do not cover this request", 404: "not found",
-    409: "conflicts with the current state", 413: "over a size or count limit",
+    409: "conflicts with the current state",
+    410: "the events after this id were trimmed (HOPINDEX_EVENT_RETENTION); `oldest_id` "
+         "is the oldest kept: read from the start (no id) for what is left",
+    413: "over a size or count limit",
     415: "unsupported media type", 422: "needs something this server is not set up for",
     429: "busy, or too many requests without a valid key from this address: retry after "
          "`Retry-After` seconds", 500: "unexpected; quote `request_id`",
@@ -409,9 +412,12 @@ def _other_paths() -> dict[str, Any]:
         "/v1/events": {"get": {**_op("Stream events", {
             "200": {"description": "server-sent events: `id:`, `event:` (the type) and "
                                    "`data:` (an Event as JSON) per event; comment lines keep "
-                                   "the connection alive",
+                                   "the connection alive. A stream that falls behind the "
+                                   "log's retention gets one `gap` event (an Error, "
+                                   "events_gone, with `oldest_id` and `status` 410) and "
+                                   "ends",
                     "content": {EVENT_STREAM_TYPE: {"schema": ref("ServerSentEvent")}}},
-            **_errors(404, 429)}, tag="events", params=[
+            **_errors(404, 410, 429)}, tag="events", params=[
             INDEX_FILTER,
             _param("from", "query", EVENT_ID,
                    "resume after this event id (default: from the oldest kept)"),

@@ -20,7 +20,7 @@ from hopindex.api.http.routing import (
     require_index_scope,
 )
 from hopindex.api.http.sse import StreamMode, serve_stream
-from hopindex.core.errors import InvalidInputError
+from hopindex.core.errors import EventsGoneError, InvalidInputError
 
 MAX_EVENT_ID_CHARS = 64
 # The logs' ids: SQLite's are integers, a Redis stream's MILLISECONDS-SEQUENCE.
@@ -59,6 +59,10 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
     except InvalidInputError as exc:
         # The id is well formed, so the log refused it for never having issued it.
         raise ApiError(404, "unknown_event_id", str(exc), field=field) from None
+    except EventsGoneError as exc:
+        # A 410 naming where the id came from: the query or a reconnect's header.
+        raise EventsGoneError(exc.after_id, exc.oldest_id, exc.retention,
+                              where=field) from None
 
 
 async def issue_event_token(request: web.Request) -> web.Response:
