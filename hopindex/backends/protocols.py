@@ -182,18 +182,31 @@ class EntityCatalogue(Protocol):
 
 class JobStore(Protocol):
     """Job records; ``update_job`` is an atomic read-modify-write. A running job also
-    keeps its fan-outs (``Dispatch``), newest last, for the reaper to re-drive.
+    keeps its fan-outs (``Dispatch``), newest last, for the reaper to re-drive, and its
+    scope (what it changes, as ``Scope.as_dict`` gives it), which its steps read here:
+    a task message carries the job's id, never its documents.
+
+    ``update_job(..., once=key)`` applies its change only if no update with that key
+    was applied before, and records the key in the same write (a task run settles its
+    counts so, however often it runs); ``settled_keys`` says which keys were. The keys
+    are kept beside the record, not in it: a job of a hundred thousand tasks would
+    otherwise rewrite all their keys with every task's update.
     ``open_jobs`` lists an index's unfinished jobs in the order the store created them,
     the order they take their turns in (scheduler/writers.py)."""
 
     def create_job(self, job: Job) -> None: ...
     def get_job(self, job_id: str) -> Job | None: ...
-    def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job: ...
+    def update_job(self, job_id: str, change: Callable[[Job], None], *,
+                   once: str = "") -> Job: ...
     def list_jobs(self, index: str | None = None, limit: int = 50) -> list[Job]: ...
     def open_jobs(self, index: str) -> list[Job]: ...
     def add_dispatch(self, job_id: str, dispatch: Dispatch) -> None: ...
     def last_dispatch(self, job_id: str) -> Dispatch | None: ...
     def clear_dispatches(self, job_id: str) -> None: ...
+    def put_job_scope(self, job_id: str, scope: Mapping[str, Any]) -> None: ...
+    def get_job_scope(self, job_id: str) -> dict[str, Any] | None: ...
+    def delete_job_scope(self, job_id: str) -> None: ...
+    def settled_keys(self, job_id: str, keys: Sequence[str]) -> set[str]: ...
 
 
 class FailedItemStore(Protocol):
@@ -296,8 +309,12 @@ class EventLog(Protocol):
     """The durable, ordered log of job and index events, and the webhooks fed from it.
 
     Ids are opaque strings the log assigns in append order; a reader resumes strictly
-    after the last id it saw. An id older than everything kept (a trimmed log) resumes
-    from the oldest kept event; an id the log never issued is an ``InvalidInputError``.
+    after the last id it saw. The log keeps its newest ``HOPINDEX_EVENT_RETENTION``
+    events: reading or waiting after an id with trimmed events after it is an
+    ``EventsGoneError`` naming the oldest id kept, at the first read or any later one
+    of a wait; an id older than everything kept with nothing trimmed after it resumes
+    from the oldest kept event; no id (None) reads from the oldest kept; an id the log
+    never issued is an ``InvalidInputError``.
     """
 
     def append_event(self, event_type: EventType, index: str, job_id: str,

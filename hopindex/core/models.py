@@ -336,8 +336,9 @@ class Job:
     finished_at: float | None = None
     # Last time any task reported on this job: the reaper's measure of progress.
     updated_at: float = field(default_factory=time.time)
-    # Keys of the task runs and phases already counted, so a redelivered task or a
-    # chord callback that fires twice changes the record once (see workers/progress.py).
+    # The claims on its steps: which task run started each (scheduler/progress.py
+    # ``claim_phase``), one per step. What task runs counted is settled beside the
+    # record (``JobStore.update_job(..., once=key)``), not in it.
     settled: list[str] = field(default_factory=list)
     # Group units replaced by a groups or levels phase, purged by the next embed step.
     stale_units: list[str] = field(default_factory=list)

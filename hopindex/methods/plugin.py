@@ -137,6 +137,9 @@ class PhaseContext:
     open_nlp: Callable[[], NlpAnalyzer]
     open_llm: LlmProvider
     open_vectors: Callable[[], VectorStore]
+    # The job the phase runs for ("" outside a job): what a phase may key a cache on
+    # that holds while the job runs (an index has one writing job at a time).
+    job_id: str = ""
 
     @property
     def nlp(self) -> NlpAnalyzer:

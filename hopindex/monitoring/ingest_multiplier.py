@@ -1,8 +1,8 @@
 """The ingestion multiplier in Prometheus: a finished job's LLM tokens per token of the
 corpus it read (core/token_multiplier.py), recorded once per job from its record.
 
-``monitoring/tasks.py`` calls :func:`observe_job` after a job's finalize, settled on the
-record so a finalize that runs twice records nothing the second time. Labels: the index
+``monitoring/tasks.py`` calls :func:`observe_job` after a job's finalize, settled for the
+job so a finalize that runs twice records nothing the second time. Labels: the index
 method and its qualified phase names (fixed by the installed methods) and the token
 kind; never an index or a job.
 """

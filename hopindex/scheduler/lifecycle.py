@@ -267,8 +267,8 @@ def _keep_stale(runtime: Runtime, job: Job) -> None:
 
 
 def _forget_job_records(runtime: Runtime, job: Job) -> None:
-    """A finished job is never re-driven nor resumed: its fan-out records and its LLM
-    budget account can go, and the next job of its index may start.
+    """A finished job is never re-driven nor resumed: its fan-out records, its scope and
+    its LLM budget account can go, and the next job of its index may start.
 
     Called after the job's final event is published, so that event comes as soon after
     the final state as it can (a client that saw the state and reads the log finds it)
@@ -276,6 +276,7 @@ def _forget_job_records(runtime: Runtime, job: Job) -> None:
     _next_turn(runtime, job)
     try:
         runtime.backends.state.clear_dispatches(job.job_id)
+        runtime.backends.state.delete_job_scope(job.job_id)
         drop_staged(runtime.backends.state, job)  # a job cancelled in the queue
         if job.budget.is_limited and runtime.backends.llm is not None:
             runtime.backends.llm.forget_budget(job.job_id)

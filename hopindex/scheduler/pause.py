@@ -191,7 +191,7 @@ def resume_paused_job(runtime: Runtime, job_id: str, *, max_llm_tokens: int | No
     if dispatch is None:
         log.error("job_resume_without_dispatch", job_id=job_id, paused=len(paused))
         return job
-    tasks = waiting_tasks(job, dispatch, paused)
+    tasks = waiting_tasks(runtime.backends.state, job, dispatch, paused)
     if tasks:
         redrive = Redrive(runtime.app, dispatch, tasks)
     elif task_id(dispatch.callback) in paused:

@@ -12,7 +12,10 @@ fan-out (scheduler/canvas.py), so a lost message is re-sent by the reaper.
 
 Each callback first claims its step on the job record (``start_phase``): one
 delivered twice, or arriving after the job was cancelled or failed, schedules
-nothing. The steps carry the job's ``Scope`` (what it changes) as JSON.
+nothing. The job's ``Scope`` (what it changes: its documents, the group keys its
+phases touched) is kept in the state store (``put_job_scope``), written when the job
+starts and when a phase touches keys, and read by each step: a task message carries
+the job's id, so its size does not grow with the job's documents.
 """
 
 from __future__ import annotations
@@ -95,10 +98,34 @@ def start_step(runtime: Runtime, job_id: str, index: str, *, position: int, leve
         header = [runtime.signature(PHASE_TASKS[phase.kind], job_id, index, qualified, level,
                                     batch) for batch in batched(items, size)]
         fan_out(runtime, job_id, step, header,
-                runtime.signature(AFTER_PHASE, job_id, index, position, level, scope.as_dict()))
+                runtime.signature(AFTER_PHASE, job_id, index, position, level))
         return
     fan_out(runtime, job_id, "finalize-send", [],
-            runtime.signature(FINALIZE, job_id, index, scope.as_dict(), immutable=True))
+            runtime.signature(FINALIZE, job_id, index, immutable=True))
+
+
+def keep_scope(runtime: Runtime, job_id: str, scope: Scope) -> None:
+    """Store the job's scope, for its steps to read (``job_scope``)."""
+    runtime.backends.state.put_job_scope(job_id, scope.as_dict())
+
+
+def job_scope(runtime: Runtime, job_id: str) -> Scope:
+    """The job's scope as last kept; empty for a job that kept none (a delete of an
+    index never built) or whose records are gone (it ended: its steps claim nothing)."""
+    stored = runtime.backends.state.get_job_scope(job_id)
+    return Scope.from_dict(stored) if stored is not None else Scope()
+
+
+def start_steps(runtime: Runtime, job_id: str, index: str, scope: Scope) -> None:
+    """Keep the job's scope and fan out its first step here."""
+    keep_scope(runtime, job_id, scope)
+    start_step(runtime, job_id, index, position=0, level=0, scope=scope)
+
+
+def first_step(runtime: Runtime, job_id: str, index: str, scope: Scope) -> Any:
+    """Keep the job's scope; the signature of its first step, for a fan-out's callback."""
+    keep_scope(runtime, job_id, scope)
+    return runtime.signature(START_STEP, job_id, index, 0, 0, immutable=True)
 
 
 def _plan_level(context: PhaseContext, job_id: str, phase: LevelsPhase, level: int,
@@ -134,19 +161,30 @@ def _plan_level(context: PhaseContext, job_id: str, phase: LevelsPhase, level: i
 
 
 def after_phase(runtime: Runtime, results: list[dict[str, Any]], job_id: str, index: str, *,
-                position: int, level: int, scope: Scope) -> None:
+                position: int, level: int) -> None:
     """Embed what the phase wrote and purge what it replaced, then start the next step
-    (at once when there is nothing to embed or purge)."""
+    (at once when there is nothing to embed or purge).
+
+    The keys the phase touched join the kept scope. Run twice (a redelivered
+    callback), the union is the same, so the scope is too."""
     method = runtime.index_method(index)
     phase = method.phases[position]
+    scope = job_scope(runtime, job_id)
+    # Merged first and sorted once: touching the scope once per task result re-sorted
+    # everything merged so far each time, which grew with the square of the corpus.
+    touched: dict[str, set[str]] = {}
     for result in results:
-        scope.touch(result.get("touched", {}))
+        for namespace, keys in result.get("touched", {}).items():
+            touched.setdefault(namespace, set()).update(keys)
+    if any(touched.values()):
+        scope.touch(touched)
+        keep_scope(runtime, job_id, scope)
     following = (position, level + 1) if phase.kind is PhaseKind.LEVELS else (position + 1, 0)
     qualified = phase_name(method.name, phase)
     step = level_phase(qualified, level) if phase.kind is PhaseKind.LEVELS else qualified
     if embed_then(runtime, f"embed:{step}", job_id, index, results=results,
                   callback=runtime.signature(START_STEP, job_id, index, *following,
-                                             scope.as_dict(), immutable=True)):
+                                             immutable=True)):
         return
     start_step(runtime, job_id, index, position=following[0], level=following[1], scope=scope)
 
@@ -182,10 +220,10 @@ def embed_then(runtime: Runtime, step: str, job_id: str, index: str, *,
     return True
 
 
-def finalize(runtime: Runtime, job_id: str, index: str, scope: Scope) -> None:
+def finalize(runtime: Runtime, job_id: str, index: str) -> None:
     if not start_phase(runtime, job_id, "finalize", Stage.FINALIZE.value, 0):
         return
-    _mark_indexed(runtime, job_id, index, scope)
+    _mark_indexed(runtime, job_id, index, job_scope(runtime, job_id))
     job_succeeded(runtime, job_id, index)
 
 

@@ -4,7 +4,8 @@ Celery may run a task twice: a worker killed after its writes but before its
 acknowledgement gets the message redelivered (``acks_late``), and a chord callback
 can fire again when its header is redelivered. Writes are idempotent by unit id;
 counts are made so by *settling*: each change carries a key (the task run's id or
-a phase name), and a key already on the job record is not applied again.
+a phase name), and a key the job's store has settled is not applied again
+(``JobStore.update_job(..., once=key)``).
 """
 
 from __future__ import annotations
@@ -46,15 +47,11 @@ def settle(jobs: JobStore, job_id: str, change: Callable[[Job], None], *,
 
     def guarded(job: Job) -> None:
         nonlocal applied
-        if key and key in job.settled:
-            return
         change(job)
-        if key:
-            job.settled.append(key)
         job.updated_at = time.time()
         applied = True
 
-    return jobs.update_job(job_id, guarded), applied
+    return jobs.update_job(job_id, guarded, once=key), applied
 
 
 def record_progress(jobs: JobStore, job_id: str, stage: str, *, total: int = 0, done: int = 0,

@@ -256,7 +256,7 @@ def send_tasks_again(runtime: Runtime, job: Job, task_ids: Sequence[str]) -> Non
     if dispatch is None:
         log.error("llm_batch_without_dispatch", job_id=job.job_id, tasks=len(task_ids))
         return
-    tasks = waiting_tasks(job, dispatch, task_ids)
+    tasks = waiting_tasks(runtime.backends.state, job, dispatch, task_ids)
     if tasks:
         Redrive(runtime.app, dispatch, tasks).send()
 

@@ -73,7 +73,7 @@ def redrive_job(runtime: Runtime, job: Job, now: float) -> bool:
         return False
     if runtime.app is None:
         return False
-    plan = plan_redrive(runtime.app, job, dispatch)
+    plan = plan_redrive(runtime.app, runtime.backends.state, job, dispatch)
     note = f"{plan.describe()} after {now - job.updated_at:.0f} s without progress"
     claimed = False
 

@@ -21,7 +21,7 @@ from hopindex.methods.plugin import Scope, phase_name
 from hopindex.scheduler.corpus import index_corpus_tokens
 from hopindex.scheduler.level_builds import on_request_phases
 from hopindex.scheduler.lifecycle import job_started
-from hopindex.scheduler.pipeline import start_step
+from hopindex.scheduler.pipeline import start_steps
 from hopindex.scheduler.recovery import owning
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.submit import check_budget, ensure_index, new_job, planning
@@ -69,5 +69,4 @@ def begin_rebuild(runtime: Runtime, job: Job) -> None:
 
     job = runtime.backends.state.update_job(job.job_id, count_corpus)
     job_started(runtime, job)
-    start_step(runtime, job.job_id, job.index, position=0, level=0,
-               scope=Scope(rebuild=phases))
+    start_steps(runtime, job.job_id, job.index, Scope(rebuild=phases))

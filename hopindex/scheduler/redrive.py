@@ -5,7 +5,7 @@ dies: a dead worker's unacknowledged messages come back after the visibility
 timeout, which the stall timeout exceeds. The reaper then looks at the job's
 newest ``Dispatch``:
 
-- tasks that never settled on the job record (or settled but stored no result)
+- tasks that never settled on the job (or settled but stored no result)
   are re-sent with their own ids and chord, so the chord completes as if they had
   never been lost, and a late original counts once (``settle`` keys by task id);
 - when every task finished, the callback is what was lost: it is re-sent with the
@@ -17,12 +17,13 @@ duplicate callback finds its phase already claimed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery, states
 
+from hopindex.backends.protocols import JobStore
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Dispatch, Job
 from hopindex.scheduler.progress import task_key
@@ -53,10 +54,10 @@ class Redrive:
             callback.clone(args=(self.results or [],)).apply_async()
 
 
-def plan_redrive(app: Celery, job: Job, dispatch: Dispatch) -> Redrive:
+def plan_redrive(app: Celery, jobs: JobStore, job: Job, dispatch: Dispatch) -> Redrive:
     """What to re-send for ``job`` from its newest fan-out ``dispatch`` (through ``app``,
     whose result backend holds the tasks' results)."""
-    settled = set(job.settled)
+    settled = _settled_tasks(jobs, job, dispatch.tasks)
     lost = [t for t in dispatch.tasks if task_key(task_id(t)) not in settled]
     if lost:
         return Redrive(app, dispatch, lost)
@@ -70,14 +71,20 @@ def plan_redrive(app: Celery, job: Job, dispatch: Dispatch) -> Redrive:
     return Redrive(app, dispatch, [], [meta.get("result") for meta in metas])
 
 
-def waiting_tasks(job: Job, dispatch: Dispatch, task_ids: Collection[str]
+def waiting_tasks(jobs: JobStore, job: Job, dispatch: Dispatch, task_ids: Collection[str]
                   ) -> list[dict[str, Any]]:
     """The tasks of ``dispatch`` named by ``task_ids`` that never settled on ``job``:
     what a resume or a provider batch's end sends again (one still settled by a late
     original is not sent twice)."""
-    wanted, settled = set(task_ids), set(job.settled)
-    return [t for t in dispatch.tasks if task_id(t) in wanted
-            and task_key(task_id(t)) not in settled]
+    wanted = set(task_ids)
+    tasks = [t for t in dispatch.tasks if task_id(t) in wanted]
+    settled = _settled_tasks(jobs, job, tasks)
+    return [t for t in tasks if task_key(task_id(t)) not in settled]
+
+
+def _settled_tasks(jobs: JobStore, job: Job, tasks: Sequence[dict[str, Any]]) -> set[str]:
+    """The settle keys of ``tasks`` that the job's store has settled."""
+    return jobs.settled_keys(job.job_id, [task_key(task_id(t)) for t in tasks])
 
 
 def task_id(task: dict[str, Any]) -> str:

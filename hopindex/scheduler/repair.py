@@ -23,7 +23,7 @@ from hopindex.methods.plugin import Scope
 from hopindex.scheduler.corpus import corpus_tokens
 from hopindex.scheduler.lifecycle import job_started
 from hopindex.scheduler.outstanding import outstanding_work
-from hopindex.scheduler.pipeline import start_step
+from hopindex.scheduler.pipeline import start_steps
 from hopindex.scheduler.recovery import owning
 from hopindex.scheduler.runtime import Runtime
 from hopindex.scheduler.submit import check_budget, ensure_index, new_job, planning
@@ -72,7 +72,6 @@ def begin_repair(runtime: Runtime, job: Job) -> None:
     log.info("repair_submitted", job_id=job_id, index=index,
              documents=len(work.documents), failed=work.failed_per_phase())
     job_started(runtime, job)
-    start_step(runtime, job_id, index, position=0, level=0,
-               scope=Scope(doc_ids=[d.doc_id for d in documents],
-                           hashes={d.doc_id: content_hash(d.title, d.text)
-                                   for d in documents}))
+    start_steps(runtime, job_id, index,
+                Scope(doc_ids=[d.doc_id for d in documents],
+                      hashes={d.doc_id: content_hash(d.title, d.text) for d in documents}))

@@ -43,8 +43,8 @@ class Runtime:
             raise ConfigError(f"index {index!r} is built with {name!r}, which no installed "
                               "method provides: install its plugin") from None
 
-    def phase_context(self, index: str, phase: str, usage: UsageMeter | None = None
-                      ) -> PhaseContext:
+    def phase_context(self, index: str, phase: str, usage: UsageMeter | None = None, *,
+                      job_id: str = "") -> PhaseContext:
         method = self.index_method(index)
         backends = self.backends
         return PhaseContext(
@@ -53,7 +53,7 @@ class Runtime:
             settings=method_settings(self.settings, method.name),
             usage=usage if usage is not None else UsageMeter(),
             open_nlp=lambda: backends.nlp, open_llm=lambda: backends.llm,
-            open_vectors=lambda: backends.vectors)
+            open_vectors=lambda: backends.vectors, job_id=job_id)
 
     def require_llm(self, index: str, method: IndexMethod | None = None) -> LlmRunner | None:
         """The LLM when the index's method needs one; a clear error when it is missing."""

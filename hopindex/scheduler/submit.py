@@ -43,11 +43,11 @@ from hopindex.scheduler.dry_run_plan import estimate_ingest
 from hopindex.scheduler.file_documents import refresh_layouts, stale_documents
 from hopindex.scheduler.job_traces import begin_trace
 from hopindex.scheduler.lifecycle import fail_job, job_started
-from hopindex.scheduler.pipeline import start_step
+from hopindex.scheduler.pipeline import first_step, start_steps
 from hopindex.scheduler.progress import batched
 from hopindex.scheduler.recovery import owning, redo_hint
 from hopindex.scheduler.runtime import Runtime
-from hopindex.scheduler.task_names import FINALIZE, PURGE, START_STEP
+from hopindex.scheduler.task_names import FINALIZE, PURGE
 from hopindex.scheduler.writers import Announce, WaitPolicy, enter_line
 
 log = get_logger(__name__)
@@ -281,7 +281,7 @@ def begin_ingest(runtime: Runtime, job_id: str, index: str,
     scope = Scope(doc_ids=[d.doc_id for d in todo],
                   hashes={d.doc_id: d.content_hash for d in todo})
     if not stale:
-        start_step(runtime, job_id, index, position=0, level=0, scope=scope)
+        start_steps(runtime, job_id, index, scope)
         return
     # As a delete would: forget the documents, purge their units on the embed queue,
     # and let the phases rebuild what they fed, with the new documents.
@@ -291,9 +291,7 @@ def begin_ingest(runtime: Runtime, job_id: str, index: str,
     scope.touch(forgotten.touched)
     purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
               for b in batched(purged, runtime.settings.embed_batch_units)]
-    fan_out(runtime, job_id, "purge", purges,
-            runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
-                              immutable=True))
+    fan_out(runtime, job_id, "purge", purges, first_step(runtime, job_id, index, scope))
 
 
 def check_budget(runtime: Runtime, budget: BudgetLimits) -> None:
@@ -422,16 +420,14 @@ def begin_delete(runtime: Runtime, job_id: str, index: str, doc_ids: Sequence[st
     if state.get_index(index) is None:
         # Nothing was ever indexed here: every id is an error, nothing to rebuild.
         fan_out(runtime, job_id, "purge", [],
-                runtime.signature(FINALIZE, job_id, index, Scope().as_dict(), immutable=True))
+                runtime.signature(FINALIZE, job_id, index, immutable=True))
         return
     purged, scope = _forget_documents(runtime, index, plan)
     # The units' engine deletes run on the embed queue, whose worker owns the
     # engines; the method's phases then rebuild what the documents fed.
     purges = [runtime.signature(PURGE, job_id, index, b, immutable=True)
               for b in batched(purged, runtime.settings.embed_batch_units)]
-    fan_out(runtime, job_id, "purge", purges,
-            runtime.signature(START_STEP, job_id, index, 0, 0, scope.as_dict(),
-                              immutable=True))
+    fan_out(runtime, job_id, "purge", purges, first_step(runtime, job_id, index, scope))
 
 
 def _reload(runtime: Runtime, job: Job) -> Job:

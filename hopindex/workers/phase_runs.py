@@ -132,7 +132,7 @@ def run_documents(runtime: Runtime, job_id: str, index: str, phase_key: str,
     assert isinstance(phase, DocumentsPhase)
     qualified = phase_name(method.name, phase)
     usage = _metered(runtime, job, qualified)
-    context = runtime.phase_context(index, phase.name, usage)
+    context = runtime.phase_context(index, phase.name, usage, job_id=job_id)
     documents = state.get_documents(index, doc_ids)
     previous = (state.units_of_documents(index, [d.doc_id for d in documents],
                                          kinds=tuple(phase.writes))
@@ -184,7 +184,7 @@ def run_groups(runtime: Runtime, job_id: str, index: str, phase_key: str, *, lev
     assert isinstance(phase, GroupsPhase | LevelsPhase)
     qualified = phase_name(method.name, phase)
     usage = _metered(runtime, job, qualified)
-    context = runtime.phase_context(index, phase.name, usage)
+    context = runtime.phase_context(index, phase.name, usage, job_id=job_id)
     result: GroupsResult
     with _batched(runtime, job_id, qualified), _usage_kept(runtime, job_id, qualified, usage):
         if isinstance(phase, LevelsPhase):
@@ -238,6 +238,7 @@ def _note_stale(runtime: Runtime, job_id: str, stale: list[str]) -> None:
         return
 
     def change(job: Job) -> None:
-        job.stale_units.extend(u for u in stale if u not in job.stale_units)
+        known = set(job.stale_units)
+        job.stale_units.extend(u for u in dict.fromkeys(stale) if u not in known)
 
     settle(runtime.backends.state, job_id, change, key=f"stale-{current_task_key()}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from hopindex.methods.registry import load_settings
 from hopindex.scheduler.runtime import Runtime
 from hopindex.workers.app import app, load_tasks
@@ -11,6 +13,10 @@ from hopindex.workers.engine_route import open_process_backends
 __all__ = ["Runtime", "bind_runtime", "current_runtime"]
 
 _current: Runtime | None = None
+# A worker with a thread pool starts several tasks at once: without the lock, the first
+# of them each opened the process's backends, and the second embedded vector store
+# then failed to open the shard the first held ("Can't init WAL: WouldBlock").
+_opening = threading.Lock()
 
 
 def bind_runtime(runtime: Runtime | None) -> None:
@@ -25,11 +31,15 @@ def bind_runtime(runtime: Runtime | None) -> None:
 def current_runtime() -> Runtime:
     """The bound runtime, else one opened from the environment (a real worker process)."""
     global _current  # noqa: PLW0603  # see bind_runtime
-    if _current is None:
-        load_tasks()
-        settings = load_settings()
-        _current = Runtime(settings=settings, backends=open_process_backends(settings), app=app)
-    return _current
+    if _current is not None:
+        return _current
+    with _opening:
+        if _current is None:
+            load_tasks()
+            settings = load_settings()
+            _current = Runtime(settings=settings, backends=open_process_backends(settings),
+                               app=app)
+        return _current
 
 
 set_runtime_source(current_runtime)

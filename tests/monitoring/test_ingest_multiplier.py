@@ -1,5 +1,5 @@
 """The ingestion multiplier in Prometheus: a finished job's LLM tokens per corpus token,
-observed per method, phase and kind once per job (settled on its record, as its
+observed per method, phase and kind once per job (settled under a key, as its
 documents are) however often its finalize runs; its corpus and LLM tokens counted with
 it, so their ratio over time is the multiplier."""
 
@@ -91,8 +91,7 @@ def test_a_finished_jobs_multiplier_is_observed_once(store: SqliteStateStore) ->
     assert delta(before, figures()) == {"prompt_count": 1, "prompt_sum": 4.0,
                                         "completion_sum": 1.5, "prompt_tokens": 8_000,
                                         "corpus": 2_000}
-    stored = store.get_job("done")
-    assert stored is not None and MULTIPLIER_OBSERVED_KEY in stored.settled
+    assert store.settled_keys("done", [MULTIPLIER_OBSERVED_KEY]) == {MULTIPLIER_OBSERVED_KEY}
 
 
 @pytest.mark.parametrize(("state", "corpus"), [
@@ -105,8 +104,7 @@ def test_jobs_with_no_multiplier_observe_nothing(store: SqliteStateStore, state:
     before = figures()
     _observe_multiplier("other")
     assert delta(before, figures()) == dict.fromkeys(before, 0)
-    stored = store.get_job("other")
-    assert stored is not None and stored.settled == []
+    assert store.settled_keys("other", [MULTIPLIER_OBSERVED_KEY]) == set()
 
 
 def test_every_phase_is_observed_under_the_method() -> None:

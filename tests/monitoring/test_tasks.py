@@ -58,7 +58,7 @@ def test_job_context_reads_job_and_index_from_task_arguments() -> None:
     first; tasks outside any job give no context."""
     assert job_context(stage1, ("job-1", "wiki", "extractive.stage1", 0, ["d1"]), {}) == {
         "job_id": "job-1", "index": "wiki"}
-    assert job_context(after_phase, ([{"units": []}], "job-2", "wiki", 0, 0, {}), {}) == {
+    assert job_context(after_phase, ([{"units": []}], "job-2", "wiki", 0, 0), {}) == {
         "job_id": "job-2", "index": "wiki"}
     assert job_context(stage1, (), {"job_id": "job-3", "index": "x"}) == {"job_id": "job-3",
                                                                           "index": "x"}

@@ -53,7 +53,7 @@ def _fan_out_purges(client: LocalClient, job_id: str, phase: str) -> None:
     header = [runtime.signature(PURGE, job_id, INDEX, [f"u{n}"], immutable=True)
               for n in range(3)]
     fan_out(runtime, job_id, phase, header,
-            runtime.signature(FINALIZE, job_id, INDEX, {}, immutable=True))
+            runtime.signature(FINALIZE, job_id, INDEX, immutable=True))
 
 
 def test_a_repeated_fan_out_of_a_step_sends_nothing(
@@ -116,7 +116,7 @@ def test_a_traced_fan_out_records_its_step_context_for_whatever_sends_it_again(
     dispatch = state.last_dispatch("job-t")
     assert dispatch is not None
     step = traceparent(trace_id, step_span_id(trace_id, "job-t", "purge"), 1)
-    plan = plan_redrive(client.service.runtime.app, state.get_job("job-t") or job,
+    plan = plan_redrive(client.service.runtime.app, state, state.get_job("job-t") or job,
                         dispatch)
     assert [t["options"]["headers"]["traceparent"] for t in plan.tasks] == [step] * 3
     callback = dispatch.callback["options"]["headers"]

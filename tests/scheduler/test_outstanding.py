@@ -19,7 +19,7 @@ from hopindex.core.ids import content_hash, doc_id_from_title
 from hopindex.core.models import Document, Job, JobKind, JobState
 from hopindex.methods.plugin import Scope
 from hopindex.scheduler.outstanding import IndexStatus
-from hopindex.scheduler.pipeline import finalize
+from hopindex.scheduler.pipeline import finalize, keep_scope
 from hopindex.testing.llm_server import LlmTestServer
 from tests.conftest import CURIE_CORPUS, raw
 from tests.methods.indexrag.conftest import ClientFactory, llm_settings, local_client
@@ -189,7 +189,8 @@ def test_finalize_marks_a_document_only_with_the_text_its_job_read(
     job = Job(job_id="finalizing", index=INDEX_CURIE, kind=JobKind.INGEST,
               state=JobState.RUNNING)
     state.create_job(job)
-    finalize(client.service.runtime, job.job_id, INDEX_CURIE,
-             Scope(doc_ids=[first.doc_id, second.doc_id], hashes=read))
+    keep_scope(client.service.runtime, job.job_id,
+               Scope(doc_ids=[first.doc_id, second.doc_id], hashes=read))
+    finalize(client.service.runtime, job.job_id, INDEX_CURIE)
     assert state.document_hashes(INDEX_CURIE) == {first.doc_id: read[first.doc_id],
                                                   second.doc_id: ""}

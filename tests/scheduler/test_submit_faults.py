@@ -83,7 +83,7 @@ INGEST_STEPS = [
     Step("job creation", "state", "create_job"),
     Step("put_documents", "state", "put_documents"),
     Step("job_started", "submit", "job_started"),
-    Step("first phase", "submit", "start_step"),
+    Step("first phase", "submit", "start_steps"),
     Step("documents task", "task", "hopindex.phase.documents"),
     Step("after_phase", "task", CONTROL + "after_phase"),
     Step("start_step", "task", CONTROL + "start_step"),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from hopindex.backends.state.connection import SqliteConnection, dumps
+from hopindex.backends.state.connection import SqliteConnection, dumps, id_list
+from hopindex.backends.state.scope_pages import scope_of_pages, scope_pages
 from hopindex.core.errors import BackendError, NotFoundError
 from hopindex.core.models import Dispatch, Job, JobState
 
@@ -30,7 +32,8 @@ class JobsMixin(SqliteConnection):
             row = conn.execute("SELECT data FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return Job.from_dict(json.loads(row[0])) if row else None
 
-    def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job:
+    def update_job(self, job_id: str, change: Callable[[Job], None], *,
+                   once: str = "") -> Job:
         """Apply ``change`` to the stored job and save it, with no other writer in between.
 
         BEGIN IMMEDIATE takes the database write lock before the read, so two
@@ -42,7 +45,13 @@ class JobsMixin(SqliteConnection):
             if row is None:
                 raise NotFoundError(f"job {job_id} not found")
             job = Job.from_dict(json.loads(row[0]))
+            if once and conn.execute("SELECT 1 FROM job_settled WHERE job_id = ? AND key = ?",
+                                     (job_id, once)).fetchone():
+                return job
             change(job)
+            if once:
+                conn.execute("INSERT INTO job_settled (idx, job_id, key) VALUES (?, ?, ?)",
+                             (job.index, job_id, once))
             if job.job_id != job_id:
                 raise BackendError(f"update_job: the change renamed job {job_id} "
                                    f"to {job.job_id}")
@@ -85,3 +94,27 @@ class JobsMixin(SqliteConnection):
     def clear_dispatches(self, job_id: str) -> None:
         with self._transaction("clear_dispatches", write=True) as conn:
             conn.execute("DELETE FROM dispatches WHERE job_id = ?", (job_id,))
+
+    def put_job_scope(self, job_id: str, scope: Mapping[str, Any]) -> None:
+        pages = scope_pages(scope)
+        with self._transaction("put_job_scope", write=True) as conn:
+            conn.execute("DELETE FROM job_scopes WHERE job_id = ?", (job_id,))
+            conn.executemany("INSERT INTO job_scopes (job_id, page, data) VALUES (?, ?, ?)",
+                             [(job_id, n, page) for n, page in enumerate(pages)])
+
+    def get_job_scope(self, job_id: str) -> dict[str, Any] | None:
+        with self._transaction("get_job_scope", write=False) as conn:
+            rows = conn.execute("SELECT data FROM job_scopes WHERE job_id = ? ORDER BY page",
+                                (job_id,)).fetchall()
+        return scope_of_pages([data for (data,) in rows])
+
+    def delete_job_scope(self, job_id: str) -> None:
+        with self._transaction("delete_job_scope", write=True) as conn:
+            conn.execute("DELETE FROM job_scopes WHERE job_id = ?", (job_id,))
+
+    def settled_keys(self, job_id: str, keys: Sequence[str]) -> set[str]:
+        with self._transaction("settled_keys", write=False) as conn:
+            rows = conn.execute("SELECT key FROM job_settled WHERE job_id = ? AND key IN "
+                                "(SELECT value FROM json_each(?))",
+                                (job_id, id_list(keys))).fetchall()
+        return {key for (key,) in rows}

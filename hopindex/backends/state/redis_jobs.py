@@ -10,7 +10,9 @@ The index's ``openjobs`` sorted set holds the members of its unfinished jobs sco
 by insertion number: the order jobs wait in for their turn on the index
 (scheduler/writers.py), kept by ``create_job`` and ``update_job``.
 
-``P:dispatch:<id>`` is a list of the job's fan-outs as JSON, newest last.
+``P:dispatch:<id>`` is a list of the job's fan-outs as JSON, newest last; ``P:scope:<id>``
+the job's scope as a list of JSON pages; ``P:settled:<id>`` the set of keys its
+updates were settled under (``update_job(..., once=key)``).
 
 ``update_job`` runs Python (the change callable), so it cannot be a script. It is
 an optimistic WATCH/MULTI/EXEC loop, and writers of one job also take a short
@@ -26,13 +28,15 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import redis
 from redis.client import Pipeline
 
 from hopindex.backends.state.connection import dumps
 from hopindex.backends.state.redis_connection import RedisConnection, text
+from hopindex.backends.state.scope_pages import scope_of_pages, scope_pages
 from hopindex.core.errors import BackendError, BackendUnavailableError, NotFoundError
 from hopindex.core.logging import get_logger
 from hopindex.core.models import Dispatch, Job
@@ -110,7 +114,8 @@ class RedisJobsMixin(RedisConnection):
             data = text(self._redis().hget(self._job_key(job_id), "data"))
         return Job.from_dict(json.loads(data)) if data is not None else None
 
-    def update_job(self, job_id: str, change: Callable[[Job], None]) -> Job:
+    def update_job(self, job_id: str, change: Callable[[Job], None], *,
+                   once: str = "") -> Job:
         """Apply ``change`` to the stored job and save it, with no other writer in between.
 
         If ``change`` raises, nothing is written and the exception propagates.
@@ -124,7 +129,7 @@ class RedisJobsMixin(RedisConnection):
         for conflict in range(MAX_CONFLICTS):
             self._take_lease(lease, token, job_id, deadline)
             try:
-                job = self._apply(job_id, lease, change)
+                job = self._apply(job_id, lease, change, once)
             except BaseException:
                 self._release_lease(lease, token, best_effort=True)
                 raise
@@ -159,9 +164,13 @@ class RedisJobsMixin(RedisConnection):
             # The caller's own exception matters more; the lease expires on its own.
             log.warning("state_job_lease_not_released", lease=lease, error=str(exc))
 
-    def _apply(self, job_id: str, lease: str, change: Callable[[Job], None]) -> Job | None:
-        """One WATCH/MULTI/EXEC attempt; None when another write got in first."""
+    def _apply(self, job_id: str, lease: str, change: Callable[[Job], None],
+               once: str) -> Job | None:
+        """One WATCH/MULTI/EXEC attempt; None when another write got in first. The
+        settled set needs no WATCH of its own: it is written only here, under the
+        job key's WATCH."""
         key = self._job_key(job_id)
+        settled = self._key("settled", job_id)
         with self._errors("update_job"), self._redis().pipeline(transaction=True) as pipe:
             try:
                 # Watching the lease too: if it expired and another writer took it,
@@ -171,6 +180,11 @@ class RedisJobsMixin(RedisConnection):
                 if data is None or member is None:
                     raise NotFoundError(f"job {job_id} not found")
                 job = Job.from_dict(json.loads(data))
+                if once and pipe.sismember(settled, once):
+                    pipe.multi()
+                    pipe.delete(lease)
+                    pipe.execute()
+                    return job
                 old_index = job.index
                 change(job)
                 if job.job_id != job_id:
@@ -178,6 +192,8 @@ class RedisJobsMixin(RedisConnection):
                                        f"to {job.job_id}")
                 pipe.multi()
                 pipe.hset(key, "data", dumps(job.as_dict()))
+                if once:
+                    pipe.sadd(settled, once)
                 if job.index != old_index:
                     pipe.zrem(self._jobs_key(old_index), member)
                     pipe.zrem(self._open_key(old_index), member)
@@ -237,3 +253,27 @@ class RedisJobsMixin(RedisConnection):
     def clear_dispatches(self, job_id: str) -> None:
         with self._errors("clear_dispatches"):
             self._redis().delete(self._key("dispatch", job_id))
+
+    def put_job_scope(self, job_id: str, scope: Mapping[str, Any]) -> None:
+        key = self._key("scope", job_id)
+        with self._errors("put_job_scope"):
+            pipe = self._redis().pipeline(transaction=True)
+            pipe.delete(key)
+            pipe.rpush(key, *scope_pages(scope))
+            pipe.execute()
+
+    def get_job_scope(self, job_id: str) -> dict[str, Any] | None:
+        with self._errors("get_job_scope"):
+            reply = self._redis().lrange(self._key("scope", job_id), 0, -1)
+        return scope_of_pages([page for page in reply if isinstance(page, str)])
+
+    def delete_job_scope(self, job_id: str) -> None:
+        with self._errors("delete_job_scope"):
+            self._redis().delete(self._key("scope", job_id))
+
+    def settled_keys(self, job_id: str, keys: Sequence[str]) -> set[str]:
+        if not keys:
+            return set()
+        with self._errors("settled_keys"):
+            found = self._redis().smismember(self._key("settled", job_id), list(keys))
+        return {key for key, there in zip(keys, found, strict=True) if there}

@@ -62,13 +62,17 @@ end
 return 0
 """
 
-# KEYS: the index's job list, every job. ARGV: the job key prefix. Jobs live outside
+# KEYS: the index's job list, every job. ARGV: the prefixes of a job's keys (its record
+# and what is kept beside it). Jobs live outside
 # the index's prefix (they are read by id alone), so they are removed by their list.
 _DELETE_INDEX_JOBS = """
 local members = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, member in ipairs(members) do
   local at = string.find(member, ':', 1, true)
-  redis.call('DEL', ARGV[1] .. string.sub(member, at + 1))
+  local job_id = string.sub(member, at + 1)
+  for _, prefix in ipairs(ARGV) do
+    redis.call('DEL', prefix .. job_id)
+  end
   redis.call('ZREM', KEYS[2], member)
 end
 redis.call('DEL', KEYS[1])
@@ -228,7 +232,9 @@ class RedisStateStore(RedisDocumentsMixin, RedisUnitsMixin, RedisCatalogueMixin,
             client.hdel(self._key("indexes"), name)
             jobs = self._script(_DELETE_INDEX_JOBS)(
                 keys=[self._jobs_key(name), self._jobs_key(None)],
-                args=[self._key("job", "")])
+                # The job's record and what is kept beside it.
+                args=[self._key(family, "") for family in ("job", "settled", "scope",
+                                                            "dispatch")])
             removed = 0
             batch: list[str] = []
             for key in client.scan_iter(match=self._index_pattern(name), count=CHUNK):

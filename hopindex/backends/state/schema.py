@@ -178,12 +178,36 @@ SET phase = (SELECT i.method FROM indexes AS i WHERE i.name = failed_items.idx)
 WHERE phase IN ('stage1', 'stage2');
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# A running job's scope (what it changes), in pages (``JobStore.put_job_scope``): the
+# steps read it here instead of carrying it in every task message.
+_V6 = """
+CREATE TABLE job_scopes (
+    job_id TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (job_id, page)
+);
+"""
+
+# The keys a job's updates were settled under (``update_job(..., once=key)``), one row
+# each: in the job's record they made every task's write rewrite every earlier task's
+# key, a cost that grew with the square of the job's tasks.
+_V7 = """
+CREATE TABLE job_settled (
+    idx TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE INDEX job_settled_by_index ON job_settled (idx);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 # The tables every index owns rows in; deleting an index empties all of them.
 INDEX_TABLES: tuple[str, ...] = (
     "documents", "analyses", "units", "unit_sources", "mentions", "bridges", "jobs",
-    "failed_items", "unit_groups", "group_members", "records",
+    "failed_items", "unit_groups", "group_members", "records", "job_settled",
 )
 
 

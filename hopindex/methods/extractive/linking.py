@@ -51,6 +51,26 @@ class TitleLexicon:
                 for e, c in sorted(counts.items())]
 
 
+# The lexicon this process built last, with what it was built for: the titles are
+# written by stage 1 and read by the link phase after it, and an index has one writing
+# job at a time, so for one job's link phase they do not change. Building it once per
+# process, not once per task, keeps a link phase linear in the corpus: every task read
+# every title of the index before, which grows with the square of the documents.
+_last_lexicon: dict[tuple[int, str, str, str], TitleLexicon] = {}
+
+
+def job_lexicon(context: PhaseContext) -> TitleLexicon:
+    """The index's title lexicon for the job's phase (built anew outside a job)."""
+    key = (id(context.state), context.index, context.job_id, context.phase)
+    if context.job_id and key in _last_lexicon:
+        return _last_lexicon[key]
+    lexicon = TitleLexicon(context.state.title_lexicon(context.index))
+    if context.job_id:
+        _last_lexicon.clear()
+        _last_lexicon[key] = lexicon
+    return lexicon
+
+
 def documents_to_relink(context: PhaseContext, job_doc_ids: Sequence[str],
                         dropped_titles: Sequence[str], tau: int) -> list[str]:
     """The job's own documents, documents elsewhere that name one of their titles, and

@@ -22,7 +22,7 @@ from hopindex.methods.bridges import (
     replace_document_mentions,
 )
 from hopindex.methods.extractive.analyses import ANALYSES, get_analyses, put_analyses
-from hopindex.methods.extractive.linking import TitleLexicon, documents_to_relink
+from hopindex.methods.extractive.linking import documents_to_relink, job_lexicon
 from hopindex.methods.extractive.stage1 import METHOD, extract_document
 from hopindex.methods.extractive.stage2 import (
     BridgePolicy,
@@ -119,7 +119,7 @@ def select_relink(context: PhaseContext, scope_doc_ids: Sequence[str],
 
 def run_link(context: PhaseContext, documents: list[Document]) -> DocumentsResult:
     """Record which catalogue titles each document's text names."""
-    lexicon = TitleLexicon(context.state.title_lexicon(context.index))
+    lexicon = job_lexicon(context)
     result = DocumentsResult()
     for document in documents:
         mentions = lexicon.find_mentions(document.doc_id, document.text)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from hopindex.backends.protocols import StateStore
+from hopindex.backends.state.scope_pages import SCOPE_PAGE_CHARS, scope_pages
 from hopindex.core.errors import BackendError, InvalidInputError, NotFoundError
 from hopindex.core.models import Dispatch, ItemError, Job, JobKind, JobState, Stage
 from hopindex.testing.contracts.state_records import LEXICON, NER, TITLE, mention, new_job
@@ -247,6 +248,55 @@ class JobStoreContract:
         store.clear_dispatches(job.job_id)
         assert store.last_dispatch(job.job_id) is None
         assert store.last_dispatch(other.job_id) == first
+
+    def test_an_update_once_applies_once_and_keeps_its_key_beside_the_record(
+            self, store: StateStore, index: str) -> None:
+        """A keyed update applies once (the second never calls its change), per job; the
+        keys are kept beside the record, which is no larger after 300 settled updates
+        than after the first but for its counter; deleting the index forgets them."""
+        job, other = new_job(index), new_job(index)
+        store.create_job(job)
+        store.create_job(other)
+        calls: list[str] = []
+
+        def bump(record: Job) -> None:
+            calls.append(record.job_id)
+            record.units_embedded += 1
+
+        store.update_job(job.job_id, bump, once="task:1")
+        size = len(str(store.get_job(job.job_id)))
+        assert store.update_job(job.job_id, bump, once="task:1").units_embedded == 1
+        assert calls == [job.job_id]
+        store.update_job(other.job_id, bump, once="task:1")
+        for n in range(2, 301):
+            store.update_job(job.job_id, bump, once=f"task:{n}")
+        stored = store.get_job(job.job_id)
+        assert stored is not None and stored.units_embedded == 300
+        assert len(str(stored)) <= size + 2  # "1" became "300"
+        assert store.settled_keys(job.job_id, ["task:1", "task:300", "task:301"]) == {
+            "task:1", "task:300"}
+        assert store.settled_keys(job.job_id, []) == set()
+        store.delete_index(index)
+        assert store.settled_keys(job.job_id, ["task:1"]) == set()
+
+    def test_a_job_scope_round_trips_in_pages_and_replaces_the_last(
+            self, store: StateStore, index: str) -> None:
+        """A scope larger than a page comes back whole and in order; a later put replaces
+        it (a shorter one leaves no page of the longer behind); deleting one job's scope
+        leaves another's."""
+        job, other = new_job(index), new_job(index)
+        assert store.get_job_scope(job.job_id) is None
+        ids = [f"doc-{n:07d}" for n in range(SCOPE_PAGE_CHARS // 8)]
+        big = {"doc_ids": ids, "hashes": {i: "h" + i for i in ids}, "touched": {"e": ["x"]}}
+        assert len(scope_pages(big)) > 2
+        store.put_job_scope(job.job_id, big)
+        store.put_job_scope(other.job_id, {"doc_ids": ["o"]})
+        assert store.get_job_scope(job.job_id) == big
+        store.put_job_scope(job.job_id, {"doc_ids": ["a"], "touched": {}})
+        assert store.get_job_scope(job.job_id) == {"doc_ids": ["a"], "touched": {}}
+        store.delete_job_scope(job.job_id)
+        assert store.get_job_scope(job.job_id) is None
+        assert store.get_job_scope(other.job_id) == {"doc_ids": ["o"]}
 
     def test_open_jobs_in_creation_order_whatever_their_clocks(self, store: StateStore,
                                                                index: str, other: str) -> None:

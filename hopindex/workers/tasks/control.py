@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hopindex.methods.plugin import Scope
 from hopindex.scheduler import pipeline
 from hopindex.scheduler.task_names import AFTER_PHASE, FINALIZE, PING, START_QUEUED, START_STEP
 from hopindex.scheduler.turns import start_next
@@ -14,23 +13,22 @@ from hopindex.workers.runtime import current_runtime
 
 
 @app.task(name=AFTER_PHASE)  # type: ignore[untyped-decorator]  # celery is untyped
-def after_phase(  # noqa: PLR0917  # a task's arguments are positional in its message
-        results: list[dict[str, Any]], job_id: str, index: str, position: int,
-                level: int, scope: dict[str, Any]) -> None:
+def after_phase(results: list[dict[str, Any]], job_id: str, index: str, position: int,
+                level: int) -> None:
     pipeline.after_phase(current_runtime(), results, job_id, index, position=position,
-                         level=level, scope=Scope.from_dict(scope))
+                         level=level)
 
 
 @app.task(name=START_STEP)  # type: ignore[untyped-decorator]  # celery is untyped
-def start_step(job_id: str, index: str, position: int, level: int,
-               scope: dict[str, Any]) -> None:
-    pipeline.start_step(current_runtime(), job_id, index, position=position, level=level,
-                        scope=Scope.from_dict(scope))
+def start_step(job_id: str, index: str, position: int, level: int) -> None:
+    runtime = current_runtime()
+    pipeline.start_step(runtime, job_id, index, position=position, level=level,
+                        scope=pipeline.job_scope(runtime, job_id))
 
 
 @app.task(name=FINALIZE)  # type: ignore[untyped-decorator]  # celery is untyped
-def finalize(job_id: str, index: str, scope: dict[str, Any]) -> None:
-    pipeline.finalize(current_runtime(), job_id, index, Scope.from_dict(scope))
+def finalize(job_id: str, index: str) -> None:
+    pipeline.finalize(current_runtime(), job_id, index)
 
 
 @app.task(name=START_QUEUED, job_bound=False)  # type: ignore[untyped-decorator]  # celery is untyped
