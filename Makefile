@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 # torch first, pinned: any other torch request downloads a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup demo test test-unit test-stress lint bench bench-peers clean redis-server prometheus \
-	alertmanager docker-compose chromium
+.PHONY: setup demo test test-unit test-stress lint bench bench-peers bench-scale clean \
+	redis-server prometheus alertmanager docker-compose chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +112,17 @@ bench: setup
 	    --dataset hopindex/sample/hotpotqa-100/questions.json \
 	    --corpus hopindex/sample/hotpotqa-100/corpus.json \
 	    --method naive --method extractive --json benchmarks/out/eval-hotpotqa-100.json
+
+# The runtime at scale (benchmarks/scale/): a synthetic corpus of SIZE documents through
+# real workers on a private Redis. Not part of `bench`, being too long: 10,000 documents
+# take about 5 minutes on 2 cores (1,000 about 1), and a full 100,000 would take 45 or
+# more. PHASES_ONLY=1 runs every step's planning and fan-out and the tasks' state writes
+# in one process without spaCy or the embed step (30,000 documents: about 4.5 minutes);
+# then fit.py tables every run in benchmarks/out/ against its size.
+SIZE ?= 10000
+bench-scale: setup redis-server
+	$(PY) benchmarks/scale/run.py --size $(SIZE) $(if $(PHASES_ONLY),--phases-only)
+	$(PY) benchmarks/scale/fit.py benchmarks/out/scale-*.json
 
 # The peers of benchmarks/peers/ get a venv of their own, never the project's: torch
 # first and pinned, as above, so their requirements take the CPU build already there.
