@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -21,6 +22,7 @@ from hopindex.scheduler.submit import new_job
 from hopindex.workers.queues import Queue
 from tests.conftest import ClientFactory
 from tests.redis_server import private_redis_server
+from tests.workers.conftest import hotpot_corpus
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +106,19 @@ def test_a_phases_touched_keys_join_the_kept_scope_once(
         scope = job_scope(runtime, "job-touch")
         assert scope.touched == {"extractive.titles": ["a", "b", "c"]}
         assert scope.doc_ids == _doc_ids(3)
+
+
+def test_a_job_record_does_not_grow_with_its_tasks(
+        tmp_path: Path, make_client: ClientFactory) -> None:
+    """An ingest of 48 documents in batches of 2 (24 tasks a phase) leaves a job record
+    the size of an 8-document ingest's but for its counters' digits: what each task
+    run settled is kept beside the record, which holds one claim per step."""
+    sizes, keys = [], []
+    for count in (8, 48):
+        client = make_client(f"docs-{count}", stage1_batch_docs=2)
+        job = client.ingest(f"sized-{count}", [hotpot_corpus(tmp_path, limit=count)])
+        assert job.state is JobState.SUCCEEDED
+        sizes.append(len(json.dumps(job.as_dict())))
+        keys.append(len(job.settled))
+    assert sizes[1] - sizes[0] <= 40, sizes
+    assert keys[0] == keys[1]  # one claim per step, whatever the step's tasks

@@ -258,6 +258,23 @@ def test_a_batch_recorded_but_never_sent_is_dropped(
     assert job.state is JobState.RUNNING
 
 
+def _send_one_line(runtime: Any, server: LlmTestServer) -> Any:
+    """``send_batch`` of one line for task-1 of the job, as a task whose call waits does."""
+    from hopindex.backends.llm.batch_scope import PendingLine
+    from hopindex.scheduler.provider_batches import send_batch
+
+    body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
+    return send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
+                      [PendingLine("k1", "indexrag.stage1", body)])
+
+
+def _assert_cancelled_at_the_provider(batch: Any, server: LlmTestServer) -> None:
+    """The record is settled and cancelling, and the provider was asked to cancel it."""
+    assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
+    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
+    assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+
+
 def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
         tmp_path: Path, start_server: Callable[..., LlmTestServer],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,9 +282,8 @@ def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
     no id and asks the provider nothing. Once the provider answers with the id, the
     sender finds its record settled, keeps it so (cancelling, not validating) and asks
     the provider to cancel: no batch runs on for a stopped job."""
-    from hopindex.backends.llm.batch_scope import PendingLine
     from hopindex.core.models import JobKind
-    from hopindex.scheduler.provider_batches import cancel_provider_batches, send_batch
+    from hopindex.scheduler.provider_batches import cancel_provider_batches
 
     server = start_server(batch_completion_s=60.0)
     with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
@@ -287,13 +303,9 @@ def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
             return batch_id
 
         monkeypatch.setattr(llm, "submit_batch", submit_then_cancelled)
-        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
-        send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
-                   [PendingLine("k1", "indexrag.stage1", body)])
+        _send_one_line(runtime, server)
         batch = client.jobs.get_job(JOB_ID).provider_batches[0]
-    assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
-    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
-    assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+    _assert_cancelled_at_the_provider(batch, server)
 
 
 def test_a_cancel_holding_an_older_job_record_still_cancels_a_batch_named_since(
@@ -301,9 +313,8 @@ def test_a_cancel_holding_an_older_job_record_still_cancels_a_batch_named_since(
     """The canceller read the job before a task sent and named its batch: the batch is
     settled and cancelled at the provider all the same, since what is cancelled is
     what the settling update saw, not the canceller's older copy."""
-    from hopindex.backends.llm.batch_scope import PendingLine
     from hopindex.core.models import JobKind
-    from hopindex.scheduler.provider_batches import cancel_provider_batches, send_batch
+    from hopindex.scheduler.provider_batches import cancel_provider_batches
 
     server = start_server(batch_completion_s=60.0)
     with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
@@ -313,14 +324,10 @@ def test_a_cancel_holding_an_older_job_record_still_cancels_a_batch_named_since(
                              state=JobState.RUNNING))
         older = state.get_job(JOB_ID)
         assert older is not None and not older.provider_batches
-        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
-        send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
-                   [PendingLine("k1", "indexrag.stage1", body)])
+        _send_one_line(runtime, server)
         assert cancel_provider_batches(runtime, older) == 1
         batch = client.jobs.get_job(JOB_ID).provider_batches[0]
-    assert batch.batch_id and batch.settled and batch.state is BatchState.CANCELLING
-    provider = openai.OpenAI(base_url=server.base_url, api_key="test-key")
-    assert provider.batches.retrieve(batch.batch_id).status in ("cancelling", "cancelled")
+    _assert_cancelled_at_the_provider(batch, server)
 
 
 def test_a_task_of_a_stopping_job_sends_no_batch(
@@ -328,18 +335,14 @@ def test_a_task_of_a_stopping_job_sends_no_batch(
     """A task whose calls wait for a batch, of a job cancelled since it started, sends
     nothing: its cancel has already settled the job's batches, so one sent now would
     run, and be billed, with nobody to cancel it."""
-    from hopindex.backends.llm.batch_scope import PendingLine
     from hopindex.core.models import JobKind
-    from hopindex.scheduler.provider_batches import send_batch
 
     server = start_server(batch_completion_s=60.0)
     with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
         runtime = client.service.runtime
         client.service.backends.state.create_job(Job(
             job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST, state=JobState.CANCELLING))
-        body = {"model": server.config.model, "messages": [{"role": "user", "content": "hi"}]}
-        sent = send_batch(runtime, JOB_ID, "indexrag.stage1", "task-1",
-                          [PendingLine("k1", "indexrag.stage1", body)])
+        sent = _send_one_line(runtime, server)
         job = client.jobs.get_job(JOB_ID)
     assert sent is None and not job.provider_batches
     assert server.stats.batches.get("batches_created", 0) == 0
