@@ -20,18 +20,27 @@ _PASSAGES = UnitFilter(kinds=(UnitKind.PASSAGE,))
 
 
 class TitleLexicon:
-    """Title entities indexed by their first word for a single pass over a text."""
+    """Title entities indexed by their first word for a single pass over a text.
+
+    A position is tried once per distinct title length starting with its word, each a
+    dictionary lookup: comparing every title that starts with the word (as before)
+    cost, for a common first name, work that grew with the corpus on every word.
+    """
 
     def __init__(self, titles: Mapping[str, Sequence[str]]) -> None:
         self._owners = {entity: frozenset(docs) for entity, docs in titles.items()}
-        self._by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        lengths: dict[str, set[int]] = defaultdict(set)
         self._entity_of: dict[tuple[str, ...], str] = {}
+        # Titles that read alike share their words: each is a match of its own, and the
+        # last of them names it, as one candidate per title always counted.
+        self._titles_of: Counter[tuple[str, ...]] = Counter()
         for entity in titles:
             tokens = tuple(word_tokens(entity))
             if tokens:
-                self._by_first[tokens[0]].append(tokens)
+                lengths[tokens[0]].add(len(tokens))
                 self._entity_of[tokens] = entity
-        self._max_len = max((len(t) for t in self._entity_of), default=0)
+                self._titles_of[tokens] += 1
+        self._lengths = {first: tuple(sorted(found)) for first, found in lengths.items()}
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -42,11 +51,15 @@ class TitleLexicon:
         tokens = word_tokens(text)
         counts: Counter[str] = Counter()
         for i, token in enumerate(tokens):
-            for candidate in self._by_first.get(token, ()):
-                if tuple(tokens[i:i + len(candidate)]) == candidate:
+            for length in self._lengths.get(token, ()):
+                if i + length > len(tokens):
+                    break  # lengths ascend: none longer fits before the text ends
+                candidate = tuple(tokens[i:i + length])
+                times = self._titles_of.get(candidate, 0)
+                if times:
                     entity = self._entity_of[candidate]
                     if self._owners[entity] - {doc_id}:
-                        counts[entity] += 1
+                        counts[entity] += times
         return [EntityMention(entity=e, doc_id=doc_id, source=MentionSource.LEXICON, count=c)
                 for e, c in sorted(counts.items())]
 

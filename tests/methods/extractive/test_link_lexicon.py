@@ -4,6 +4,7 @@ either way, and the next job reads the titles again (they may have changed)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -12,7 +13,9 @@ import pytest
 
 from hopindex.backends.protocols import StateStore
 from hopindex.core.models import JobState, MentionSource
+from hopindex.core.text import word_tokens
 from hopindex.methods.extractive import linking
+from hopindex.methods.extractive.linking import TitleLexicon
 from tests.conftest import CURIE_CORPUS, ClientFactory, ingest_documents
 
 INDEX = "linked"
@@ -70,3 +73,42 @@ def test_one_lexicon_read_per_job_links_what_a_read_per_task_links(
     changed = replace(first, text=first.text + " She met Pierre Curie in Paris.")
     assert ingest_documents(client, INDEX, [changed]).state is JobState.SUCCEEDED
     assert INDEX in asked
+
+
+def _every_title_everywhere(titles: dict[str, list[str]], doc_id: str,
+                            text: str) -> dict[str, int]:
+    """The plain reading of the rule: each title whose words occur at a position of the
+    text counts there, unless the document is its only holder."""
+    tokens = word_tokens(text)
+    counts: dict[str, int] = {}
+    for entity, owners in titles.items():
+        words = word_tokens(entity)
+        if not words or not set(owners) - {doc_id}:
+            continue
+        found = sum(1 for i in range(len(tokens))
+                    if tokens[i:i + len(words)] == words)
+        if found:
+            counts[entity] = found
+    return counts
+
+
+def test_the_lexicon_finds_what_a_scan_of_every_title_finds() -> None:
+    """Over titles sharing first words, of several lengths, nested ("anna", "anna
+    berg", "anna berg hall"), a title its reading document alone holds, and texts
+    naming them in every way, the lexicon counts exactly what trying every title at
+    every position counts."""
+    rng = random.Random(7)
+    firsts = ["anna", "karl", "the", "saint"]
+    rests = ["berg", "hall", "river", "of", "lund", "berg hall"]
+    titles: dict[str, list[str]] = {}
+    for n in range(60):
+        words = [rng.choice(firsts), *rng.choice(rests).split()[:rng.randint(0, 2)]]
+        titles.setdefault(" ".join(words).title(), []).append(f"d{n}")
+    titles["Anna"] = ["d0"]
+    vocabulary = [*firsts, *rests, "and", "met"]
+    for n in range(40):
+        text = " ".join(rng.choice(vocabulary) for _ in range(60))
+        doc_id = f"d{n}"
+        found = TitleLexicon(titles).find_mentions(doc_id, text)
+        assert {m.entity: m.count for m in found} == _every_title_everywhere(
+            titles, doc_id, text)
