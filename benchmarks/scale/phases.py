@@ -67,12 +67,13 @@ def _body(name: str) -> Callable[..., Any]:
     return run
 
 
-def drive(raw: redis.Redis, job_id: str, before_finalize: Callable[[], None]
-          ) -> list[dict[str, Any]]:
-    """Run the job's fan-outs in the order they are recorded until it ends."""
+def drive(raw: redis.Redis, job_id: str, before_finalize: Callable[[], None],
+          limit: int | None = None) -> list[dict[str, Any]]:
+    """Run the job's fan-outs in the order they are recorded until it ends, or until
+    ``limit`` of them ran (0: only what the submit planned and sent)."""
     key = f"{STATE_PREFIX}:dispatch:{job_id}"
     steps: list[dict[str, Any]] = []
-    while True:
+    while limit is None or len(steps) < limit:
         raw_record = raw.lindex(key, len(steps))
         if not isinstance(raw_record, bytes):  # no further fan-out: the job ended
             return steps
@@ -91,6 +92,12 @@ def drive(raw: redis.Redis, job_id: str, before_finalize: Callable[[], None]
                       "tasks_run": len(results), "work_s": round(work_s, 3),
                       "callback": str(callback["task"]).removeprefix(timeline.CONTROL_PREFIX),
                       "callback_s": round(time.perf_counter() - started, 3)})
+    # Stopped early: the last fan-out still planned is measured as recorded, unrun.
+    planned = raw.lindex(key, len(steps))
+    if isinstance(planned, bytes):
+        steps.append({"step": json.loads(planned)["phase"], **fanout_of(planned).as_dict(),
+                      "tasks_run": 0})
+    return steps
 
 
 def queued_sizes(raw: redis.Redis) -> dict[str, int]:
@@ -111,7 +118,8 @@ def wire_check(messages: list[dict[str, Any]], stored: dict[str, int]) -> dict[s
             if errors else 0}
 
 
-def phases_only(size: int, corpus: Path, tmp: Path, redis_url: str) -> dict[str, Any]:
+def phases_only(size: int, corpus: Path, tmp: Path, redis_url: str,
+                steps_limit: int | None = None) -> dict[str, Any]:
     raw = redis.Redis.from_url(redis_url)
     raw.flushall()
     task_log.install(redis_url)
@@ -140,7 +148,7 @@ def phases_only(size: int, corpus: Path, tmp: Path, redis_url: str) -> dict[str,
         # The tasks' runtime: this process's, with the pattern NLP handed in.
         bind_runtime(Runtime(settings=settings, backends=Backends(settings, nlp=PatternNlp()),
                              app=app))
-        steps = drive(raw, job_id, before_finalize)
+        steps = drive(raw, job_id, before_finalize, steps_limit)
         job = client.jobs.get_job(job_id)
         messages = [m for m in task_log.read(raw, task_log.PUBLISHED) if m["job"] == job_id]
         figures |= {

@@ -161,6 +161,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--phases-only", action="store_true",
                         help="measure what scales with the corpus without running its tasks")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="with --phases-only: run only the first STEPS recorded fan-outs "
+                             "(0: the submit, its documents and stage 1's plan and records)")
     parser.add_argument("--redis", default=PRIVATE_REDIS,
                         help="a Redis to use (flushed!); default: a private redis-server")
     args = parser.parse_args()
@@ -175,15 +178,17 @@ def main() -> None:
             if args.phases_only:
                 from phases import phases_only
 
-                figures = phases_only(args.size, corpus_path, tmp, redis_url)
+                figures = phases_only(args.size, corpus_path, tmp, redis_url, args.steps)
             else:
                 figures = full_run(args.size, corpus_path, questions, tmp, redis_url)
     except BaseException:
         print(f"worker logs kept in {tmp}", file=sys.stderr)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
-    name = f"scale-{args.size}" + ("-phases" if args.phases_only else "")
+    name = f"scale-{args.size}" + ("-phases" if args.phases_only else "") + (
+        f"-{args.steps}steps" if args.phases_only and args.steps is not None else "")
     figures = {"size": args.size, "mode": "phases-only" if args.phases_only else "full",
+               "steps_run": args.steps if args.phases_only else None,
                "code": version, "corpus": generation, **figures,
                "run_wall_s": round(time.perf_counter() - started, 1)}
     path = write_result(name, figures)
