@@ -114,14 +114,15 @@ bench: setup
 	    --method naive --method extractive --json benchmarks/out/eval-hotpotqa-100.json
 
 # The runtime at scale (benchmarks/scale/): a synthetic corpus of SIZE documents through
-# real workers on a private Redis. Not part of `bench`, being too long: 10,000 documents
-# take about 5 minutes on 2 cores (1,000 about 1), and a full 100,000 would take 45 or
-# more. PHASES_ONLY=1 runs every step's planning and fan-out and the tasks' state writes
-# in one process without spaCy or the embed step (30,000 documents: about 4.5 minutes);
-# then fit.py tables every run in benchmarks/out/ against its size.
+# real workers on a private Redis. Not part of `bench`, being too long: on 2 cores
+# 10,000 documents take about 2.5 minutes, 100,000 about 20. PHASES_ONLY=1 runs every
+# step's planning and fan-out and the tasks' state writes in one process without spaCy
+# or the embed step; with STEPS=0 only the submit and stage 1's plan (1,000,000
+# documents: about 4 minutes). fit.py then tables every run in benchmarks/out/ by size.
 SIZE ?= 10000
 bench-scale: setup redis-server
-	$(PY) benchmarks/scale/run.py --size $(SIZE) $(if $(PHASES_ONLY),--phases-only)
+	$(PY) benchmarks/scale/run.py --size $(SIZE) $(if $(PHASES_ONLY),--phases-only) \
+	    $(if $(STEPS),--steps $(STEPS))
 	$(PY) benchmarks/scale/fit.py benchmarks/out/scale-*.json
 
 # The peers of benchmarks/peers/ get a venv of their own, never the project's: torch
