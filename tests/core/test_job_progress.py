@@ -88,8 +88,8 @@ def test_the_records_of_a_real_ingest_never_read_less(
     seen: list[tuple[JobState, float]] = []
 
     def observed(write: Callable[..., object]) -> Callable[..., object]:
-        def wrapper(*args: object) -> object:
-            result = write(*args)
+        def wrapper(*args: object, **kwargs: object) -> object:
+            result = write(*args, **kwargs)
             job_id = args[0].job_id if isinstance(args[0], Job) else str(args[0])
             stored = state.get_job(job_id)
             assert stored is not None
@@ -116,7 +116,7 @@ def test_a_real_job_failed_before_its_first_phase_reads_0(
     """An ingest whose first phase could not be started fails with its documents
     validated and none of its work done: the stored record reads 0 %."""
     client = make_client()
-    inject(monkeypatch, client, Step("first phase", "submit", "start_step"))
+    inject(monkeypatch, client, Step("first phase", "submit", "start_steps"))
     with pytest.raises(HopindexError, match="injected at first phase"):
         ingest_documents(client, "curie", CURIE_CORPUS)
     failed = client.jobs.list_jobs("curie", limit=1)[0]
