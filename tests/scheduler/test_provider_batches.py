@@ -258,6 +258,16 @@ def test_a_batch_recorded_but_never_sent_is_dropped(
     assert job.state is JobState.RUNNING
 
 
+def _running_job(client: LocalClient) -> tuple[Any, Any]:
+    """The client's runtime and state store, holding job ``JOB_ID``, running."""
+    from hopindex.core.models import JobKind
+
+    state = client.service.backends.state
+    state.create_job(Job(job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST,
+                         state=JobState.RUNNING))
+    return client.service.runtime, state
+
+
 def _send_one_line(runtime: Any, server: LlmTestServer) -> Any:
     """``send_batch`` of one line for task-1 of the job, as a task whose call waits does."""
     from hopindex.backends.llm.batch_scope import PendingLine
@@ -282,15 +292,11 @@ def test_a_cancel_while_the_provider_creates_the_batch_cancels_it_once_named(
     no id and asks the provider nothing. Once the provider answers with the id, the
     sender finds its record settled, keeps it so (cancelling, not validating) and asks
     the provider to cancel: no batch runs on for a stopped job."""
-    from hopindex.core.models import JobKind
     from hopindex.scheduler.provider_batches import cancel_provider_batches
 
     server = start_server(batch_completion_s=60.0)
     with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
-        runtime = client.service.runtime
-        state = client.service.backends.state
-        state.create_job(Job(job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST,
-                             state=JobState.RUNNING))
+        runtime, state = _running_job(client)
         llm = runtime.backends.llm
         assert llm is not None
         submit = llm.submit_batch
@@ -313,15 +319,11 @@ def test_a_cancel_holding_an_older_job_record_still_cancels_a_batch_named_since(
     """The canceller read the job before a task sent and named its batch: the batch is
     settled and cancelled at the provider all the same, since what is cancelled is
     what the settling update saw, not the canceller's older copy."""
-    from hopindex.core.models import JobKind
     from hopindex.scheduler.provider_batches import cancel_provider_batches
 
     server = start_server(batch_completion_s=60.0)
     with local_client(llm_settings(tmp_path, server, **BATCH)) as client:
-        runtime = client.service.runtime
-        state = client.service.backends.state
-        state.create_job(Job(job_id=JOB_ID, index=INDEX, kind=JobKind.INGEST,
-                             state=JobState.RUNNING))
+        runtime, state = _running_job(client)
         older = state.get_job(JOB_ID)
         assert older is not None and not older.provider_batches
         _send_one_line(runtime, server)
